@@ -1,0 +1,1 @@
+"""Derived indexes: embeddings, affect, Tantivy, FAISS, checkpoints, recall scoring."""
