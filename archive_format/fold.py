@@ -1,0 +1,198 @@
+"""Current state as a fold over the shelves: each memory's status from its lifecycle events.
+
+Statuses:
+  durable      a teaching, observation or derived memory; or an inference the user confirmed
+  provisional  an inference inside its TTL (recalled at the provisional weight, default 0.4)
+  expired      an inference whose TTL passed unconfirmed (not contradicted; still confirmable)
+  rejected     rejected by the latest decision (kept for audit, never recalled)
+  superseded   a newer durable memory with the same supersede key replaced it (history kept)
+  forgotten    removed by `forget`; only a tombstone is left
+The fold sees the archive as of `now`: memories and events dated after it are left out, so
+`--now` replays the past.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from .clock import parse_time
+from .errors import AmbiguousIdError, NotFoundError
+from .records import Event, Memory
+
+STATUSES = ("durable", "provisional", "expired", "rejected", "superseded", "forgotten")
+LIVE_STATUSES = frozenset({"durable", "provisional"})
+
+
+@lru_cache(maxsize=65536)
+def _moment(text: str) -> datetime:
+    return parse_time(text)
+
+
+@dataclass
+class MemoryState:
+    """One memory as it stands now."""
+
+    id: str
+    created: str
+    memory: Memory | None  # None once forgotten
+    status: str = "durable"
+    events: list[Event] = field(default_factory=list)
+    durable_since: str | None = None
+    superseded_by: str | None = None
+    forgotten_at: str | None = None
+    order: int = 0  # position in the shelves, the tie-breaker
+
+    @property
+    def live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    @property
+    def decision(self) -> Event | None:
+        """The latest confirm or reject: the user's last word on this memory."""
+        decisions = [event for event in self.events if event.op in ("confirm", "reject")]
+        return decisions[-1] if decisions else None
+
+    @property
+    def links(self) -> list[dict[str, str]]:
+        """Links written with the memory plus those added later by link events."""
+        own = [dict(link) for link in self.memory.links] if self.memory else []
+        added = [
+            {"type": event.link_type or "related", "to": event.to}
+            for event in self.events
+            if event.op == "link" and event.to
+        ]
+        return own + added
+
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form used by `--json` output and the MCP server."""
+        memory = self.memory
+        data: dict[str, Any] = {
+            "id": self.id,
+            "text": memory.text if memory else None,
+            "source": memory.source if memory else None,
+            "status": self.status,
+            "created": self.created,
+        }
+        if memory is not None:
+            line = memory.to_line()
+            for name in ("kind", "id", "created", "text", "source"):
+                line.pop(name)
+            data.update(line)
+        data["durable_since"] = self.durable_since
+        data["superseded_by"] = self.superseded_by
+        data["forgotten_at"] = self.forgotten_at
+        data["links"] = self.links
+        data["events"] = [event.to_line() for event in self.events]
+        return data
+
+
+class ArchiveView:
+    """All memories of a memdir folded to their state at `now`."""
+
+    def __init__(self, states: dict[str, MemoryState], now: datetime) -> None:
+        self.states = states
+        self.now = now
+
+    def __iter__(self) -> Iterator[MemoryState]:
+        return iter(self.states.values())
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def live(self) -> list[MemoryState]:
+        return [state for state in self.states.values() if state.live]
+
+    def resolve(self, given: str) -> MemoryState:
+        """The memory named by an id or a unique id prefix ('m-' may be left out)."""
+        given = given.strip()
+        if given in self.states:
+            return self.states[given]
+        prefixes = {given} if given.startswith("m-") else {given, f"m-{given}"}
+        candidates = sorted(
+            state_id for state_id in self.states if any(state_id.startswith(p) for p in prefixes)
+        )
+        if len(candidates) == 1:
+            return self.states[candidates[0]]
+        if not candidates or len(given) < 1:
+            raise NotFoundError(
+                f"no memory with id {given!r}", hint="`memdir list` shows ids; a prefix is enough"
+            )
+        shown = ", ".join(candidates[:10]) + (" …" if len(candidates) > 10 else "")
+        raise AmbiguousIdError(
+            f"id prefix {given!r} matches {len(candidates)} memories: {shown}",
+            hint="give more characters of the id",
+        )
+
+
+def fold(lines: Iterable[dict[str, Any]], now: datetime) -> ArchiveView:
+    """Fold decoded shelf lines (in shelf order) into each memory's state at `now`."""
+    states: dict[str, MemoryState] = {}
+    tombstones: dict[str, str] = {}
+    events: dict[str, list[Event]] = {}
+    for order, line in enumerate(lines):
+        kind = line.get("kind")
+        if kind == "memory":
+            if line["id"] not in states and _moment(line["created"]) <= now:
+                memory = Memory.from_line(line)
+                states[memory.id] = MemoryState(memory.id, memory.created, memory, order=order)
+        elif kind == "event":
+            if _moment(line["at"]) <= now:
+                event = Event.from_line(line)
+                events.setdefault(event.target, []).append(event)
+        elif kind == "tombstone":
+            tombstones[line["id"]] = line["forgotten"]
+            if line["id"] not in states and _moment(line["created"]) <= now:
+                states[line["id"]] = MemoryState(line["id"], line["created"], None, order=order)
+    for state in states.values():
+        state.events = sorted(events.get(state.id, []), key=lambda event: _moment(event.at))
+        _settle(state, tombstones.get(state.id), now)
+    _apply_supersede(states)
+    return ArchiveView(states, now)
+
+
+def _settle(state: MemoryState, tombstone_at: str | None, now: datetime) -> None:
+    forget = next((event for event in state.events if event.op == "forget"), None)
+    if state.memory is None or forget is not None:
+        state.status = "forgotten"
+        state.forgotten_at = forget.at if forget else tombstone_at
+        state.memory = None  # a merge may bring the line back; its text is not shown
+        return
+    decision = state.decision
+    if decision is not None and decision.op == "reject":
+        state.status = "rejected"
+        return
+    memory = state.memory
+    if memory.source != "inference":
+        state.status = "durable"
+        state.durable_since = memory.created
+        return
+    if decision is not None and decision.op == "confirm":
+        state.status = "durable"
+        state.durable_since = decision.at
+        return
+    swept = any(event.op == "expire" for event in state.events)
+    if swept or (memory.expires is not None and now >= _moment(memory.expires)):
+        state.status = "expired"
+    else:
+        state.status = "provisional"
+
+
+def _apply_supersede(states: dict[str, MemoryState]) -> None:
+    """Among durable memories sharing a supersede key the newest stays; the rest are superseded."""
+    by_key: dict[str, list[MemoryState]] = {}
+    for state in states.values():
+        if state.status == "durable" and state.memory is not None and state.memory.key:
+            by_key.setdefault(state.memory.key, []).append(state)
+    for group in by_key.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda s: (_moment(s.durable_since or s.created), _moment(s.created), s.order))
+        newest = group[-1]
+        for older in group[:-1]:
+            older.status = "superseded"
+            older.superseded_by = newest.id

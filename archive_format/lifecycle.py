@@ -1,0 +1,331 @@
+"""The write path and the provenance rules: teach, infer, confirm, reject, expire, forget, link.
+
+Every write takes the memdir's writer lock, validates the line against its schema, and appends
+it to a shelf. The rules enforced here (not just documented):
+- a teaching's author is the user ('user' or 'user:NAME'); an inference's author is not;
+- only `confirm` turns an inference durable, and only an inference can be confirmed;
+- writing a memory that is already live (same content) is a no-op that returns its id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from . import shelf
+from .clock import format_time, parse_duration
+from .errors import BadInputError, FormatError, LifecycleError
+from .fold import ArchiveView, MemoryState, fold
+from .memdir import Memdir
+from .records import (
+    DEFAULT_STORE,
+    Event,
+    Memory,
+    Tombstone,
+    author_is_user,
+    encode_line,
+    new_event,
+    new_memory,
+)
+from .validate import LINE_KINDS, line_problems, load_schema
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The id written, and whether a new line was added (False: it was already there)."""
+
+    id: str
+    added: bool
+
+
+def _required(kind: str) -> frozenset[str]:
+    return frozenset(load_schema(kind)["required"])
+
+
+_REQUIRED = {kind: _required(kind) for kind in LINE_KINDS}
+
+
+def read_lines(memdir: Memdir) -> Iterable[dict[str, Any]]:
+    """Every line of every shelf, structurally checked (kind and required fields)."""
+    for path in memdir.shelves():
+        for item in shelf.read(path):
+            kind = item.data.get("kind")
+            if kind not in _REQUIRED:
+                continue  # a newer minor version's line type: ignored, `verify` reports it
+            missing = _REQUIRED[kind] - item.data.keys()
+            if missing:
+                raise FormatError(
+                    f"{path}:{item.number}: {kind} line lacks {', '.join(sorted(missing))}",
+                    hint="fix or remove that line; `memdir verify` lists every problem",
+                )
+            yield item.data
+
+
+def load_view(memdir: Memdir, now: datetime) -> ArchiveView:
+    """The archive folded to its state at `now`."""
+    return fold(read_lines(memdir), now)
+
+
+def _check(line: dict[str, Any]) -> None:
+    found = line_problems(line)
+    if found:
+        raise BadInputError(f"invalid {line['kind']}: {found[0]}")
+
+
+def _identity(memory: Memory) -> dict[str, Any]:
+    line = memory.to_line()
+    for name in ("id", "created", "expires"):
+        line.pop(name, None)
+    return line
+
+
+def _find_live_duplicate(memdir: Memdir, memory: Memory, now: datetime) -> str | None:
+    """A live memory with the same content (timestamps aside), found without a full read
+    unless the text already occurs in a shelf."""
+    needle = b'"text":' + json.dumps(memory.text, ensure_ascii=False).encode("utf-8")
+    if not any(needle in path.read_bytes() for path in memdir.shelves()):
+        return None
+    wanted = _identity(memory)
+    for state in load_view(memdir, now):
+        if state.live and state.memory is not None and _identity(state.memory) == wanted:
+            return state.id
+    return None
+
+
+def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
+    """Validate and append one memory; an already-live identical memory is returned instead."""
+    line = memory.to_line()
+    _check(line)
+    if memory.source == "teaching" and not author_is_user(memory.author):
+        raise LifecycleError(
+            f"a teaching must come from the user, not {memory.author!r}",
+            hint="store what the assistant concluded with `memdir infer`",
+        )
+    if memory.source == "inference" and author_is_user(memory.author):
+        raise LifecycleError(
+            "an inference is written by the assistant, not the user",
+            hint="store what the user said with `memdir teach`",
+        )
+    with memdir.lock():
+        existing = _find_live_duplicate(memdir, memory, now)
+        if existing:
+            return WriteResult(existing, False)
+        shelf.append(memdir.memory_shelf, [encode_line(line)], memdir.quarantine_dir)
+    return WriteResult(memory.id, True)
+
+
+def _memory(text: str, source: str, author: str, now: datetime, **options: Any) -> Memory:
+    text = text.strip()
+    if not text:
+        raise BadInputError("the memory text is empty", hint="pass the text, or '-' to read stdin")
+    store = options.pop("store", None) or DEFAULT_STORE[source]
+    personas = tuple(options.pop("personas", None) or ())
+    links = tuple(options.pop("links", None) or ())
+    fields = {key: value for key, value in options.items() if value is not None}
+    try:
+        return new_memory(
+            created=format_time(now),
+            text=text,
+            source=source,
+            author=author,
+            store=store,
+            personas=personas,
+            links=links,
+            **fields,
+        )
+    except TypeError as error:
+        raise BadInputError(f"unknown memory field: {error}") from None
+
+
+def teach(memdir: Memdir, text: str, now: datetime, author: str = "user", **options: Any) -> WriteResult:
+    """Store what the user taught: durable from the start."""
+    return write_memory(memdir, _memory(text, "teaching", author, now, **options), now)
+
+
+def infer(
+    memdir: Memdir,
+    text: str,
+    now: datetime,
+    ttl: timedelta | None = None,
+    author: str = "assistant",
+    **options: Any,
+) -> WriteResult:
+    """Store what the assistant concluded: provisional until the user confirms, expiring after its TTL."""
+    lifetime = ttl if ttl is not None else parse_duration(str(memdir.settings["inference_ttl"]))
+    if lifetime.total_seconds() <= 0:
+        raise BadInputError("the TTL must be positive", hint="e.g. --ttl 7d")
+    options["expires"] = format_time(now + lifetime)
+    return write_memory(memdir, _memory(text, "inference", author, now, **options), now)
+
+
+def observe(memdir: Memdir, text: str, now: datetime, author: str, **options: Any) -> WriteResult:
+    """Store something seen verbatim (an imported turn, a tool result): durable, never a teaching."""
+    return write_memory(memdir, _memory(text, "observation", author, now, **options), now)
+
+
+def add_memories(memdir: Memdir, memories: Iterable[Memory]) -> int:
+    """Bulk append (imports, benchmarks): validated, ids already present are skipped.
+
+    Returns how many lines were added.
+    """
+    with memdir.lock():
+        known = {
+            item.data.get("id")
+            for path in memdir.shelves()
+            for item in shelf.read(path)
+            if item.data.get("kind") in ("memory", "tombstone")
+        }
+        payload: list[bytes] = []
+        for memory in memories:
+            if memory.id in known:
+                continue
+            line = memory.to_line()
+            _check(line)
+            if memory.source == "teaching" and not author_is_user(memory.author):
+                raise LifecycleError(f"a teaching must come from the user, not {memory.author!r}")
+            known.add(memory.id)
+            payload.append(encode_line(line))
+        shelf.append(memdir.memory_shelf, payload, memdir.quarantine_dir)
+    return len(payload)
+
+
+def _append_event(memdir: Memdir, event: Event) -> None:
+    line = event.to_line()
+    _check(line)
+    shelf.append(memdir.event_shelf, [encode_line(line)], memdir.quarantine_dir)
+
+
+def _live_target(view: ArchiveView, given: str) -> MemoryState:
+    state = view.resolve(given)
+    if state.status == "forgotten":
+        raise LifecycleError(f"{state.id} was forgotten", hint="`memdir log ID` shows its history")
+    return state
+
+
+def confirm(
+    memdir: Memdir, given: str, now: datetime, actor: str = "user", evidence: str | None = None
+) -> tuple[str, Event | None]:
+    """Make an inference durable. Only the user confirms; the event records who and when.
+
+    Returns the memory id and the new event (None when it was already durable).
+    """
+    if not author_is_user(actor):
+        raise LifecycleError(
+            f"only the user can confirm an inference, not {actor!r}",
+            hint="ask the user, then record their answer with `memdir confirm ID`",
+        )
+    with memdir.lock():
+        state = _live_target(load_view(memdir, now), given)
+        assert state.memory is not None
+        if state.memory.source != "inference":
+            raise LifecycleError(
+                f"{state.id} is a {state.memory.source}, not an inference; only inferences are confirmed"
+            )
+        if state.status in ("durable", "superseded"):
+            return state.id, None
+        event = new_event(at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence)
+        _append_event(memdir, event)
+    return state.id, event
+
+
+def reject(memdir: Memdir, given: str, reason: str, now: datetime, actor: str = "user") -> tuple[str, Event | None]:
+    """Mark a memory wrong: kept for audit, never recalled. A reason is required."""
+    if not reason or not reason.strip():
+        raise BadInputError("a rejection needs a reason", hint='e.g. --reason "the user corrected this"')
+    with memdir.lock():
+        state = _live_target(load_view(memdir, now), given)
+        if state.status == "rejected":
+            return state.id, None
+        event = new_event(
+            at=format_time(now), op="reject", target=state.id, actor=actor, reason=reason.strip()
+        )
+        _append_event(memdir, event)
+    return state.id, event
+
+
+def expire(memdir: Memdir, now: datetime) -> list[str]:
+    """The TTL sweep (for cron): record an expire event for each inference past its TTL."""
+    expired: list[str] = []
+    with memdir.lock():
+        view = load_view(memdir, now)
+        for state in view:
+            already = any(event.op == "expire" for event in state.events)
+            if state.status == "expired" and not already:
+                event = new_event(
+                    at=format_time(now),
+                    op="expire",
+                    target=state.id,
+                    actor="memdir",
+                    reason="TTL passed unconfirmed",
+                )
+                _append_event(memdir, event)
+                expired.append(state.id)
+    return expired
+
+
+def link(
+    memdir: Memdir, given: str, to: str, link_type: str, now: datetime, actor: str = "user"
+) -> Event:
+    """Add a typed link from one memory to another (or to a journal turn id)."""
+    with memdir.lock():
+        view = load_view(memdir, now)
+        source = _live_target(view, given)
+        target_id = view.resolve(to).id if to.startswith("m-") or to in view.states else to
+        event = new_event(
+            at=format_time(now), op="link", target=source.id, actor=actor, to=target_id, link_type=link_type
+        )
+        _append_event(memdir, event)
+    return event
+
+
+def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> str:
+    """Remove a memory's text from every shelf by atomic compaction, leaving a tombstone.
+
+    Events about it lose their reason and evidence (they may quote it). Git history still
+    holds the old text: the CLI says how to purge it.
+    """
+    with memdir.lock():
+        view = load_view(memdir, now)
+        state = view.resolve(given)
+        for path in memdir.shelves():
+            shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
+            _compact(path, state.id, now)
+        if not any(event.op == "forget" for event in state.events):
+            _append_event(
+                memdir, new_event(at=format_time(now), op="forget", target=state.id, actor=actor)
+            )
+    return state.id
+
+
+def _compact(path: Any, memory_id: str, now: datetime) -> None:
+    raw_lines = path.read_bytes().split(b"\n")[:-1]
+    needle = memory_id.encode("ascii")
+    changed = False
+    output: list[bytes] = []
+    tombstoned = False
+    for number, raw in enumerate(raw_lines, start=1):
+        if needle not in raw:
+            output.append(raw + b"\n")
+            continue
+        data = shelf.decode_line(raw, f"{path}:{number}")
+        if data.get("kind") == "memory" and data.get("id") == memory_id:
+            changed = True
+            if not tombstoned:
+                stone = Tombstone(memory_id, data["created"], format_time(now))
+                output.append(encode_line(stone.to_line()))
+                tombstoned = True
+            continue
+        if data.get("kind") == "event" and data.get("target") == memory_id and (
+            "reason" in data or "evidence" in data
+        ):
+            event = Event.from_line(data)
+            scrubbed = replace(event, reason=None, evidence=None, redacted=True)
+            output.append(encode_line(scrubbed.to_line()))
+            changed = True
+            continue
+        output.append(raw + b"\n")
+    if changed:
+        shelf.rewrite(path, output)

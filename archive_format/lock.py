@@ -1,0 +1,84 @@
+"""One writer at a time per memdir: an flock on .memdir/lock, with a timeout and the holder's pid.
+
+flock is released by the kernel when a process dies, so a crashed writer never leaves a stale
+lock behind. The lock is re-entrant within a process so use cases can nest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+
+from .errors import LockedError
+
+LOCK_TIMEOUT_ENV = "MEMDIR_LOCK_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0
+
+_held: dict[str, tuple[int, int]] = {}  # path -> (fd, depth)
+
+
+def _default_timeout() -> float:
+    try:
+        return float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def _holder(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="ascii").strip()
+    except OSError:
+        pid = ""
+    return f"pid {pid}" if pid else "another process"
+
+
+class WriterLock:
+    """Context manager holding the memdir's writer lock."""
+
+    def __init__(self, path: Path, timeout: float | None = None) -> None:
+        self.path = path
+        self.timeout = _default_timeout() if timeout is None else timeout
+
+    def __enter__(self) -> WriterLock:
+        key = str(self.path)
+        if key in _held:
+            fd, depth = _held[key]
+            _held[key] = (fd, depth + 1)
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockedError(
+                        f"the memdir is locked by {_holder(self.path)} ({self.path})",
+                        hint=f"wait for it to finish, or raise ${LOCK_TIMEOUT_ENV} (seconds)",
+                    ) from None
+                time.sleep(0.005)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        _held[key] = (fd, 1)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        key = str(self.path)
+        fd, depth = _held[key]
+        if depth > 1:
+            _held[key] = (fd, depth - 1)
+            return
+        del _held[key]
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

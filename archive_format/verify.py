@@ -1,0 +1,109 @@
+"""`verify`: a read-only check of a whole memdir against docs/FORMAT.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import shelf
+from .errors import FormatError
+from .memdir import Memdir
+from .records import author_is_user, content_id
+from .state import read_yaml
+from .validate import line_problems
+
+
+@dataclass
+class Report:
+    """Problems make verify fail; notes are worth knowing but harmless."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    lines: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+
+def _lines(path: Path, report: Report) -> list[tuple[str, dict[str, Any]]]:
+    """Decodable lines of a shelf with their locations; undecodable ones become problems."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    blob = path.read_bytes()
+    for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
+        if not raw.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            found.append((where, shelf.decode_line(raw, where)))
+        except FormatError as error:
+            report.problems.append(error.message)
+    torn = shelf.torn_tail(path)
+    if torn:
+        report.problems.append(
+            f"{path.name}: torn last line ({torn} bytes without a newline); the next write quarantines it"
+        )
+    return found
+
+
+def verify(memdir: Memdir) -> Report:
+    """Check schemas, ids against content, references and provenance rules; change nothing."""
+    report = Report()
+    located: list[tuple[str, dict[str, Any]]] = []
+    for path in memdir.shelves():
+        located.extend(_lines(path, report))
+    report.lines = len(located)
+    memories: dict[str, dict[str, Any]] = {}
+    tombstones: set[str] = set()
+    events: list[tuple[str, dict[str, Any]]] = []
+    for where, line in located:
+        found = line_problems(line)
+        if found:
+            report.problems.extend(f"{where}: {problem}" for problem in found)
+            continue
+        kind = line["kind"]
+        if kind == "memory":
+            if content_id("m", line) != line["id"]:
+                report.problems.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
+            elif line["id"] in memories and memories[line["id"]] != line:
+                report.problems.append(f"{where}: {line['id']} appears twice with different content")
+            memories.setdefault(line["id"], line)
+            if line["source"] == "teaching" and not author_is_user(line["author"]):
+                report.problems.append(f"{where}: teaching {line['id']} was not written by the user")
+        elif kind == "event":
+            if not line.get("redacted") and content_id("e", line) != line["id"]:
+                report.problems.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
+            events.append((where, line))
+        else:
+            tombstones.add(line["id"])
+    known = set(memories) | tombstones
+    for where, event in events:
+        target = event["target"]
+        if target not in known:
+            report.problems.append(f"{where}: event {event['id']} refers to unknown memory {target}")
+            continue
+        if event["op"] == "confirm":
+            if not author_is_user(event["actor"]):
+                report.problems.append(f"{where}: {target} was confirmed by {event['actor']!r}, not the user")
+            if target in memories and memories[target]["source"] != "inference":
+                report.problems.append(f"{where}: confirm of {target}, which is not an inference")
+        if event["op"] == "link" and str(event.get("to", "")).startswith("m-") and event["to"] not in known:
+            report.problems.append(f"{where}: link from {target} to unknown memory {event['to']}")
+    for memory_id, memory in memories.items():
+        if memory_id in tombstones:
+            report.problems.append(
+                f"{memory_id} is forgotten but its text is back in a shelf (a merge?); run `memdir forget {memory_id}`"
+            )
+        for link in memory.get("links", ()):
+            if link["to"].startswith("m-") and link["to"] not in known:
+                report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
+    for state_file in sorted(memdir.state_dir.glob("*.yaml")):
+        try:
+            read_yaml(state_file)
+        except FormatError as error:
+            report.problems.append(error.message)
+    if memdir.quarantine_dir.is_dir():
+        for item in sorted(memdir.quarantine_dir.iterdir()):
+            report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
+    return report

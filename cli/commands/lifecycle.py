@@ -1,0 +1,259 @@
+"""Writing memories and moving them through their lifecycle:
+teach, infer, confirm, reject, expire, forget, link."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from archive_format import clock, lifecycle
+from archive_format.errors import BadInputError
+
+from .. import context
+from ..render import emit_json, note
+
+TypeOpt = Annotated[str | None, typer.Option("--type", help="TYPE or TYPE:subtype, e.g. FACT:preference.")]
+KeyOpt = Annotated[str | None, typer.Option("--key", help="Supersede key: a newer memory with it replaces older ones.")]
+ImportanceOpt = Annotated[int, typer.Option("--importance", min=1, max=10, help="1 (trivial) to 10 (vital).")]
+TemporalOpt = Annotated[str, typer.Option("--temporal", help="ephemeral | persistent | milestone.")]
+StoreOpt = Annotated[str | None, typer.Option("--store", help="episodic | semantic | procedural.")]
+PersonaOpt = Annotated[list[str] | None, typer.Option("--persona", help="Persona scope (repeatable).")]
+VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
+ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread within the session.")]
+ValenceOpt = Annotated[float | None, typer.Option("--valence", min=-1, max=1, help="Affect valence, -1..1 (wins over the annotator).")]
+ArousalOpt = Annotated[float | None, typer.Option("--arousal", min=0, max=1, help="Affect arousal, 0..1.")]
+IntentOpt = Annotated[str | None, typer.Option("--intent", help="Meta-memory: why this was stored.")]
+RationaleOpt = Annotated[str | None, typer.Option("--rationale", help="Meta-memory: the reasoning behind it.")]
+EvidenceOpt = Annotated[str | None, typer.Option("--evidence", help="Meta-memory: what supports it.")]
+ConfidenceOpt = Annotated[float | None, typer.Option("--confidence", min=0, max=1, help="Meta-memory: confidence 0..1.")]
+PinOpt = Annotated[bool, typer.Option("--pin", help="Eligible for recall's guaranteed slots.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def read_text(text: str) -> str:
+    """The argument itself, or standard input when it is '-'."""
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInputError(f"standard input is not UTF-8 (byte {error.start})") from None
+
+
+def memory_options(
+    type_: str | None,
+    key: str | None,
+    importance: int,
+    temporal: str,
+    store: str | None,
+    personas: list[str] | None,
+    visibility: str,
+    session: str | None,
+    thread: str | None,
+    valence: float | None,
+    arousal: float | None,
+    intent: str | None,
+    rationale: str | None,
+    evidence: str | None,
+    confidence: float | None,
+    pin: bool,
+) -> dict[str, Any]:
+    """Command-line options as memory fields (validated later against the schema)."""
+    kind, _, subtype = (type_ or "").partition(":")
+    affect: dict[str, Any] = {}
+    if valence is not None:
+        affect["valence"] = valence
+    if arousal is not None:
+        affect["arousal"] = arousal
+    if affect:
+        affect["annotator"] = "user"
+    meta = {
+        name: value
+        for name, value in (
+            ("intent", intent),
+            ("rationale", rationale),
+            ("evidence", evidence),
+            ("confidence", confidence),
+        )
+        if value is not None
+    }
+    return {
+        "type": kind or None,
+        "subtype": subtype or None,
+        "key": key,
+        "importance": importance,
+        "temporal": temporal,
+        "store": store,
+        "personas": personas or [],
+        "visibility": visibility,
+        "session": session,
+        "thread": thread,
+        "affect": affect,
+        "meta": meta,
+        "pinned": pin,
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def teach(
+        ctx: typer.Context,
+        text: Annotated[str, typer.Argument(help="What the user taught, or '-' for stdin.")],
+        type_: TypeOpt = None,
+        key: KeyOpt = None,
+        importance: ImportanceOpt = 5,
+        temporal: TemporalOpt = "persistent",
+        store: StoreOpt = None,
+        persona: PersonaOpt = None,
+        visibility: VisibilityOpt = "normal",
+        session: SessionOpt = None,
+        thread: ThreadOpt = None,
+        valence: ValenceOpt = None,
+        arousal: ArousalOpt = None,
+        intent: IntentOpt = None,
+        rationale: RationaleOpt = None,
+        evidence: EvidenceOpt = None,
+        confidence: ConfidenceOpt = None,
+        pin: PinOpt = False,
+        by: Annotated[str | None, typer.Option("--by", help="The user's name, if several people share the memdir.")] = None,
+    ) -> None:
+        """Store something the user taught: durable from the start. Prints the id.
+
+        Example: ID=$(memdir teach "I take my coffee black" --type FACT:preference --key coffee)
+        """
+        fields = memory_options(
+            type_, key, importance, temporal, store, persona, visibility, session, thread,
+            valence, arousal, intent, rationale, evidence, confidence, pin,
+        )  # fmt: skip
+        author = f"user:{by}" if by else "user"
+        result = lifecycle.teach(context.open_memdir(ctx), read_text(text), context.now(ctx), author, **fields)
+        if not result.added:
+            note(f"already stored as {result.id}")
+        typer.echo(result.id)
+
+    @app.command()
+    def infer(
+        ctx: typer.Context,
+        text: Annotated[str, typer.Argument(help="What the assistant concluded, or '-' for stdin.")],
+        ttl: Annotated[str | None, typer.Option("--ttl", help="Time to live unconfirmed, e.g. 7d (default from memdir.yaml).")] = None,
+        type_: TypeOpt = None,
+        key: KeyOpt = None,
+        importance: ImportanceOpt = 5,
+        temporal: TemporalOpt = "persistent",
+        store: StoreOpt = None,
+        persona: PersonaOpt = None,
+        visibility: VisibilityOpt = "normal",
+        session: SessionOpt = None,
+        thread: ThreadOpt = None,
+        valence: ValenceOpt = None,
+        arousal: ArousalOpt = None,
+        intent: IntentOpt = None,
+        rationale: RationaleOpt = None,
+        evidence: EvidenceOpt = None,
+        confidence: ConfidenceOpt = None,
+        pin: PinOpt = False,
+        by: Annotated[str, typer.Option("--by", help="Which assistant or model concluded it.")] = "assistant",
+    ) -> None:
+        """Store an assistant's inference: provisional until the user confirms it. Prints the id.
+
+        It is recalled at weight 0.4 and expires after its TTL (default 7 days) unless confirmed.
+
+        Example: memdir infer "The user seems to prefer mornings for meetings" --ttl 3d
+        """
+        fields = memory_options(
+            type_, key, importance, temporal, store, persona, visibility, session, thread,
+            valence, arousal, intent, rationale, evidence, confidence, pin,
+        )  # fmt: skip
+        lifetime = clock.parse_duration(ttl) if ttl else None
+        memdir = context.open_memdir(ctx)
+        result = lifecycle.infer(memdir, read_text(text), context.now(ctx), lifetime, by, **fields)
+        if not result.added:
+            note(f"already stored as {result.id}")
+        typer.echo(result.id)
+
+    @app.command()
+    def confirm(
+        ctx: typer.Context,
+        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The inference (an id prefix is enough).")],
+        evidence: Annotated[str | None, typer.Option("--evidence", help="The user's words that confirm it.")] = None,
+        by: Annotated[str | None, typer.Option("--by", help="The user's name, if several people share the memdir.")] = None,
+    ) -> None:
+        """The user confirms an inference: it becomes durable. Prints the id.
+
+        Example: memdir confirm m-3f9a --evidence "yes, mornings are best"
+        """
+        actor = f"user:{by}" if by else "user"
+        memory, event = lifecycle.confirm(context.open_memdir(ctx), memory_id, context.now(ctx), actor, evidence)
+        if event is None:
+            note(f"{memory} is already durable")
+        typer.echo(memory)
+
+    @app.command()
+    def reject(
+        ctx: typer.Context,
+        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")],
+        reason: Annotated[str, typer.Option("--reason", help="Why it is wrong (required).")],
+        by: Annotated[str | None, typer.Option("--by", help="The user's name.")] = None,
+    ) -> None:
+        """Mark a memory wrong: kept for audit, never recalled. Prints the id.
+
+        Example: memdir reject m-3f9a --reason "I never said that"
+        """
+        actor = f"user:{by}" if by else "user"
+        memory, event = lifecycle.reject(context.open_memdir(ctx), memory_id, reason, context.now(ctx), actor)
+        if event is None:
+            note(f"{memory} was already rejected")
+        typer.echo(memory)
+
+    @app.command()
+    def expire(
+        ctx: typer.Context,
+        json_: JsonOpt = False,
+    ) -> None:
+        """The TTL sweep for cron: record every inference past its TTL as expired.
+
+        Example (crontab): 0 * * * * memdir --dir ~/memory expire
+        """
+        expired = lifecycle.expire(context.open_memdir(ctx), context.now(ctx))
+        if json_:
+            emit_json({"expired": expired})
+            return
+        for memory in expired:
+            typer.echo(memory)
+        note(f"{len(expired)} inference(s) expired")
+
+    @app.command()
+    def forget(
+        ctx: typer.Context,
+        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")],
+    ) -> None:
+        """Remove a memory's text from the shelves (atomic compaction), leaving a tombstone.
+
+        Example: memdir forget m-3f9a
+        """
+        memdir = context.open_memdir(ctx)
+        memory = lifecycle.forget(memdir, memory_id, context.now(ctx))
+        typer.echo(memory)
+        note(
+            f"{memory}: the text is gone from the shelves, but git history still holds it if the "
+            "memdir was committed; to purge it, rewrite history (e.g. `git filter-repo "
+            "--replace-text FILE`) and force-push every clone"
+        )
+
+    @app.command()
+    def link(
+        ctx: typer.Context,
+        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory the link starts from.")],
+        to: Annotated[str, typer.Argument(metavar="TO", help="The memory (or journal turn) it points to.")],
+        link_type: Annotated[str, typer.Option("--type", help="The link's type, e.g. supports, contradicts.")] = "related",
+    ) -> None:
+        """Add a typed link between two memories. Prints the event id.
+
+        Example: memdir link m-3f9a m-77c1 --type contradicts
+        """
+        event = lifecycle.link(context.open_memdir(ctx), memory_id, to, link_type, context.now(ctx))
+        typer.echo(event.id)

@@ -1,0 +1,37 @@
+"""What every command needs: the chosen memdir and the current time (both overridable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import typer
+
+from archive_format import clock
+from archive_format.memdir import Memdir, find_root
+
+
+@dataclass
+class Options:
+    """Global options given before the command name."""
+
+    dir: str | None = None
+    now: str | None = None
+    debug: bool = False
+
+
+def options(ctx: typer.Context) -> Options:
+    root = ctx.find_root()
+    if not isinstance(root.obj, Options):
+        root.obj = Options()
+    return root.obj
+
+
+def open_memdir(ctx: typer.Context) -> Memdir:
+    """The memdir chosen by --dir, $MEMDIR, or the nearest one upward."""
+    return Memdir.open(find_root(options(ctx).dir))
+
+
+def now(ctx: typer.Context, override: str | None = None) -> datetime:
+    """A command's --now, else the global --now, else $MEMDIR_NOW, else the clock."""
+    return clock.now(override or options(ctx).now)
