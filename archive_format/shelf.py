@@ -30,6 +30,7 @@ class ShelfLine:
     number: int  # 1-based line number
     offset: int  # byte offset of the line's start
     data: dict[str, Any]
+    end: int  # byte offset just after the line's newline
 
 
 def quarantine_torn_tail(path: Path, quarantine_dir: Path) -> int:
@@ -140,7 +141,7 @@ def read(path: Path, start: int = 0) -> Iterator[ShelfLine]:
     for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
         if raw.strip():
             where = f"{path}:{number}" if start == 0 else f"{path} (byte {offset})"
-            yield ShelfLine(path, number, offset, decode_line(raw, where))
+            yield ShelfLine(path, number, offset, decode_line(raw, where), offset + len(raw) + 1)
         offset += len(raw) + 1
 
 

@@ -9,6 +9,7 @@ import typer
 
 from archive_format.errors import ExitStatus, MemdirError
 
+from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
 from .commands import lifecycle as lifecycle_commands
@@ -53,15 +54,38 @@ def root(
 init_commands.register(app)
 lifecycle_commands.register(app)
 inspect_commands.register(app)
+index_commands.register(app)
+
+
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """Command-line errors (unknown command, bad option value, missing option).
+
+    typer >= 0.2x vendors click, and its errors derive from typer.TyperException, not from
+    click.ClickException; older typer raises click's own.
+    """
+    if hasattr(typer, "TyperException"):
+        return (typer.TyperException,)
+    import click
+
+    return (click.ClickException,)
+
+
+def _log_to_stderr() -> None:
+    """memdir's own log lines go to stderr as 'memdir: …'; stdout is only for results."""
+    logger = logging.getLogger("memdir")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("memdir: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every MemdirError becomes one line on stderr and its exit status."""
-    import click
-
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
-    logging.basicConfig(level=logging.INFO, format="memdir: %(message)s", stream=sys.stderr)
+    _log_to_stderr()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="memdir", standalone_mode=False)
@@ -72,14 +96,20 @@ def main(argv: list[str] | None = None) -> int:
         if error.hint:
             sys.stderr.write(f"  hint: {error.hint}\n")
         return int(error.status)
-    except click.exceptions.Exit as done:
+    except typer.Exit as done:
         return int(done.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.stderr.write("memdir: aborted\n")
         return int(ExitStatus.FAILED)
-    except click.ClickException as error:
-        error.show()
-        return int(error.exit_code)
+    except _usage_errors() as error:
+        if debug:
+            raise
+        show = getattr(error, "show", None)
+        if show is not None:
+            show()
+        else:
+            sys.stderr.write(f"memdir: error: {error}\n")
+        return int(getattr(error, "exit_code", ExitStatus.USAGE))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

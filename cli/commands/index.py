@@ -1,0 +1,162 @@
+"""The derived indexes: index, search, similar, annotate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .. import context
+from ..render import emit_json, note, shorten
+
+if TYPE_CHECKING:
+    from indexers.index import MemoryIndex, Progress
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
+
+
+@contextmanager
+def progress_bar() -> Iterator[Progress]:
+    """A rich progress bar on stderr for long work; silent when stderr is not a terminal."""
+    import sys
+
+    if not sys.stderr.isatty():
+        yield lambda stage, done, total: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress as RichProgress
+
+    with RichProgress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def advance(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield advance
+
+
+def open_index(ctx: typer.Context, refresh: bool = True) -> MemoryIndex:
+    """The memdir's index, brought up to date from the checkpoints first."""
+    from indexers.index import MemoryIndex
+
+    index = MemoryIndex(context.open_memdir(ctx))
+    if refresh and index.needs_update():
+        with progress_bar() as advance:
+            index.update(advance)
+    return index
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def index(
+        ctx: typer.Context,
+        rebuild: Annotated[
+            bool, typer.Option("--rebuild", help="Start over from the shelves.")
+        ] = False,
+        status: Annotated[
+            bool, typer.Option("--status", help="Show the state of the indexes.")
+        ] = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Bring the full-text and vector indexes up to date (incrementally when possible).
+
+        Example: memdir index --status
+        """
+        from indexers.index import MemoryIndex
+
+        memory_index = MemoryIndex(context.open_memdir(ctx))
+        if status:
+            data = memory_index.status()
+            if json_:
+                emit_json(data)
+                return
+            for name, value in data.items():
+                typer.echo(f"{name + ':':<20} {value}")
+            return
+        with progress_bar() as advance:
+            report = memory_index.update(advance, rebuild=rebuild)
+        if json_:
+            emit_json(report.__dict__)
+            return
+        what = f"rebuilt ({report.reason})" if report.rebuilt else "updated"
+        note(
+            f"index {what}: {report.memories} memories, {report.events} events, {report.embedded} embedded"
+        )
+
+    @app.command()
+    def search(
+        ctx: typer.Context,
+        query: Annotated[
+            str, typer.Argument(help="Words to look for (full text, English stemming).")
+        ],
+        k: KOpt = 10,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Full-text search over live memories, with highlighted snippets.
+
+        Example: memdir search "coffee order" --k 5
+        """
+        hits = open_index(ctx).search(query, k)
+        if json_:
+            emit_json(
+                [
+                    {"id": h.id, "text": h.text, "score": round(h.score, 4), "snippet": h.snippet}
+                    for h in hits
+                ]
+            )
+            return
+        for hit in hits:
+            typer.echo(f"{hit.id}  {hit.score:7.3f}  {shorten(hit.snippet or hit.text, 100)}")
+
+    @app.command()
+    def similar(
+        ctx: typer.Context,
+        query: Annotated[
+            str, typer.Argument(help="A sentence; memories closest in meaning are shown.")
+        ],
+        k: KOpt = 10,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Vector search only: memories closest in meaning (cosine similarity).
+
+        Example: memdir similar "what does the user drink in the morning"
+        """
+        hits = open_index(ctx).similar(query, k)
+        if json_:
+            emit_json([{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits])
+            return
+        for hit in hits:
+            typer.echo(f"{hit.id}  {hit.score:6.3f}  {shorten(hit.text, 100)}")
+
+    @app.command()
+    def annotate(
+        ctx: typer.Context,
+        recompute: Annotated[
+            bool, typer.Option("--recompute", help="Re-derive every annotation.")
+        ] = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Affect annotations (valence, arousal, Plutchik chord) of the memories; affect given by
+        the user wins over the annotator.
+
+        Example: memdir annotate --recompute
+        """
+        memory_index = open_index(ctx)
+        if recompute:
+            count = memory_index.reannotate()
+            note(
+                f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
+            )
+        rows = memory_index.affects()
+        if json_:
+            emit_json(rows)
+            return
+        for row in rows:
+            typer.echo(
+                f"{row['id']}  v={row['valence']:+.2f} a={row['arousal']:.2f}  {row['annotator']:<12} {shorten(row['text'], 60)}"
+            )

@@ -1,0 +1,287 @@
+"""The catalog: a SQLite file in the cache that mirrors the shelves line by line.
+
+It holds each memory's line and text, each event's line, the shelf checkpoints, derived
+annotations (affect), the embedding cache and the index manifest. It is a cache: deleting
+`.memdir/` loses nothing. SQLite is in the standard library and opens in well under a
+millisecond, so a cold command pays nothing to consult it. `secure_delete` is on so forgotten
+text does not linger in free pages.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    shelf TEXT PRIMARY KEY, offset INTEGER NOT NULL, inode INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    iid INTEGER PRIMARY KEY,           -- the integer id used by FAISS
+    id TEXT UNIQUE NOT NULL,           -- the memory id (m-…)
+    line TEXT NOT NULL,                -- the shelf line, for folding at query time
+    text TEXT NOT NULL,
+    key TEXT,                          -- supersede key
+    created INTEGER NOT NULL,          -- epoch seconds
+    status TEXT NOT NULL,              -- as of the last update (recall re-folds at its own now)
+    searchable INTEGER NOT NULL,       -- 0 once rejected, superseded or forgotten
+    content_hash TEXT NOT NULL,        -- sha256 of the embedded text
+    in_base INTEGER NOT NULL DEFAULT 0 -- 1 when its vector is in the FAISS base index
+);
+CREATE INDEX IF NOT EXISTS memories_key ON memories(key) WHERE key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_delta ON memories(in_base) WHERE in_base = 0;
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_target ON events(target);
+CREATE TABLE IF NOT EXISTS affect (
+    content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL, value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    content_hash TEXT PRIMARY KEY, row INTEGER NOT NULL  -- row in the model's vector file
+);
+"""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """How far a shelf has been indexed, and a fingerprint of that prefix."""
+
+    shelf: str
+    offset: int
+    inode: int
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class CatalogMemory:
+    """A catalogued memory: enough to score and show it without reading the shelves."""
+
+    iid: int
+    id: str
+    line: dict[str, Any]
+    text: str
+    status: str
+    searchable: bool
+    content_hash: str
+
+
+class Catalog:
+    """Access to the catalog database; one connection per instance."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA secure_delete=ON")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def transaction(self) -> sqlite3.Connection:
+        """`with catalog.transaction():` commits on success, rolls back on error."""
+        self.db.execute("BEGIN IMMEDIATE")
+        return _Transaction(self.db)  # type: ignore[return-value]
+
+    # manifest -------------------------------------------------------------------------------
+    def manifest(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT name, value FROM manifest"))
+
+    def set_manifest(self, values: dict[str, str]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO manifest(name, value) VALUES (?, ?)", values.items()
+        )
+
+    # checkpoints ----------------------------------------------------------------------------
+    def checkpoints(self) -> dict[str, Checkpoint]:
+        rows = self.db.execute("SELECT shelf, offset, inode, fingerprint FROM checkpoints")
+        return {row[0]: Checkpoint(*row) for row in rows}
+
+    def set_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO checkpoints(shelf, offset, inode, fingerprint) VALUES (?,?,?,?)",
+            (checkpoint.shelf, checkpoint.offset, checkpoint.inode, checkpoint.fingerprint),
+        )
+
+    # memories and events --------------------------------------------------------------------
+    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
+        """Insert a memory line; returns its iid, or None when it was already there."""
+        cursor = self.db.execute(
+            "INSERT OR IGNORE INTO memories(id, line, text, key, created, status, searchable, content_hash)"
+            " VALUES (?, ?, ?, ?, ?, 'durable', 1, ?)",
+            (
+                line["id"],
+                json.dumps(line, ensure_ascii=False),
+                line["text"],
+                line.get("key"),
+                created,
+                content_hash,
+            ),
+        )
+        return cursor.lastrowid if cursor.rowcount else None
+
+    def add_event(self, line: dict[str, Any]) -> bool:
+        cursor = self.db.execute(
+            "INSERT OR IGNORE INTO events(id, target, op, line) VALUES (?, ?, ?, ?)",
+            (line["id"], line["target"], line["op"], json.dumps(line, ensure_ascii=False)),
+        )
+        return bool(cursor.rowcount)
+
+    def set_status(self, memory_id: str, status: str, searchable: bool) -> None:
+        self.db.execute(
+            "UPDATE memories SET status = ?, searchable = ? WHERE id = ?",
+            (status, int(searchable), memory_id),
+        )
+
+    def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
+        wanted = list(set(keys))
+        if not wanted:
+            return []
+        marks = ",".join("?" * len(wanted))
+        return [
+            row[0]
+            for row in self.db.execute(f"SELECT id FROM memories WHERE key IN ({marks})", wanted)
+        ]
+
+    def _select(self, where: str, values: Iterable[Any]) -> Iterator[CatalogMemory]:
+        query = (
+            "SELECT iid, id, line, text, status, searchable, content_hash FROM memories WHERE "
+            + where
+        )
+        for iid, memory_id, line, text, status, searchable, content_hash in self.db.execute(
+            query, list(values)
+        ):
+            yield CatalogMemory(
+                iid, memory_id, json.loads(line), text, status, bool(searchable), content_hash
+            )
+
+    def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
+        found: dict[str, CatalogMemory] = {}
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update((m.id, m) for m in self._select(f"id IN ({marks})", chunk))
+        return found
+
+    def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]:
+        found: dict[int, CatalogMemory] = {}
+        wanted = [int(iid) for iid in dict.fromkeys(iids)]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update((m.iid, m) for m in self._select(f"iid IN ({marks})", chunk))
+        return found
+
+    def all_memories(self) -> Iterator[CatalogMemory]:
+        return self._select("1 ORDER BY iid", ())
+
+    def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        wanted = list(dict.fromkeys(ids))
+        lines: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT line FROM events WHERE target IN ({marks}) ORDER BY rowid", chunk
+            )
+            lines.extend(json.loads(row[0]) for row in rows)
+        return lines
+
+    def link_degrees(self) -> dict[str, int]:
+        """How many links touch each memory id (written links plus link events)."""
+        degrees: dict[str, int] = {}
+        for target, line in self.db.execute("SELECT target, line FROM events WHERE op = 'link'"):
+            degrees[target] = degrees.get(target, 0) + 1
+            other = json.loads(line).get("to")
+            if other:
+                degrees[other] = degrees.get(other, 0) + 1
+        for memory_id, line in self.db.execute(
+            "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
+        ):
+            for link in json.loads(line).get("links", ()):
+                degrees[memory_id] = degrees.get(memory_id, 0) + 1
+                degrees[link["to"]] = degrees.get(link["to"], 0) + 1
+        return degrees
+
+    def counts(self) -> dict[str, int]:
+        total, searchable, delta = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(searchable), 0), COALESCE(SUM(1 - in_base), 0) FROM memories"
+        ).fetchone()
+        events = self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        return {"memories": total, "searchable": searchable, "delta": delta, "events": events}
+
+    # derived annotations and the embedding cache ---------------------------------------------
+    def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        wanted = list(dict.fromkeys(hashes))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT content_hash, annotator, value FROM affect WHERE content_hash IN ({marks})",
+                chunk,
+            )
+            found.update((h, (annotator, json.loads(value))) for h, annotator, value in rows)
+        return found
+
+    def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO affect(content_hash, annotator, value) VALUES (?, ?, ?)",
+            ((h, annotator, json.dumps(value)) for h, annotator, value in items),
+        )
+
+    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        wanted = list(dict.fromkeys(hashes))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT content_hash, row FROM vectors WHERE content_hash IN ({marks})", chunk
+            )
+            found.update(rows)
+        return found
+
+    def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO vectors(content_hash, row) VALUES (?, ?)", items
+        )
+
+    def delta_iids(self) -> list[tuple[int, str]]:
+        """(iid, content_hash) of searchable memories whose vectors are not in the base index."""
+        rows = self.db.execute(
+            "SELECT iid, content_hash FROM memories WHERE in_base = 0 AND searchable = 1"
+        )
+        return list(rows)
+
+    def mark_in_base(self, iids: Iterable[int]) -> None:
+        self.db.executemany(
+            "UPDATE memories SET in_base = 1 WHERE iid = ?", ((int(i),) for i in iids)
+        )
+
+    def clear(self) -> None:
+        """Drop everything but the embedding cache and affect annotations."""
+        self.db.execute("DELETE FROM memories")
+        self.db.execute("DELETE FROM events")
+        self.db.execute("DELETE FROM checkpoints")
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.db
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -1,0 +1,155 @@
+"""Full text: a Tantivy index over memories, English stemming, with snippets.
+
+Documents are keyed by memory id; an update deletes by id and adds again, so writing the same
+memory twice never duplicates it. Commits are explicit (tantivy-py's context manager commits
+even when its block raises) and batched: one per update.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FIELDS = ("id", "text", "type", "source", "status", "persona", "session", "time")
+
+
+@dataclass(frozen=True)
+class TextHit:
+    id: str
+    score: float
+    snippet: str
+
+
+def _schema() -> Any:
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    builder.add_text_field("type", stored=True, tokenizer_name="raw")
+    builder.add_text_field("source", stored=True, tokenizer_name="raw")
+    builder.add_text_field("status", stored=True, tokenizer_name="raw")
+    builder.add_text_field("persona", stored=True, tokenizer_name="raw")
+    builder.add_text_field("session", stored=True, tokenizer_name="raw")
+    builder.add_integer_field("time", stored=True, indexed=True, fast=True)
+    return builder.build()
+
+
+class FullText:
+    """The Tantivy index in `.memdir/index/tantivy`."""
+
+    def __init__(self, path: Path) -> None:
+        import tantivy
+
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.schema = _schema()
+        self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        self._writer: Any = None
+
+    @staticmethod
+    def wipe(path: Path) -> None:
+        """Delete the index files (rebuild; also drops deleted documents' text for good)."""
+        shutil.rmtree(path, ignore_errors=True)
+
+    def _writer_open(self) -> Any:
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=32_000_000, num_threads=1)
+        return self._writer
+
+    def upsert(self, documents: list[dict[str, Any]]) -> None:
+        """Add or replace documents: {id, text, type, source, status, persona: [..], session, time}."""
+        import tantivy
+
+        writer = self._writer_open()
+        for fields in documents:
+            writer.delete_documents_by_term("id", fields["id"])
+            document = tantivy.Document()
+            document.add_text("id", fields["id"])
+            document.add_text("text", fields["text"])
+            for name in ("type", "source", "status", "session"):
+                if fields.get(name):
+                    document.add_text(name, fields[name])
+            for persona in fields.get("persona") or ():
+                document.add_text("persona", persona)
+            document.add_integer("time", int(fields["time"]))
+            writer.add_document(document)
+
+    def delete(self, ids: list[str]) -> None:
+        writer = self._writer_open()
+        for memory_id in ids:
+            writer.delete_documents_by_term("id", memory_id)
+
+    def commit(self) -> None:
+        if self._writer is not None:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+            self._writer = None
+            self.index.reload()
+
+    def rollback(self) -> None:
+        if self._writer is not None:
+            self._writer.rollback()
+            self._writer = None
+
+    def count(self) -> int:
+        return int(self.index.searcher().num_docs)
+
+    def _query(self, text: str) -> Any:
+        query, _errors = self.index.parse_query_lenient(text, ["text"])
+        return query
+
+    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
+        """Best `k` documents for a free-text query (BM25), optionally with highlighted snippets."""
+        import tantivy
+
+        if not text.strip() or k <= 0:
+            return []
+        searcher = self.index.searcher()
+        query = self._query(text)
+        result = searcher.search(query, limit=k)
+        generator = (
+            tantivy.SnippetGenerator.create(searcher, query, self.schema, "text")
+            if snippets
+            else None
+        )
+        hits: list[TextHit] = []
+        for score, address in result.hits:
+            document = searcher.doc(address)
+            snippet = ""
+            if generator is not None:
+                fragment = generator.snippet_from_doc(document)
+                snippet = _highlight(fragment) or document["text"][0][:160]
+            hits.append(TextHit(document["id"][0], float(score), snippet))
+        return hits
+
+    def scores_for(self, text: str, ids: list[str]) -> dict[str, float]:
+        """BM25 scores of these documents for the query (absent when they do not match)."""
+        import tantivy
+
+        if not text.strip() or not ids:
+            return {}
+        searcher = self.index.searcher()
+        restricted = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, self._query(text)),
+                (tantivy.Occur.Must, tantivy.Query.term_set_query(self.schema, "id", ids)),
+            ]
+        )
+        result = searcher.search(restricted, limit=len(ids))
+        return {searcher.doc(address)["id"][0]: float(score) for score, address in result.hits}
+
+
+def _highlight(snippet: Any) -> str:
+    """The snippet's fragment with matches wrapped in [ ]."""
+    fragment: str = snippet.fragment()
+    pieces: list[str] = []
+    last = 0
+    for span in snippet.highlighted():
+        pieces.append(fragment[last : span.start])
+        pieces.append("[" + fragment[span.start : span.end] + "]")
+        last = span.end
+    pieces.append(fragment[last:])
+    return "".join(pieces)

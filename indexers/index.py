@@ -1,0 +1,544 @@
+"""The derived indexes of one memdir, kept in step with its shelves.
+
+`MemoryIndex.update()` reads only what was appended since the last checkpoint of each shelf,
+adds new memories to Tantivy and the vector delta, applies lifecycle events, and commits. A
+shelf that was rewritten (forget's compaction, a git checkout or merge), a new manifest
+version or a different embedding model triggers a full rebuild, which re-embeds nothing it has
+embedded before (vectors are cached by content hash). Searches bring the index up to date
+first, so results never lag the shelves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archive_format import shelf as shelf_io
+from archive_format.clock import parse_time
+from archive_format.fold import ArchiveView, fold
+from archive_format.lock import WriterLock
+from archive_format.memdir import Memdir
+
+from .catalog import Catalog, CatalogMemory, Checkpoint
+from .fulltext import FullText, TextHit
+from .vectors import BaseIndex, VectorSettings, VectorStore, exact_search, safe_name
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .affect import Annotator
+    from .embedding import Embedder
+
+INDEX_VERSION = "1"
+FINGERPRINT_WINDOW = 1 << 16
+NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
+EMBED_BATCH = 512
+
+log = logging.getLogger("memdir")
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class UpdateReport:
+    """What an update did."""
+
+    rebuilt: bool = False
+    reason: str = ""
+    memories: int = 0
+    events: int = 0
+    embedded: int = 0
+    merged: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result."""
+
+    id: str
+    text: str
+    score: float
+    snippet: str = ""
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fingerprint(path: Path, length: int) -> str:
+    """A cheap fingerprint of a shelf's first `length` bytes: its head and tail windows.
+
+    Rewrites that change the inode (atomic renames, git checkouts) or the bytes near either end
+    of the indexed prefix are detected without reading the whole shelf.
+    """
+    digest = hashlib.sha256(str(length).encode())
+    with open(path, "rb") as handle:
+        digest.update(handle.read(min(length, FINGERPRINT_WINDOW)))
+        if length > FINGERPRINT_WINDOW:
+            handle.seek(max(FINGERPRINT_WINDOW, length - FINGERPRINT_WINDOW))
+            digest.update(
+                handle.read(length - max(FINGERPRINT_WINDOW, length - FINGERPRINT_WINDOW))
+            )
+    return digest.hexdigest()
+
+
+def _epoch(text: str) -> int:
+    return int(parse_time(text).timestamp())
+
+
+_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=timezone.utc)
+
+
+class MemoryIndex:
+    """Tantivy + FAISS + the catalog for one memdir, under `.memdir/index/`."""
+
+    def __init__(
+        self,
+        memdir: Memdir,
+        embedder: Embedder | None = None,
+        annotator: Annotator | None = None,
+    ) -> None:
+        self.memdir = memdir
+        self.root = memdir.cache_dir / "index"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(self.root / "catalog.sqlite")
+        self._embedder = embedder
+        self._annotator = annotator
+        self.embedder_warning: str | None = None
+        self.vector_settings = VectorSettings.from_settings(memdir.settings)
+        self._fulltext: FullText | None = None
+        self._base: BaseIndex | None = None
+
+    # components, loaded lazily --------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from .embedding import load_embedder
+
+            config = self.memdir.settings.get("embedder") or {}
+            self._embedder, self.embedder_warning = load_embedder(
+                config.get("path"), config.get("kind", "auto")
+            )
+            if self.embedder_warning:
+                log.warning(self.embedder_warning.removeprefix("memdir: "))
+        return self._embedder
+
+    @property
+    def annotator(self) -> Annotator:
+        if self._annotator is None:
+            from .affect import load_annotator
+
+            config = self.memdir.settings.get("affect") or {}
+            self._annotator = load_annotator(str(config.get("annotator", "vader+nrc")))
+        return self._annotator
+
+    @property
+    def fulltext(self) -> FullText:
+        if self._fulltext is None:
+            self._fulltext = FullText(self.root / "tantivy")
+        return self._fulltext
+
+    @property
+    def store(self) -> VectorStore:
+        return VectorStore(
+            self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32", self.embedder.dim
+        )
+
+    @property
+    def base(self) -> BaseIndex:
+        if self._base is None:
+            self._base = BaseIndex(
+                self.root / "faiss" / "base.index", self.embedder.dim, self.vector_settings
+            )
+        return self._base
+
+    def lock(self) -> WriterLock:
+        """Only one process updates the index at a time; others wait (then fail clearly)."""
+        return WriterLock(
+            self.memdir.cache_dir / "index.lock",
+            timeout=float(os.environ.get("MEMDIR_INDEX_TIMEOUT", 120)),
+        )
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    # keeping up with the shelves ------------------------------------------------------------
+    def _expected_manifest(self) -> dict[str, str]:
+        return {
+            "version": INDEX_VERSION,
+            "model": self.embedder.model_id,
+            "dim": str(self.embedder.dim),
+            "annotator": f"{self.annotator.name}/{self.annotator.version}",
+        }
+
+    def _stale_reason(self) -> str | None:
+        """Why a full rebuild is needed, or None when appending is enough."""
+        manifest = self.catalog.manifest()
+        if not manifest:
+            return "no index yet"
+        if manifest.get("version") != INDEX_VERSION:
+            return f"index version {manifest.get('version')} → {INDEX_VERSION}"
+        checkpoints = self.catalog.checkpoints()
+        present = {path.name for path in self.memdir.shelves()}
+        for name, checkpoint in checkpoints.items():
+            path = self.memdir.shelves_dir / name
+            if name not in present:
+                return f"shelf {name} disappeared"
+            stat = path.stat()
+            if stat.st_ino != checkpoint.inode or stat.st_size < checkpoint.offset:
+                return f"shelf {name} was rewritten"
+            if fingerprint(path, checkpoint.offset) != checkpoint.fingerprint:
+                return f"shelf {name} was rewritten"
+        if manifest.get("model") != self.embedder.model_id:
+            return f"embedding model changed ({manifest.get('model')} → {self.embedder.model_id})"
+        if manifest.get("annotator") != self._expected_manifest()["annotator"]:
+            return "affect annotator changed"
+        return None
+
+    def needs_update(self) -> bool:
+        """Cheap check: has any shelf changed since the last update?"""
+        checkpoints = self.catalog.checkpoints()
+        if not self.catalog.manifest():
+            return True
+        shelves = self.memdir.shelves()
+        if {path.name for path in shelves} != set(checkpoints):
+            return any(path.stat().st_size for path in shelves) or bool(checkpoints)
+        for path in shelves:
+            stat = path.stat()
+            checkpoint = checkpoints[path.name]
+            if stat.st_ino != checkpoint.inode or stat.st_size != checkpoint.offset:
+                return True
+        return False
+
+    def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
+        """Bring the indexes up to date with the shelves (incrementally when possible)."""
+        with self.lock():
+            reason = "asked to rebuild" if rebuild else self._stale_reason()
+            if reason:
+                return self._rebuild(reason, progress)
+            report = self._apply_appended(progress)
+            self._maybe_merge(report)
+            return report
+
+    def _apply_appended(self, progress: Progress | None) -> UpdateReport:
+        report = UpdateReport()
+        checkpoints = self.catalog.checkpoints()
+        new_memories: list[dict[str, Any]] = []
+        new_events: list[dict[str, Any]] = []
+        tombstoned: list[str] = []
+        positions: list[Checkpoint] = []
+        for path in self.memdir.shelves():
+            start = checkpoints[path.name].offset if path.name in checkpoints else 0
+            end = start
+            for item in shelf_io.read(path, start):
+                kind = item.data.get("kind")
+                if kind == "memory":
+                    new_memories.append(item.data)
+                elif kind == "event":
+                    new_events.append(item.data)
+                elif kind == "tombstone":
+                    tombstoned.append(item.data["id"])
+                end = item.end
+            positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
+        with self.catalog.transaction():
+            try:
+                self._ingest(new_memories, new_events, tombstoned, report, progress)
+                self.fulltext.commit()
+            except BaseException:
+                self.fulltext.rollback()
+                raise
+            for checkpoint in positions:
+                self.catalog.set_checkpoint(checkpoint)
+            self.catalog.set_manifest(self._expected_manifest())
+        return report
+
+    def _ingest(
+        self,
+        memories: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        tombstoned: list[str],
+        report: UpdateReport,
+        progress: Progress | None,
+    ) -> None:
+        affected: set[str] = set(tombstoned)
+        fresh: list[tuple[dict[str, Any], str]] = []
+        for line in memories:
+            digest = content_hash(line["text"])
+            if self.catalog.add_memory(line, _epoch(line["created"]), digest) is not None:
+                fresh.append((line, digest))
+                affected.add(line["id"])
+        for line in events:
+            if self.catalog.add_event(line):
+                affected.add(line["target"])
+                if line["op"] == "link" and str(line.get("to", "")).startswith("m-"):
+                    affected.add(line["to"])
+        report.memories = len(fresh)
+        report.events = len(events)
+        if not affected:
+            return
+        self._annotate([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
+        report.embedded = self._embed(
+            [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
+        )
+        self._resettle(affected)
+
+    def _resettle(self, affected: set[str]) -> None:
+        """Re-fold the affected memories (and those sharing their supersede keys); update
+        each one's status, Tantivy document and searchability."""
+        current = self.catalog.memories_by_id(affected)
+        keys = [memory.line["key"] for memory in current.values() if memory.line.get("key")]
+        group = set(current) | set(self.catalog.ids_with_keys(keys))
+        if group - set(current):
+            current.update(self.catalog.memories_by_id(group - set(current)))
+        # Tombstones need no line of their own here: forget always appends a forget event.
+        lines = [memory.line for memory in current.values()] + self.catalog.events_for(current)
+        view = fold(lines, _FAR_FUTURE)
+        upserts: list[dict[str, Any]] = []
+        deletes: list[str] = []
+        for memory_id, memory in current.items():
+            state = view.states.get(memory_id)
+            status = index_status(view, memory_id) if state else "forgotten"
+            searchable = status not in NOT_SEARCHABLE
+            self.catalog.set_status(memory_id, status, searchable)
+            if searchable:
+                upserts.append(_document(memory.line, status))
+            else:
+                deletes.append(memory_id)
+        self.fulltext.upsert(upserts)
+        self.fulltext.delete(deletes)
+
+    def _annotate(self, hashes: list[str], texts: list[str]) -> None:
+        known = self.catalog.affect_for(hashes)
+        missing = [(h, t) for h, t in zip(hashes, texts, strict=True) if h not in known]
+        if not missing:
+            return
+        from .affect import annotate_many
+
+        annotator = self.annotator
+        label = f"{annotator.name}/{annotator.version}"
+        values = annotate_many([text for _, text in missing], annotator)
+        self.catalog.set_affect(
+            (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
+        )
+
+    def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
+        """Embed texts not yet in the vector cache; returns how many were embedded."""
+        known = self.catalog.vector_rows(hashes)
+        pending: dict[str, str] = {}
+        for digest, text in zip(hashes, texts, strict=True):
+            if digest not in known and digest not in pending:
+                pending[digest] = text
+        if not pending:
+            return 0
+        items = list(pending.items())
+        store = self.store
+        done = 0
+        for start in range(0, len(items), EMBED_BATCH):
+            batch = items[start : start + EMBED_BATCH]
+            vectors = self.embedder.embed([text for _, text in batch])
+            first = store.append(vectors)
+            self.catalog.add_vector_rows(
+                (digest, first + offset) for offset, (digest, _) in enumerate(batch)
+            )
+            done += len(batch)
+            if progress:
+                progress("embedding", done, len(items))
+        return done
+
+    def _rebuild(self, reason: str, progress: Progress | None) -> UpdateReport:
+        """Start over from the shelves, reusing cached embeddings and annotations."""
+        log.info("rebuilding the index: %s", reason)
+        self.fulltext.rollback()
+        self._fulltext = None
+        FullText.wipe(self.root / "tantivy")
+        self.base.remove()
+        with self.catalog.transaction():
+            self.catalog.clear()
+            if self.catalog.manifest().get("model") not in (None, self.embedder.model_id):
+                self.catalog.db.execute("DELETE FROM vectors")
+            if self.catalog.manifest().get("annotator") != self._expected_manifest()["annotator"]:
+                self.catalog.db.execute("DELETE FROM affect")
+            self.catalog.db.execute("DELETE FROM manifest")
+        report = self._apply_appended(progress)
+        report.rebuilt, report.reason = True, reason
+        self._compact_caches()
+        self._merge_delta(full=True)
+        report.merged = True
+        return report
+
+    def _compact_caches(self) -> None:
+        """Drop cached vectors and annotations no memory refers to any more (e.g. forgotten)."""
+        import numpy as np
+
+        referenced = {
+            row[0] for row in self.catalog.db.execute("SELECT content_hash FROM memories")
+        }
+        rows = self.catalog.vector_rows(referenced)
+        with self.catalog.transaction():
+            self.catalog.db.execute(
+                "DELETE FROM affect WHERE content_hash NOT IN (SELECT content_hash FROM memories)"
+            )
+            ordered = sorted(rows.items(), key=lambda item: item[1])
+            vectors = (
+                self.store.rows([row for _, row in ordered])
+                if ordered
+                else np.zeros((0, self.embedder.dim), np.float32)
+            )
+            self.catalog.db.execute("DELETE FROM vectors")
+            self.catalog.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
+            self.store.rewrite(vectors)
+
+    def _maybe_merge(self, report: UpdateReport) -> None:
+        counts = self.catalog.counts()
+        if counts["delta"] > max(2000, counts["searchable"] // 20):
+            self._merge_delta(full=False)
+            report.merged = True
+
+    def _merge_delta(self, full: bool) -> None:
+        """Write a new base index holding every searchable vector (delta becomes empty)."""
+        import numpy as np
+
+        rows = [
+            (iid, digest)
+            for iid, digest, searchable in self.catalog.db.execute(
+                "SELECT iid, content_hash, searchable FROM memories ORDER BY iid"
+            )
+            if searchable
+        ]
+        vector_rows = self.catalog.vector_rows(digest for _, digest in rows)
+        usable = [(iid, vector_rows[digest]) for iid, digest in rows if digest in vector_rows]
+        vectors = self.store.rows([row for _, row in usable])
+        self.base.build(vectors, np.asarray([iid for iid, _ in usable], dtype=np.int64))
+        with self.catalog.transaction():
+            self.catalog.db.execute("UPDATE memories SET in_base = 0")
+            self.catalog.mark_in_base(iid for iid, _ in usable)
+
+    # reading --------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        """Full-text search (BM25) with highlighted snippets."""
+        hits = self.fulltext.search(query, k, snippets=True)
+        found = self.catalog.memories_by_id(hit.id for hit in hits)
+        return [
+            Hit(h.id, found[h.id].text, h.score, h.snippet)
+            for h in hits
+            if h.id in found and found[h.id].searchable
+        ]
+
+    def text_hits(self, query: str, k: int) -> list[TextHit]:
+        return self.fulltext.search(query, k)
+
+    def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Top-k (iid, cosine) over the base index and the delta, skipping unsearchable ones."""
+        hidden = {
+            row[0]
+            for row in self.catalog.db.execute(
+                "SELECT iid FROM memories WHERE searchable = 0 AND in_base = 1"
+            )
+        }
+        from_base = [
+            hit for hit in self.base.search(vector, k + len(hidden)) if hit[0] not in hidden
+        ]
+        delta = self.catalog.delta_iids()
+        rows = self.catalog.vector_rows(digest for _, digest in delta)
+        usable = [(iid, rows[digest]) for iid, digest in delta if digest in rows]
+        from_delta = exact_search(
+            vector, self.store.rows([row for _, row in usable]), [iid for iid, _ in usable], k
+        )
+        merged = sorted(from_base[:k] + from_delta, key=lambda hit: -hit[1])
+        return merged[:k]
+
+    def similar(self, query: str, k: int = 10) -> list[Hit]:
+        """Vector search only: the memories closest in meaning to the query."""
+        vector = self.embedder.embed([query])[0]
+        hits = self.vector_hits(vector, k)
+        found = self.catalog.memories_by_iid(iid for iid, _ in hits)
+        return [Hit(found[iid].id, found[iid].text, score) for iid, score in hits if iid in found]
+
+    def affect_of(self, memory: CatalogMemory) -> dict[str, Any]:
+        """A memory's affect: what the user gave wins, else the annotator's annotation."""
+        given = memory.line.get("affect") or {}
+        derived = self.catalog.affect_for([memory.content_hash]).get(memory.content_hash)
+        value: dict[str, Any] = dict(derived[1]) if derived else {}
+        value.update(
+            {name: given[name] for name in ("valence", "arousal", "chord") if name in given}
+        )
+        if given:
+            value["annotator"] = given.get("annotator", "user")
+        return value
+
+    def affects(self) -> list[dict[str, Any]]:
+        """Every searchable memory's affect, for `memdir annotate`."""
+        rows = []
+        for memory in self.catalog.all_memories():
+            if memory.searchable:
+                affect = self.affect_of(memory)
+                rows.append(
+                    {
+                        "id": memory.id,
+                        "text": memory.text,
+                        "valence": affect.get("valence", 0.0),
+                        "arousal": affect.get("arousal", 0.0),
+                        "chord": affect.get("chord", {}),
+                        "annotator": affect.get("annotator", "none"),
+                    }
+                )
+        return rows
+
+    def reannotate(self) -> int:
+        """Re-derive every annotation with the configured annotator."""
+        with self.lock():
+            memories = list(self.catalog.all_memories())
+            with self.catalog.transaction():
+                self.catalog.db.execute("DELETE FROM affect")
+                self._annotate([m.content_hash for m in memories], [m.text for m in memories])
+                self.catalog.set_manifest({"annotator": self._expected_manifest()["annotator"]})
+        return len(memories)
+
+    def status(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        manifest = self.catalog.manifest()
+        return {
+            "version": manifest.get("version"),
+            "model": manifest.get("model"),
+            "embedder": self.embedder.kind,
+            "embedder_warning": self.embedder_warning,
+            "annotator": manifest.get("annotator"),
+            "memories": counts["memories"],
+            "searchable": counts["searchable"],
+            "events": counts["events"],
+            "fulltext_documents": self.fulltext.count(),
+            "vector_base": {"kind": self.base.kind(), "size": self.base.size()},
+            "vector_delta": counts["delta"],
+            "up_to_date": not self.needs_update(),
+            "bytes": sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()),
+        }
+
+
+def index_status(view: ArchiveView, memory_id: str) -> str:
+    """The status the lines imply regardless of time: expiry by time is left to recall."""
+    state = view.states[memory_id]
+    if state.status == "expired" and not any(event.op == "expire" for event in state.events):
+        return "provisional"
+    return state.status
+
+
+def _document(line: dict[str, Any], status: str) -> dict[str, Any]:
+    kind = line.get("type")
+    label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
+    return {
+        "id": line["id"],
+        "text": line["text"],
+        "type": label,
+        "source": line["source"],
+        "status": status,
+        "persona": line.get("personas") or [],
+        "session": line.get("session"),
+        "time": _epoch(line["created"]),
+    }
