@@ -51,7 +51,8 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise BadInputError(
-            f"duration {text!r} is not understood", hint="use a number and a unit: 90s, 30m, 12h, 7d, 2w"
+            f"duration {text!r} is not understood",
+            hint="use a number and a unit: 90s, 30m, 12h, 7d, 2w",
         )
     amount, unit = float(match.group(1)), match.group(2)
     return timedelta(seconds=amount * _UNIT_SECONDS[unit])

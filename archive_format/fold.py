@@ -67,7 +67,6 @@ class MemoryState:
         ]
         return own + added
 
-
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form used by `--json` output and the MCP server."""
         memory = self.memory
@@ -191,7 +190,9 @@ def _apply_supersede(states: dict[str, MemoryState]) -> None:
     for group in by_key.values():
         if len(group) < 2:
             continue
-        group.sort(key=lambda s: (_moment(s.durable_since or s.created), _moment(s.created), s.order))
+        group.sort(
+            key=lambda s: (_moment(s.durable_since or s.created), _moment(s.created), s.order)
+        )
         newest = group[-1]
         for older in group[:-1]:
             older.status = "superseded"

@@ -140,7 +140,9 @@ def _memory(text: str, source: str, author: str, now: datetime, **options: Any) 
         raise BadInputError(f"unknown memory field: {error}") from None
 
 
-def teach(memdir: Memdir, text: str, now: datetime, author: str = "user", **options: Any) -> WriteResult:
+def teach(
+    memdir: Memdir, text: str, now: datetime, author: str = "user", **options: Any
+) -> WriteResult:
     """Store what the user taught: durable from the start."""
     return write_memory(memdir, _memory(text, "teaching", author, now, **options), now)
 
@@ -226,15 +228,21 @@ def confirm(
             )
         if state.status in ("durable", "superseded"):
             return state.id, None
-        event = new_event(at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence)
+        event = new_event(
+            at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence
+        )
         _append_event(memdir, event)
     return state.id, event
 
 
-def reject(memdir: Memdir, given: str, reason: str, now: datetime, actor: str = "user") -> tuple[str, Event | None]:
+def reject(
+    memdir: Memdir, given: str, reason: str, now: datetime, actor: str = "user"
+) -> tuple[str, Event | None]:
     """Mark a memory wrong: kept for audit, never recalled. A reason is required."""
     if not reason or not reason.strip():
-        raise BadInputError("a rejection needs a reason", hint='e.g. --reason "the user corrected this"')
+        raise BadInputError(
+            "a rejection needs a reason", hint='e.g. --reason "the user corrected this"'
+        )
     with memdir.lock():
         state = _live_target(load_view(memdir, now), given)
         if state.status == "rejected":
@@ -275,7 +283,12 @@ def link(
         source = _live_target(view, given)
         target_id = view.resolve(to).id if to.startswith("m-") or to in view.states else to
         event = new_event(
-            at=format_time(now), op="link", target=source.id, actor=actor, to=target_id, link_type=link_type
+            at=format_time(now),
+            op="link",
+            target=source.id,
+            actor=actor,
+            to=target_id,
+            link_type=link_type,
         )
         _append_event(memdir, event)
     return event
@@ -318,8 +331,10 @@ def _compact(path: Any, memory_id: str, now: datetime) -> None:
                 output.append(encode_line(stone.to_line()))
                 tombstoned = True
             continue
-        if data.get("kind") == "event" and data.get("target") == memory_id and (
-            "reason" in data or "evidence" in data
+        if (
+            data.get("kind") == "event"
+            and data.get("target") == memory_id
+            and ("reason" in data or "evidence" in data)
         ):
             event = Event.from_line(data)
             scrubbed = replace(event, reason=None, evidence=None, redacted=True)

@@ -62,7 +62,9 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise FormatError(f"{path}: expected a mapping", hint="see docs/FORMAT.md")
     if isinstance(data.get("format"), (int, float)):
-        data["format"] = f"{data['format']}" if "." in str(data["format"]) else f"{data['format']}.0"
+        data["format"] = (
+            f"{data['format']}" if "." in str(data["format"]) else f"{data['format']}.0"
+        )
     found = problems(data, load_schema("config"))
     if found:
         raise FormatError(f"{path}: {found[0]}", hint="see docs/FORMAT.md for memdir.yaml")

@@ -223,7 +223,12 @@ class Tombstone:
     forgotten: str
 
     def to_line(self) -> dict[str, Any]:
-        return {"kind": "tombstone", "id": self.id, "created": self.created, "forgotten": self.forgotten}
+        return {
+            "kind": "tombstone",
+            "id": self.id,
+            "created": self.created,
+            "forgotten": self.forgotten,
+        }
 
     @classmethod
     def from_line(cls, line: dict[str, Any]) -> Tombstone:

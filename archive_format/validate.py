@@ -72,7 +72,9 @@ def problems(value: Any, schema: dict[str, Any], where: str = "") -> list[str]:
                 found.append(f"{label}: missing field {name!r}")
         for name, subschema in schema.get("properties", {}).items():
             if name in value:
-                found.extend(problems(value[name], subschema, name if not where else f"{where}.{name}"))
+                found.extend(
+                    problems(value[name], subschema, name if not where else f"{where}.{name}")
+                )
     elif isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             found.extend(problems(item, schema["items"], f"{label}[{index}]"))

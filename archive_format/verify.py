@@ -65,15 +65,23 @@ def verify(memdir: Memdir) -> Report:
         kind = line["kind"]
         if kind == "memory":
             if content_id("m", line) != line["id"]:
-                report.problems.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
+                report.problems.append(
+                    f"{where}: {line['id']} does not match its content (edited by hand?)"
+                )
             elif line["id"] in memories and memories[line["id"]] != line:
-                report.problems.append(f"{where}: {line['id']} appears twice with different content")
+                report.problems.append(
+                    f"{where}: {line['id']} appears twice with different content"
+                )
             memories.setdefault(line["id"], line)
             if line["source"] == "teaching" and not author_is_user(line["author"]):
-                report.problems.append(f"{where}: teaching {line['id']} was not written by the user")
+                report.problems.append(
+                    f"{where}: teaching {line['id']} was not written by the user"
+                )
         elif kind == "event":
             if not line.get("redacted") and content_id("e", line) != line["id"]:
-                report.problems.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
+                report.problems.append(
+                    f"{where}: {line['id']} does not match its content (edited by hand?)"
+                )
             events.append((where, line))
         else:
             tombstones.add(line["id"])
@@ -81,14 +89,22 @@ def verify(memdir: Memdir) -> Report:
     for where, event in events:
         target = event["target"]
         if target not in known:
-            report.problems.append(f"{where}: event {event['id']} refers to unknown memory {target}")
+            report.problems.append(
+                f"{where}: event {event['id']} refers to unknown memory {target}"
+            )
             continue
         if event["op"] == "confirm":
             if not author_is_user(event["actor"]):
-                report.problems.append(f"{where}: {target} was confirmed by {event['actor']!r}, not the user")
+                report.problems.append(
+                    f"{where}: {target} was confirmed by {event['actor']!r}, not the user"
+                )
             if target in memories and memories[target]["source"] != "inference":
                 report.problems.append(f"{where}: confirm of {target}, which is not an inference")
-        if event["op"] == "link" and str(event.get("to", "")).startswith("m-") and event["to"] not in known:
+        if (
+            event["op"] == "link"
+            and str(event.get("to", "")).startswith("m-")
+            and event["to"] not in known
+        ):
             report.problems.append(f"{where}: link from {target} to unknown memory {event['to']}")
     for memory_id, memory in memories.items():
         if memory_id in tombstones:

@@ -9,7 +9,7 @@ import typer
 
 from archive_format import clock
 from archive_format.errors import BadInputError, ExitStatus
-from archive_format.fold import STATUSES, LIVE_STATUSES, MemoryState
+from archive_format.fold import LIVE_STATUSES, STATUSES, MemoryState
 from archive_format.lifecycle import load_view
 from archive_format.verify import verify as verify_memdir
 
@@ -26,13 +26,29 @@ def history(state: MemoryState) -> list[dict[str, str | None]]:
     written = f"{memory.source} by {memory.author}" if memory else "written (text forgotten)"
     steps.append({"at": state.created, "what": "created", "detail": written})
     if memory is not None and memory.expires and state.status in ("provisional", "expired"):
-        steps.append({"at": memory.expires, "what": "ttl-ends", "detail": "expires unless confirmed"})
+        steps.append(
+            {"at": memory.expires, "what": "ttl-ends", "detail": "expires unless confirmed"}
+        )
     for event in state.events:
-        detail = event.reason or event.evidence or (f"{event.link_type} → {event.to}" if event.to else None)
-        steps.append({"at": event.at, "what": event.op, "detail": f"by {event.actor}" + (f": {detail}" if detail else "")})
+        detail = (
+            event.reason
+            or event.evidence
+            or (f"{event.link_type} → {event.to}" if event.to else None)
+        )
+        steps.append(
+            {
+                "at": event.at,
+                "what": event.op,
+                "detail": f"by {event.actor}" + (f": {detail}" if detail else ""),
+            }
+        )
     if state.superseded_by:
         steps.append({"at": None, "what": "superseded", "detail": f"by {state.superseded_by}"})
-    steps.sort(key=lambda step: clock.parse_time(step["at"]) if step["at"] else clock.parse_time("9999-01-01"))
+    steps.sort(
+        key=lambda step: (
+            clock.parse_time(step["at"]) if step["at"] else clock.parse_time("9999-01-01")
+        )
+    )
     return steps
 
 
@@ -99,13 +115,30 @@ def register(app: typer.Typer) -> None:
     @app.command("list")
     def list_command(
         ctx: typer.Context,
-        status: Annotated[list[str] | None, typer.Option("--status", help="Status to show (repeatable), or 'all'. Default: the live ones (durable, provisional).")] = None,
-        source: Annotated[str | None, typer.Option("--source", help="teaching | inference | observation | derived.")] = None,
+        status: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--status",
+                help="Status to show (repeatable), or 'all'. Default: the live ones (durable, provisional).",
+            ),
+        ] = None,
+        source: Annotated[
+            str | None,
+            typer.Option("--source", help="teaching | inference | observation | derived."),
+        ] = None,
         type_: Annotated[str | None, typer.Option("--type", help="TYPE or TYPE:subtype.")] = None,
-        persona: Annotated[str | None, typer.Option("--persona", help="Only memories visible to this persona.")] = None,
-        since: Annotated[str | None, typer.Option("--since", help="Created at or after this date-time.")] = None,
-        until: Annotated[str | None, typer.Option("--until", help="Created at or before this date-time.")] = None,
-        limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many (newest first).")] = None,
+        persona: Annotated[
+            str | None, typer.Option("--persona", help="Only memories visible to this persona.")
+        ] = None,
+        since: Annotated[
+            str | None, typer.Option("--since", help="Created at or after this date-time.")
+        ] = None,
+        until: Annotated[
+            str | None, typer.Option("--until", help="Created at or before this date-time.")
+        ] = None,
+        limit: Annotated[
+            int | None, typer.Option("--limit", min=1, help="At most this many (newest first).")
+        ] = None,
         json_: JsonOpt = False,
     ) -> None:
         """List memories, newest first.
@@ -117,7 +150,10 @@ def register(app: typer.Typer) -> None:
             wanted = set(STATUSES)
         unknown = wanted - set(STATUSES)
         if unknown:
-            raise BadInputError(f"unknown status {sorted(unknown)[0]!r}", hint=f"use one of {', '.join(STATUSES)}, all")
+            raise BadInputError(
+                f"unknown status {sorted(unknown)[0]!r}",
+                hint=f"use one of {', '.join(STATUSES)}, all",
+            )
         view = load_view(context.open_memdir(ctx), context.now(ctx))
         chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)]
         chosen.sort(key=lambda s: (clock.parse_time(s.created), s.order), reverse=True)
@@ -128,7 +164,13 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False)
-        for column, width in (("id", 18), ("created", 16), ("status", 11), ("source", 11), ("type", None)):
+        for column, width in (
+            ("id", 18),
+            ("created", 16),
+            ("status", 11),
+            ("source", 11),
+            ("type", None),
+        ):
             table.add_column(column, no_wrap=True, min_width=width, max_width=width or 18)
         table.add_column("text", no_wrap=True, overflow="ellipsis", ratio=1)
         for state in chosen:
@@ -166,7 +208,10 @@ def register(app: typer.Typer) -> None:
         for group in ("status", "source", "store"):
             counts = data[group]
             assert isinstance(counts, dict)
-            typer.echo(f"{group:<9} " + ", ".join(f"{name} {count}" for name, count in sorted(counts.items())))
+            typer.echo(
+                f"{group:<9} "
+                + ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+            )
 
     @app.command()
     def verify(ctx: typer.Context, json_: JsonOpt = False) -> None:
@@ -178,7 +223,14 @@ def register(app: typer.Typer) -> None:
         """
         report = verify_memdir(context.open_memdir(ctx))
         if json_:
-            emit_json({"clean": report.clean, "problems": report.problems, "notes": report.notes, "lines": report.lines})
+            emit_json(
+                {
+                    "clean": report.clean,
+                    "problems": report.problems,
+                    "notes": report.notes,
+                    "lines": report.lines,
+                }
+            )
         else:
             for problem in report.problems:
                 typer.echo(f"problem: {problem}")

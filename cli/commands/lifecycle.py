@@ -14,21 +14,45 @@ from archive_format.errors import BadInputError
 from .. import context
 from ..render import emit_json, note
 
-TypeOpt = Annotated[str | None, typer.Option("--type", help="TYPE or TYPE:subtype, e.g. FACT:preference.")]
-KeyOpt = Annotated[str | None, typer.Option("--key", help="Supersede key: a newer memory with it replaces older ones.")]
-ImportanceOpt = Annotated[int, typer.Option("--importance", min=1, max=10, help="1 (trivial) to 10 (vital).")]
+TypeOpt = Annotated[
+    str | None, typer.Option("--type", help="TYPE or TYPE:subtype, e.g. FACT:preference.")
+]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option("--key", help="Supersede key: a newer memory with it replaces older ones."),
+]
+ImportanceOpt = Annotated[
+    int, typer.Option("--importance", min=1, max=10, help="1 (trivial) to 10 (vital).")
+]
 TemporalOpt = Annotated[str, typer.Option("--temporal", help="ephemeral | persistent | milestone.")]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="episodic | semantic | procedural.")]
-PersonaOpt = Annotated[list[str] | None, typer.Option("--persona", help="Persona scope (repeatable).")]
+PersonaOpt = Annotated[
+    list[str] | None, typer.Option("--persona", help="Persona scope (repeatable).")
+]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread within the session.")]
-ValenceOpt = Annotated[float | None, typer.Option("--valence", min=-1, max=1, help="Affect valence, -1..1 (wins over the annotator).")]
-ArousalOpt = Annotated[float | None, typer.Option("--arousal", min=0, max=1, help="Affect arousal, 0..1.")]
-IntentOpt = Annotated[str | None, typer.Option("--intent", help="Meta-memory: why this was stored.")]
-RationaleOpt = Annotated[str | None, typer.Option("--rationale", help="Meta-memory: the reasoning behind it.")]
-EvidenceOpt = Annotated[str | None, typer.Option("--evidence", help="Meta-memory: what supports it.")]
-ConfidenceOpt = Annotated[float | None, typer.Option("--confidence", min=0, max=1, help="Meta-memory: confidence 0..1.")]
+ValenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--valence", min=-1, max=1, help="Affect valence, -1..1 (wins over the annotator)."
+    ),
+]
+ArousalOpt = Annotated[
+    float | None, typer.Option("--arousal", min=0, max=1, help="Affect arousal, 0..1.")
+]
+IntentOpt = Annotated[
+    str | None, typer.Option("--intent", help="Meta-memory: why this was stored.")
+]
+RationaleOpt = Annotated[
+    str | None, typer.Option("--rationale", help="Meta-memory: the reasoning behind it.")
+]
+EvidenceOpt = Annotated[
+    str | None, typer.Option("--evidence", help="Meta-memory: what supports it.")
+]
+ConfidenceOpt = Annotated[
+    float | None, typer.Option("--confidence", min=0, max=1, help="Meta-memory: confidence 0..1.")
+]
 PinOpt = Annotated[bool, typer.Option("--pin", help="Eligible for recall's guaranteed slots.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -119,7 +143,10 @@ def register(app: typer.Typer) -> None:
         evidence: EvidenceOpt = None,
         confidence: ConfidenceOpt = None,
         pin: PinOpt = False,
-        by: Annotated[str | None, typer.Option("--by", help="The user's name, if several people share the memdir.")] = None,
+        by: Annotated[
+            str | None,
+            typer.Option("--by", help="The user's name, if several people share the memdir."),
+        ] = None,
     ) -> None:
         """Store something the user taught: durable from the start. Prints the id.
 
@@ -130,7 +157,9 @@ def register(app: typer.Typer) -> None:
             valence, arousal, intent, rationale, evidence, confidence, pin,
         )  # fmt: skip
         author = f"user:{by}" if by else "user"
-        result = lifecycle.teach(context.open_memdir(ctx), read_text(text), context.now(ctx), author, **fields)
+        result = lifecycle.teach(
+            context.open_memdir(ctx), read_text(text), context.now(ctx), author, **fields
+        )
         if not result.added:
             note(f"already stored as {result.id}")
         typer.echo(result.id)
@@ -138,8 +167,15 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def infer(
         ctx: typer.Context,
-        text: Annotated[str, typer.Argument(help="What the assistant concluded, or '-' for stdin.")],
-        ttl: Annotated[str | None, typer.Option("--ttl", help="Time to live unconfirmed, e.g. 7d (default from memdir.yaml).")] = None,
+        text: Annotated[
+            str, typer.Argument(help="What the assistant concluded, or '-' for stdin.")
+        ],
+        ttl: Annotated[
+            str | None,
+            typer.Option(
+                "--ttl", help="Time to live unconfirmed, e.g. 7d (default from memdir.yaml)."
+            ),
+        ] = None,
         type_: TypeOpt = None,
         key: KeyOpt = None,
         importance: ImportanceOpt = 5,
@@ -156,7 +192,9 @@ def register(app: typer.Typer) -> None:
         evidence: EvidenceOpt = None,
         confidence: ConfidenceOpt = None,
         pin: PinOpt = False,
-        by: Annotated[str, typer.Option("--by", help="Which assistant or model concluded it.")] = "assistant",
+        by: Annotated[
+            str, typer.Option("--by", help="Which assistant or model concluded it.")
+        ] = "assistant",
     ) -> None:
         """Store an assistant's inference: provisional until the user confirms it. Prints the id.
 
@@ -178,16 +216,25 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def confirm(
         ctx: typer.Context,
-        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The inference (an id prefix is enough).")],
-        evidence: Annotated[str | None, typer.Option("--evidence", help="The user's words that confirm it.")] = None,
-        by: Annotated[str | None, typer.Option("--by", help="The user's name, if several people share the memdir.")] = None,
+        memory_id: Annotated[
+            str, typer.Argument(metavar="ID", help="The inference (an id prefix is enough).")
+        ],
+        evidence: Annotated[
+            str | None, typer.Option("--evidence", help="The user's words that confirm it.")
+        ] = None,
+        by: Annotated[
+            str | None,
+            typer.Option("--by", help="The user's name, if several people share the memdir."),
+        ] = None,
     ) -> None:
         """The user confirms an inference: it becomes durable. Prints the id.
 
         Example: memdir confirm m-3f9a --evidence "yes, mornings are best"
         """
         actor = f"user:{by}" if by else "user"
-        memory, event = lifecycle.confirm(context.open_memdir(ctx), memory_id, context.now(ctx), actor, evidence)
+        memory, event = lifecycle.confirm(
+            context.open_memdir(ctx), memory_id, context.now(ctx), actor, evidence
+        )
         if event is None:
             note(f"{memory} is already durable")
         typer.echo(memory)
@@ -195,7 +242,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def reject(
         ctx: typer.Context,
-        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")],
+        memory_id: Annotated[
+            str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
+        ],
         reason: Annotated[str, typer.Option("--reason", help="Why it is wrong (required).")],
         by: Annotated[str | None, typer.Option("--by", help="The user's name.")] = None,
     ) -> None:
@@ -204,7 +253,9 @@ def register(app: typer.Typer) -> None:
         Example: memdir reject m-3f9a --reason "I never said that"
         """
         actor = f"user:{by}" if by else "user"
-        memory, event = lifecycle.reject(context.open_memdir(ctx), memory_id, reason, context.now(ctx), actor)
+        memory, event = lifecycle.reject(
+            context.open_memdir(ctx), memory_id, reason, context.now(ctx), actor
+        )
         if event is None:
             note(f"{memory} was already rejected")
         typer.echo(memory)
@@ -229,7 +280,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def forget(
         ctx: typer.Context,
-        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")],
+        memory_id: Annotated[
+            str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
+        ],
     ) -> None:
         """Remove a memory's text from the shelves (atomic compaction), leaving a tombstone.
 
@@ -247,9 +300,15 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def link(
         ctx: typer.Context,
-        memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory the link starts from.")],
-        to: Annotated[str, typer.Argument(metavar="TO", help="The memory (or journal turn) it points to.")],
-        link_type: Annotated[str, typer.Option("--type", help="The link's type, e.g. supports, contradicts.")] = "related",
+        memory_id: Annotated[
+            str, typer.Argument(metavar="ID", help="The memory the link starts from.")
+        ],
+        to: Annotated[
+            str, typer.Argument(metavar="TO", help="The memory (or journal turn) it points to.")
+        ],
+        link_type: Annotated[
+            str, typer.Option("--type", help="The link's type, e.g. supports, contradicts.")
+        ] = "related",
     ) -> None:
         """Add a typed link between two memories. Prints the event id.
 
