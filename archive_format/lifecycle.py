@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import shelf
+from . import ring, shelf
 from .clock import format_time, parse_duration
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
@@ -26,6 +26,7 @@ from .records import (
     Memory,
     Tombstone,
     author_is_user,
+    content_id,
     encode_line,
     new_event,
     new_memory,
@@ -65,8 +66,29 @@ def read_lines(memdir: Memdir) -> Iterable[dict[str, Any]]:
 
 
 def load_view(memdir: Memdir, now: datetime) -> ArchiveView:
-    """The archive folded to its state at `now`."""
-    return fold(read_lines(memdir), now)
+    """The archive folded to its state at `now`.
+
+    Lines are not schema-checked on the fast path; when one breaks the fold (a wrong type, a
+    bad time), the shelves are checked to name the line instead of failing with a traceback.
+    """
+    try:
+        return fold(read_lines(memdir), now)
+    except (TypeError, ValueError, AttributeError, KeyError, BadInputError):
+        _raise_first_invalid_line(memdir)
+        raise
+
+
+def _raise_first_invalid_line(memdir: Memdir) -> None:
+    for path in memdir.shelves():
+        for item in shelf.read(path):
+            if item.data.get("kind") not in _REQUIRED:
+                continue
+            found = line_problems(item.data)
+            if found:
+                raise FormatError(
+                    f"{path}:{item.number}: {found[0]}",
+                    hint="fix or remove that line; `memdir verify` lists every problem",
+                )
 
 
 def _check(line: dict[str, Any]) -> None:
@@ -143,8 +165,12 @@ def _memory(text: str, source: str, author: str, now: datetime, **options: Any) 
 def teach(
     memdir: Memdir, text: str, now: datetime, author: str = "user", **options: Any
 ) -> WriteResult:
-    """Store what the user taught: durable from the start."""
-    return write_memory(memdir, _memory(text, "teaching", author, now, **options), now)
+    """Store what the user taught: durable from the start. It enters the console ring."""
+    memory = _memory(text, "teaching", author, now, **options)
+    with memdir.lock():
+        result = write_memory(memdir, memory, now)
+        ring.push(memdir, now, "taught", result.id, memory.text)
+    return result
 
 
 def infer(
@@ -232,6 +258,7 @@ def confirm(
             at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence
         )
         _append_event(memdir, event)
+        ring.push(memdir, now, "confirmed", state.id, state.memory.text)
     return state.id, event
 
 
@@ -272,6 +299,29 @@ def expire(memdir: Memdir, now: datetime) -> list[str]:
                 _append_event(memdir, event)
                 expired.append(state.id)
     return expired
+
+
+def record_recall(
+    memdir: Memdir, ids: list[str], now: datetime, actor: str = "user", label: str = ""
+) -> str:
+    """Append what a recall surfaced (rehearsal statistics) and push the top one into the ring."""
+    line: dict[str, Any] = {
+        "kind": "recall",
+        "at": format_time(now),
+        "memories": ids,
+        "actor": actor,
+    }
+    line = {
+        "kind": "recall",
+        "id": content_id("r", line),
+        **{k: v for k, v in line.items() if k != "kind"},
+    }
+    _check(line)
+    with memdir.lock(timeout=2.0):
+        shelf.append(memdir.recall_shelf, [encode_line(line)], memdir.quarantine_dir)
+        if ids:
+            ring.push(memdir, now, "recalled", ids[0], label or f"{len(ids)} memories")
+    return str(line["id"])
 
 
 def link(

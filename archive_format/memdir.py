@@ -103,6 +103,10 @@ class Memdir:
         return self.shelves_dir / "events.jsonl"
 
     @property
+    def recall_shelf(self) -> Path:
+        return self.shelves_dir / "recalls.jsonl"
+
+    @property
     def journal_dir(self) -> Path:
         return self.root / "journal"
 

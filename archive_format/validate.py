@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
-LINE_KINDS = ("memory", "event", "tombstone")
+LINE_KINDS = ("memory", "event", "tombstone", "recall")
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -41,11 +41,26 @@ def _pattern(expression: str) -> re.Pattern[str]:
     return re.compile(expression)
 
 
+_DATE_TIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-]([0-9]{2}):([0-9]{2}))"
+)
+
+
 def _is_date_time(value: str) -> bool:
-    if not value.endswith("Z") and "+" not in value[10:] and value[10:].count("-") == 0:
+    """RFC 3339 `date-time` (what JSON Schema's format means), leap seconds aside.
+
+    Stricter than datetime.fromisoformat, which also takes '09:00', a space for 'T', '+0200'
+    or week dates.
+    """
+    match = _DATE_TIME.fullmatch(value)
+    if not match:
+        return False
+    offset_hours, offset_minutes = match.group(7), match.group(8)
+    if offset_hours is not None and (int(offset_hours) > 23 or int(offset_minutes) > 59):
         return False
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        datetime(*(int(part) for part in match.groups()[:6]))
     except ValueError:
         return False
     return True
@@ -64,6 +79,8 @@ def problems(value: Any, schema: dict[str, Any], where: str = "") -> list[str]:
         ok = isinstance(value, _TYPES[expected])
         if ok and expected in ("integer", "number") and isinstance(value, bool):
             ok = False
+        if expected == "integer" and isinstance(value, float):
+            ok = value.is_integer()  # JSON Schema: 5.0 is an integer
         if not ok:
             return [f"{label}: expected {expected}, got {type(value).__name__}"]
     if isinstance(value, dict):

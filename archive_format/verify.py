@@ -57,6 +57,7 @@ def verify(memdir: Memdir) -> Report:
     memories: dict[str, dict[str, Any]] = {}
     tombstones: set[str] = set()
     events: list[tuple[str, dict[str, Any]]] = []
+    recalls: list[tuple[str, dict[str, Any]]] = []
     for where, line in located:
         found = line_problems(line)
         if found:
@@ -83,6 +84,12 @@ def verify(memdir: Memdir) -> Report:
                     f"{where}: {line['id']} does not match its content (edited by hand?)"
                 )
             events.append((where, line))
+        elif kind == "recall":
+            if content_id("r", line) != line["id"]:
+                report.problems.append(
+                    f"{where}: {line['id']} does not match its content (edited by hand?)"
+                )
+            recalls.append((where, line))
         else:
             tombstones.add(line["id"])
     known = set(memories) | tombstones
@@ -106,6 +113,10 @@ def verify(memdir: Memdir) -> Report:
             and event["to"] not in known
         ):
             report.problems.append(f"{where}: link from {target} to unknown memory {event['to']}")
+    for where, recalled in recalls:
+        for memory_id in recalled["memories"]:
+            if memory_id not in known:
+                report.problems.append(f"{where}: recall lists unknown memory {memory_id}")
     for memory_id, memory in memories.items():
         if memory_id in tombstones:
             report.problems.append(

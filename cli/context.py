@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated
 
 import typer
 
 from archive_format import clock
 from archive_format.memdir import Memdir, find_root
+
+
+NowOpt = Annotated[
+    str | None,
+    typer.Option("--now", help="Pretend it is this ISO date-time (also $MEMDIR_NOW)."),
+]
 
 
 @dataclass

@@ -9,10 +9,12 @@ import typer
 
 from archive_format.errors import ExitStatus, MemdirError
 
+from .commands import bench as bench_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
 from .commands import lifecycle as lifecycle_commands
+from .commands import recall as recall_commands
 from .context import Options
 
 VERSION = "0.1.0"
@@ -55,6 +57,8 @@ init_commands.register(app)
 lifecycle_commands.register(app)
 inspect_commands.register(app)
 index_commands.register(app)
+recall_commands.register(app)
+bench_commands.register(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS memories (
     line TEXT NOT NULL,                -- the shelf line, for folding at query time
     text TEXT NOT NULL,
     key TEXT,                          -- supersede key
+    session TEXT,                      -- conversation session, for neighbour context
     created INTEGER NOT NULL,          -- epoch seconds
     status TEXT NOT NULL,              -- as of the last update (recall re-folds at its own now)
     searchable INTEGER NOT NULL,       -- 0 once rejected, superseded or forgotten
@@ -35,6 +36,8 @@ CREATE TABLE IF NOT EXISTS memories (
     in_base INTEGER NOT NULL DEFAULT 0 -- 1 when its vector is in the FAISS base index
 );
 CREATE INDEX IF NOT EXISTS memories_key ON memories(key) WHERE key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_session ON memories(session, created, iid)
+    WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_delta ON memories(in_base) WHERE in_base = 0;
 CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL
@@ -116,13 +119,15 @@ class Catalog:
     def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
         """Insert a memory line; returns its iid, or None when it was already there."""
         cursor = self.db.execute(
-            "INSERT OR IGNORE INTO memories(id, line, text, key, created, status, searchable, content_hash)"
-            " VALUES (?, ?, ?, ?, ?, 'durable', 1, ?)",
+            "INSERT OR IGNORE INTO memories"
+            "(id, line, text, key, session, created, status, searchable, content_hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'durable', 1, ?)",
             (
                 line["id"],
                 json.dumps(line, ensure_ascii=False),
                 line["text"],
                 line.get("key"),
+                line.get("session"),
                 created,
                 content_hash,
             ),
@@ -196,6 +201,48 @@ class Catalog:
             )
             lines.extend(json.loads(row[0]) for row in rows)
         return lines
+
+    def neighbours(self, iids: Iterable[int], window: int = 1) -> dict[int, list[int]]:
+        """For each iid, the iids of up to `window` memories before and after it in its session
+        (ordered by time, then by position), itself included, in order."""
+        found: dict[int, list[int]] = {}
+        for iid in dict.fromkeys(int(i) for i in iids):
+            row = self.db.execute(
+                "SELECT session, created FROM memories WHERE iid = ?", (iid,)
+            ).fetchone()
+            if row is None or row[0] is None:
+                found[iid] = [iid]
+                continue
+            session, created = row
+            before = self.db.execute(
+                "SELECT iid FROM memories WHERE session = ? AND (created < ? OR (created = ? AND iid < ?))"
+                " AND searchable = 1 ORDER BY created DESC, iid DESC LIMIT ?",
+                (session, created, created, iid, window),
+            ).fetchall()
+            after = self.db.execute(
+                "SELECT iid FROM memories WHERE session = ? AND (created > ? OR (created = ? AND iid > ?))"
+                " AND searchable = 1 ORDER BY created, iid LIMIT ?",
+                (session, created, created, iid, window),
+            ).fetchall()
+            found[iid] = [r[0] for r in reversed(before)] + [iid] + [r[0] for r in after]
+        return found
+
+    def keys(self) -> list[str]:
+        """Every supersede key in use."""
+        return [
+            row[0]
+            for row in self.db.execute("SELECT DISTINCT key FROM memories WHERE key IS NOT NULL")
+        ]
+
+    def guaranteed(self, limit: int) -> list[CatalogMemory]:
+        """Pinned and milestone memories, most important and newest first (recall's bounded channel)."""
+        return list(
+            self._select(
+                'searchable = 1 AND (line LIKE \'%"pinned":true%\' OR line LIKE \'%"temporal":"milestone"%\')'
+                " ORDER BY json_extract(line, '$.importance') DESC, created DESC LIMIT ?",
+                (limit,),
+            )
+        )
 
     def link_degrees(self) -> dict[str, int]:
         """How many links touch each memory id (written links plus link events)."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from archive_format import shelf as shelf_io
 from archive_format.clock import parse_time
+from archive_format.errors import LockedError
 from archive_format.fold import ArchiveView, fold
 from archive_format.lock import WriterLock
 from archive_format.memdir import Memdir
@@ -161,7 +162,7 @@ class MemoryIndex:
 
     def lock(self) -> WriterLock:
         """Only one process updates the index at a time; others wait (then fail clearly)."""
-        return WriterLock(
+        return _IndexLock(
             self.memdir.cache_dir / "index.lock",
             timeout=float(os.environ.get("MEMDIR_INDEX_TIMEOUT", 120)),
         )
@@ -200,7 +201,27 @@ class MemoryIndex:
             return f"embedding model changed ({manifest.get('model')} → {self.embedder.model_id})"
         if manifest.get("annotator") != self._expected_manifest()["annotator"]:
             return "affect annotator changed"
+        missing = self._files_missing()
+        if missing:
+            return missing
+        if self.fulltext.count() != self.catalog.counts()["searchable"]:
+            return "full-text index out of step with the catalog"
+        if self._vector_cache_lost():
+            return "vector cache missing"
         return None
+
+    def _files_missing(self) -> str | None:
+        """Cheap check (no model load) for index files deleted from under the catalog."""
+        if not (self.root / "tantivy" / "meta.json").is_file():
+            return "full-text index missing"
+        if not (self.root / "faiss" / "base.index").is_file():
+            return "vector index missing"
+        return None
+
+    def _vector_cache_lost(self) -> bool:
+        """True when the catalog points at vector rows the model's store no longer holds."""
+        last = self.catalog.db.execute("SELECT MAX(row) FROM vectors").fetchone()[0]
+        return last is not None and last >= self.store.count()
 
     def needs_update(self) -> bool:
         """Cheap check: has any shelf changed since the last update?"""
@@ -215,7 +236,9 @@ class MemoryIndex:
             checkpoint = checkpoints[path.name]
             if stat.st_ino != checkpoint.inode or stat.st_size != checkpoint.offset:
                 return True
-        return False
+            if fingerprint(path, checkpoint.offset) != checkpoint.fingerprint:
+                return True
+        return self._files_missing() is not None
 
     def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
         """Bring the indexes up to date with the shelves (incrementally when possible)."""
@@ -361,7 +384,10 @@ class MemoryIndex:
         self.base.remove()
         with self.catalog.transaction():
             self.catalog.clear()
-            if self.catalog.manifest().get("model") not in (None, self.embedder.model_id):
+            if (
+                self.catalog.manifest().get("model") not in (None, self.embedder.model_id)
+                or self._vector_cache_lost()
+            ):
                 self.catalog.db.execute("DELETE FROM vectors")
             if self.catalog.manifest().get("annotator") != self._expected_manifest()["annotator"]:
                 self.catalog.db.execute("DELETE FROM affect")
@@ -371,6 +397,9 @@ class MemoryIndex:
         self._compact_caches()
         self._merge_delta(full=True)
         report.merged = True
+        # Old pages (a forgotten memory's text among them) stay in the WAL file until it is
+        # truncated; a long-lived process would otherwise keep them on disk.
+        self.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return report
 
     def _compact_caches(self) -> None:
@@ -436,6 +465,8 @@ class MemoryIndex:
 
     def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top-k (iid, cosine) over the base index and the delta, skipping unsearchable ones."""
+        if self.catalog.manifest().get("model") != self.embedder.model_id:
+            self.update()  # built with another embedding model: its vectors are not comparable
         hidden = {
             row[0]
             for row in self.catalog.db.execute(
@@ -460,6 +491,17 @@ class MemoryIndex:
         hits = self.vector_hits(vector, k)
         found = self.catalog.memories_by_iid(iid for iid, _ in hits)
         return [Hit(found[iid].id, found[iid].text, score) for iid, score in hits if iid in found]
+
+    def vectors_for(self, memories: list[CatalogMemory]) -> dict[int, np.ndarray]:
+        """Each memory's cached vector, by iid (memories without one are left out)."""
+        rows = self.catalog.vector_rows(memory.content_hash for memory in memories)
+        usable = [
+            (memory.iid, rows[memory.content_hash])
+            for memory in memories
+            if memory.content_hash in rows
+        ]
+        matrix = self.store.rows([row for _, row in usable])
+        return {iid: matrix[position] for position, (iid, _) in enumerate(usable)}
 
     def affect_of(self, memory: CatalogMemory) -> dict[str, Any]:
         """A memory's affect: what the user gave wins, else the annotator's annotation."""
@@ -516,9 +558,24 @@ class MemoryIndex:
             "fulltext_documents": self.fulltext.count(),
             "vector_base": {"kind": self.base.kind(), "size": self.base.size()},
             "vector_delta": counts["delta"],
-            "up_to_date": not self.needs_update(),
+            "up_to_date": manifest.get("model") == self.embedder.model_id
+            and not self.needs_update(),
             "bytes": sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file()),
         }
+
+
+class _IndexLock(WriterLock):
+    """The index writer lock; its refusal names the index and $MEMDIR_INDEX_TIMEOUT."""
+
+    def __enter__(self) -> WriterLock:
+        try:
+            return super().__enter__()
+        except LockedError as error:
+            raise LockedError(
+                error.message.replace("the memdir is locked", "the index is being updated", 1),
+                hint="wait for the other `memdir index` to finish, or raise "
+                "$MEMDIR_INDEX_TIMEOUT (seconds)",
+            ) from None
 
 
 def index_status(view: ArchiveView, memory_id: str) -> str:

@@ -77,12 +77,13 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         memory_id: Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")],
         json_: JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Show one memory and its current status.
 
         Example: memdir show m-3f9a --json
         """
-        view = load_view(context.open_memdir(ctx), context.now(ctx))
+        view = load_view(context.open_memdir(ctx), context.now(ctx, now))
         data = view.resolve(memory_id).to_dict()
         if json_:
             emit_json(data)
@@ -97,12 +98,13 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         memory_id: Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")],
         json_: JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """A memory's whole history: when it was written, every event, what it became.
 
         Example: memdir log m-3f9a
         """
-        view = load_view(context.open_memdir(ctx), context.now(ctx))
+        view = load_view(context.open_memdir(ctx), context.now(ctx, now))
         state = view.resolve(memory_id)
         steps = history(state)
         if json_:
@@ -140,6 +142,7 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--limit", min=1, help="At most this many (newest first).")
         ] = None,
         json_: JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """List memories, newest first.
 
@@ -154,7 +157,7 @@ def register(app: typer.Typer) -> None:
                 f"unknown status {sorted(unknown)[0]!r}",
                 hint=f"use one of {', '.join(STATUSES)}, all",
             )
-        view = load_view(context.open_memdir(ctx), context.now(ctx))
+        view = load_view(context.open_memdir(ctx), context.now(ctx, now))
         chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)]
         chosen.sort(key=lambda s: (clock.parse_time(s.created), s.order), reverse=True)
         chosen = chosen[:limit] if limit else chosen
@@ -184,13 +187,13 @@ def register(app: typer.Typer) -> None:
         note(f"{len(chosen)} memories")
 
     @app.command()
-    def stats(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    def stats(ctx: typer.Context, now: context.NowOpt = None, json_: JsonOpt = False) -> None:
         """Counts by status, source and store, and the size of the files.
 
         Example: memdir stats --json
         """
         memdir = context.open_memdir(ctx)
-        view = load_view(memdir, context.now(ctx))
+        view = load_view(memdir, context.now(ctx, now))
         data = {
             "memdir": str(memdir.root),
             "memories": len(view),

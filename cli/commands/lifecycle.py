@@ -147,6 +147,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--by", help="The user's name, if several people share the memdir."),
         ] = None,
+        now: context.NowOpt = None,
     ) -> None:
         """Store something the user taught: durable from the start. Prints the id.
 
@@ -158,7 +159,7 @@ def register(app: typer.Typer) -> None:
         )  # fmt: skip
         author = f"user:{by}" if by else "user"
         result = lifecycle.teach(
-            context.open_memdir(ctx), read_text(text), context.now(ctx), author, **fields
+            context.open_memdir(ctx), read_text(text), context.now(ctx, now), author, **fields
         )
         if not result.added:
             note(f"already stored as {result.id}")
@@ -195,6 +196,7 @@ def register(app: typer.Typer) -> None:
         by: Annotated[
             str, typer.Option("--by", help="Which assistant or model concluded it.")
         ] = "assistant",
+        now: context.NowOpt = None,
     ) -> None:
         """Store an assistant's inference: provisional until the user confirms it. Prints the id.
 
@@ -208,7 +210,9 @@ def register(app: typer.Typer) -> None:
         )  # fmt: skip
         lifetime = clock.parse_duration(ttl) if ttl else None
         memdir = context.open_memdir(ctx)
-        result = lifecycle.infer(memdir, read_text(text), context.now(ctx), lifetime, by, **fields)
+        result = lifecycle.infer(
+            memdir, read_text(text), context.now(ctx, now), lifetime, by, **fields
+        )
         if not result.added:
             note(f"already stored as {result.id}")
         typer.echo(result.id)
@@ -226,6 +230,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--by", help="The user's name, if several people share the memdir."),
         ] = None,
+        now: context.NowOpt = None,
     ) -> None:
         """The user confirms an inference: it becomes durable. Prints the id.
 
@@ -233,7 +238,7 @@ def register(app: typer.Typer) -> None:
         """
         actor = f"user:{by}" if by else "user"
         memory, event = lifecycle.confirm(
-            context.open_memdir(ctx), memory_id, context.now(ctx), actor, evidence
+            context.open_memdir(ctx), memory_id, context.now(ctx, now), actor, evidence
         )
         if event is None:
             note(f"{memory} is already durable")
@@ -247,6 +252,7 @@ def register(app: typer.Typer) -> None:
         ],
         reason: Annotated[str, typer.Option("--reason", help="Why it is wrong (required).")],
         by: Annotated[str | None, typer.Option("--by", help="The user's name.")] = None,
+        now: context.NowOpt = None,
     ) -> None:
         """Mark a memory wrong: kept for audit, never recalled. Prints the id.
 
@@ -254,7 +260,7 @@ def register(app: typer.Typer) -> None:
         """
         actor = f"user:{by}" if by else "user"
         memory, event = lifecycle.reject(
-            context.open_memdir(ctx), memory_id, reason, context.now(ctx), actor
+            context.open_memdir(ctx), memory_id, reason, context.now(ctx, now), actor
         )
         if event is None:
             note(f"{memory} was already rejected")
@@ -264,12 +270,13 @@ def register(app: typer.Typer) -> None:
     def expire(
         ctx: typer.Context,
         json_: JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """The TTL sweep for cron: record every inference past its TTL as expired.
 
         Example (crontab): 0 * * * * memdir --dir ~/memory expire
         """
-        expired = lifecycle.expire(context.open_memdir(ctx), context.now(ctx))
+        expired = lifecycle.expire(context.open_memdir(ctx), context.now(ctx, now))
         if json_:
             emit_json({"expired": expired})
             return
@@ -283,13 +290,14 @@ def register(app: typer.Typer) -> None:
         memory_id: Annotated[
             str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
         ],
+        now: context.NowOpt = None,
     ) -> None:
         """Remove a memory's text from the shelves (atomic compaction), leaving a tombstone.
 
         Example: memdir forget m-3f9a
         """
         memdir = context.open_memdir(ctx)
-        memory = lifecycle.forget(memdir, memory_id, context.now(ctx))
+        memory = lifecycle.forget(memdir, memory_id, context.now(ctx, now))
         typer.echo(memory)
         note(
             f"{memory}: the text is gone from the shelves, but git history still holds it if the "
@@ -309,10 +317,13 @@ def register(app: typer.Typer) -> None:
         link_type: Annotated[
             str, typer.Option("--type", help="The link's type, e.g. supports, contradicts.")
         ] = "related",
+        now: context.NowOpt = None,
     ) -> None:
         """Add a typed link between two memories. Prints the event id.
 
         Example: memdir link m-3f9a m-77c1 --type contradicts
         """
-        event = lifecycle.link(context.open_memdir(ctx), memory_id, to, link_type, context.now(ctx))
+        event = lifecycle.link(
+            context.open_memdir(ctx), memory_id, to, link_type, context.now(ctx, now)
+        )
         typer.echo(event.id)

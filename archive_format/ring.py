@@ -1,0 +1,40 @@
+"""The console ring: the last 30 things that were live (taught, confirmed, recalled).
+
+Kept in state/ring.yaml, replaced atomically; the oldest entry falls out when a new one comes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .clock import format_time
+from .memdir import Memdir
+from .state import read_yaml, write_yaml
+
+RING_SIZE = 30
+
+
+def ring_path(memdir: Memdir) -> Any:
+    return memdir.state_dir / "ring.yaml"
+
+
+def read_ring(memdir: Memdir) -> list[dict[str, Any]]:
+    """The ring's entries, oldest first."""
+    data = read_yaml(ring_path(memdir), {}) or {}
+    slots = data.get("slots") if isinstance(data, dict) else None
+    return [slot for slot in slots or [] if isinstance(slot, dict)]
+
+
+def push(
+    memdir: Memdir, now: datetime, what: str, memory_id: str, text: str, size: int = RING_SIZE
+) -> None:
+    """Add an entry (caller holds the writer lock); the oldest ones beyond `size` are dropped."""
+    slots = read_ring(memdir)
+    slots.append({"at": format_time(now), "what": what, "id": memory_id, "text": _short(text)})
+    write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})
+
+
+def _short(text: str, width: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,0 +1,49 @@
+"""Helpers shared by the benchmark scripts: timing subprocesses, machine facts, tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def memdir_command() -> list[str]:
+    return [str(BIN / "memdir")]
+
+
+def wall_time(command: Sequence[str], runs: int = 7, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> float:  # fmt: skip
+    """Median wall time in seconds of a command run `runs` times (one warm-up run first)."""
+    merged = {**os.environ, **(env or {})}
+    subprocess.run(command, env=merged, cwd=cwd, capture_output=True, check=False)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, env=merged, cwd=cwd, capture_output=True, check=True)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""`memdir recall`: the main job — what should the assistant remember right now, and why."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from archive_format.errors import BadInputError
+
+from .. import context
+from ..render import console, emit_json, shorten
+from .index import progress_bar
+from .lifecycle import read_text
+
+if TYPE_CHECKING:
+    from indexers.recall import RecallResult
+
+SHOWN = ("semantic", "bm25", "context", "affect", "degree", "recency", "importance", "keyword")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def recall(
+        ctx: typer.Context,
+        query: Annotated[str, typer.Argument(help="What to remember about, or '-' for stdin.")],
+        k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many memories.")] = 10,
+        explain: Annotated[
+            bool, typer.Option("--explain", help="Show every stage of the pipeline.")
+        ] = False,
+        profile: Annotated[
+            str | None,
+            typer.Option(
+                "--profile", help="Weight profile: default, cama, anima, or one from memdir.yaml."
+            ),
+        ] = None,
+        budget: Annotated[
+            int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
+        ] = None,
+        include_expired: Annotated[
+            bool,
+            typer.Option("--include-expired", help="Also recall expired inferences (weight 0.2)."),
+        ] = False,
+        include_private: Annotated[
+            bool, typer.Option("--include-private", help="Also recall private memories.")
+        ] = False,
+        persona: Annotated[
+            str | None, typer.Option("--persona", help="Recall as this persona.")
+        ] = None,
+        no_counterweights: Annotated[
+            bool,
+            typer.Option(
+                "--no-counterweights", help="Ablation: no balancing for negative queries."
+            ),
+        ] = False,
+        mmr: Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR).")] = False,
+        no_record: Annotated[
+            bool, typer.Option("--no-record", help="Do not record this recall (rehearsal, ring).")
+        ] = False,
+        now: context.NowOpt = None,
+        json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """Recall the memories that matter for a query, with a verdict:
+        GROUNDED, LOW_CONFIDENCE or NO_DATA.
+
+        Example: memdir recall "how does Sam take his coffee?" --explain
+        """
+        from cli.usecases.recall import recall as run
+        from indexers.recall import RecallOptions
+
+        options = RecallOptions(
+            k=k, profile=profile, include_expired=include_expired, include_private=include_private,
+            persona=persona, budget=budget, counterweights=not no_counterweights, mmr=mmr,
+        )  # fmt: skip
+        text = read_text(query).strip()
+        if not text:
+            raise BadInputError("the query is empty")
+        with progress_bar() as advance:
+            try:
+                result = run(context.open_memdir(ctx), text, context.now(ctx, now), options,
+                             record=not no_record, progress=advance)  # fmt: skip
+            except ValueError as error:
+                raise BadInputError(str(error)) from None
+        if json_:
+            emit_json(result.to_dict(explain=explain))
+            return
+        if explain:
+            render_explain(result)
+        render_results(result)
+
+
+def render_results(result: RecallResult) -> None:
+    out = console()
+    out.print(f"[bold]{result.verdict}[/bold]  {len(result.results)} memories  "
+              f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
+    for rank, candidate in enumerate(result.results, start=1):
+        line = candidate.memory.line
+        tag = "" if candidate.status == "durable" else f" [{candidate.status} ×{candidate.weight}]"
+        out.print(f"{rank:>2}. {candidate.score:5.3f}  {candidate.id}  {line['created'][:10]}  "
+                  f"{shorten(candidate.memory.text, 90)}{tag}", markup=False)  # fmt: skip
+
+
+def render_explain(result: RecallResult) -> None:
+    from rich.table import Table
+
+    out = console()
+    analysis = result.analysis.to_dict()
+    out.rule("1. query analysis")
+    affect = analysis["affect"]
+    out.print(f"affect: valence {affect['valence']:+.2f}, arousal {affect['arousal']:.2f}"
+              + ("  → strongly negative" if analysis["strongly_negative"] else ""))  # fmt: skip
+    window = analysis["time_window"]
+    out.print(
+        f"time window: {window['phrase']!r} → {window['start']} … {window['end']}"
+        if window
+        else "time window: none"
+    )
+    out.print(
+        f"names: {', '.join(analysis['names']) or 'none'}   keys named: {', '.join(analysis['keys']) or 'none'}"
+    )
+    stages = {stage.name: stage for stage in result.stages}
+    pool = stages["candidate pool"].rows
+    out.rule(f"2. candidate pool ({len(pool)})")
+    counts: dict[str, int] = {}
+    for row in pool:
+        for channel in row["channels"]:
+            counts[channel] = counts.get(channel, 0) + 1
+    out.print(", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "empty")
+    filters = stages["filters"]
+    out.rule("3. filters")
+    dropped = [row for row in filters.rows if row["dropped"]]
+    for note in filters.notes:
+        out.print(note)
+    if dropped:
+        table = Table("id", "status", "dropped because", box=None)
+        for row in dropped[:15]:
+            table.add_row(row["id"], row["status"], row["dropped"])
+        out.print(table)
+    out.rule("4. score (top 15) = Σ weight × component, × provenance weight")
+    table = Table("id", "score", "×w", *SHOWN, "text", box=None)
+    texts = {row["id"]: row["text"] for row in pool}
+    for row in stages["score"].rows[:15]:
+        table.add_row(row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}",
+                      *[f"{row[name]:.2f}" for name in SHOWN], shorten(texts.get(row["id"]), 40))  # fmt: skip
+    out.print(table)
+    for number, name in ((5, "counterweights"), (6, "diversity"), (7, "budget")):
+        stage = stages[name]
+        out.rule(f"{number}. {name}")
+        for note in stage.notes:
+            out.print(note)
+        for row in stage.rows:
+            out.print(_row_text(row), markup=False)
+    out.rule("verdict")
+
+
+def _row_text(row: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in row.items())

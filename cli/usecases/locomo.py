@@ -1,0 +1,226 @@
+"""`memdir bench locomo`: turn-level retrieval on LoCoMo-style conversations, no LLM.
+
+Each sample becomes a fresh memdir: every turn an observation (speaker-prefixed, image caption
+appended, the session's date-time as its time, the session as its session), indexed, then
+every question goes through the same recall pipeline as `memdir recall`, with *now* just after
+the conversation's last session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from archive_format.clock import format_time
+from archive_format.errors import BadInputError, FormatError
+from archive_format.lifecycle import add_memories
+from archive_format.memdir import init
+from archive_format.records import new_memory
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    session: int
+    text: str
+    created: datetime
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass
+class Sample:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+    repairs: dict[str, int] = field(default_factory=dict)
+
+
+def parse_session_time(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → a UTC datetime."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise FormatError(f"session date-time {text!r} not understood") from None
+
+
+def repair_evidence(raw: list[Any], known: set[str], counts: dict[str, int]) -> list[str]:
+    """Evidence ids as listed, repaired: several ids in one string are split, 'D:11:26' and
+    'D30:05' are normalised; ids that do not exist (or a bare 'D') are dropped. Counts each."""
+    found: list[str] = []
+    for item in raw:
+        text = str(item).strip()
+        pieces = _EVIDENCE.findall(text)
+        normal = [f"D{session}:{turn}" for session, turn in pieces]
+        if len(pieces) != 1 or normal[0] != text:
+            counts["repaired" if normal else "dropped"] = (
+                counts.get("repaired" if normal else "dropped", 0) + 1
+            )
+        for dia_id in normal:
+            if dia_id not in known:
+                counts["dropped"] = counts.get("dropped", 0) + 1
+            elif dia_id not in found:
+                found.append(dia_id)
+    return found
+
+
+def load_samples(path: Path) -> list[Sample]:
+    """Read a locomo10.json-style file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInputError(f"{path}: cannot read as JSON ({error})") from None
+    if not isinstance(data, list):
+        raise BadInputError(f"{path}: expected a JSON list of samples")
+    samples: list[Sample] = []
+    for number, raw in enumerate(data):
+        try:
+            samples.append(_sample(raw))
+        except (KeyError, TypeError) as error:
+            raise BadInputError(f"{path}: sample {number} is malformed (missing {error})") from None
+    return samples
+
+
+def _sample(raw: dict[str, Any]) -> Sample:
+    conversation = raw["conversation"]
+    turns: list[Turn] = []
+    sessions = sorted(
+        int(key.split("_")[1]) for key in conversation if re.fullmatch(r"session_\d+", key)
+    )
+    for session in sessions:
+        created = parse_session_time(conversation[f"session_{session}_date_time"])
+        for turn in conversation[f"session_{session}"]:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            turns.append(Turn(turn["dia_id"], session, text, created))
+    known = {turn.dia_id for turn in turns}
+    counts: dict[str, int] = {}
+    questions = [
+        Question(
+            qa["question"],
+            int(qa["category"]),
+            repair_evidence(qa.get("evidence") or [], known, counts),
+        )
+        for qa in raw["qa"]
+    ]
+    return Sample(str(raw.get("sample_id", "sample")), turns, questions, counts)
+
+
+def build_memdir(sample: Sample, root: Path) -> dict[str, str]:
+    """A memdir holding the sample's turns; returns memory id → dia_id."""
+    first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
+    memdir, _ = init(root, first)
+    memories = []
+    by_id: dict[str, str] = {}
+    for turn in sample.turns:
+        memory = new_memory(
+            created=format_time(turn.created),
+            text=turn.text,
+            source="observation",
+            author=f"locomo:{turn.text.split(':', 1)[0]}",
+            store="episodic",
+            session=f"{sample.sample_id}/session_{turn.session}",
+            origin=f"locomo:{sample.sample_id}:{turn.dia_id}",
+        )
+        memories.append(memory)
+        by_id[memory.id] = turn.dia_id
+    add_memories(memdir, memories)
+    return by_id
+
+
+def _metrics(ranked: list[str], evidence: list[str]) -> dict[str, float]:
+    wanted = set(evidence)
+    sessions = {e.split(":")[0] for e in evidence}
+    top5_sessions = {r.split(":")[0] for r in ranked[:5]}
+    return {
+        "recall@1": len(wanted & set(ranked[:1])) / len(wanted),
+        "recall@5": len(wanted & set(ranked[:5])) / len(wanted),
+        "recall@10": len(wanted & set(ranked[:10])) / len(wanted),
+        "all@5": float(wanted <= set(ranked[:5])),
+        "all@10": float(wanted <= set(ranked[:10])),
+        "session_recall@5": len(sessions & top5_sessions) / len(sessions),
+    }
+
+
+def _average(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {"n": 0}
+    keys = rows[0].keys()
+    return {
+        **{key: round(statistics.fmean(row[key] for row in rows), 4) for key in keys},
+        "n": len(rows),
+    }
+
+
+def run(
+    path: Path,
+    profile: str | None = None,
+    limit: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; returns the report `memdir bench locomo --json` prints."""
+    from indexers.index import MemoryIndex
+    from indexers.recall import RecallOptions, recall
+
+    samples = load_samples(path)[:limit]
+    per_category: dict[int, list[dict[str, float]]] = {}
+    timings: list[float] = []
+    repairs: dict[str, int] = {}
+    no_evidence = 0
+    options = RecallOptions(k=10, profile=profile)
+    total = sum(len(sample.questions) for sample in samples)
+    done = 0
+    for sample in samples:
+        for name, count in sample.repairs.items():
+            repairs[name] = repairs.get(name, 0) + count
+        with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
+            by_id = build_memdir(sample, Path(scratch) / sample.sample_id)
+            from archive_format.memdir import Memdir
+
+            index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
+            index.update(progress)
+            now = max(turn.created for turn in sample.turns) + timedelta(days=1)
+            for question in sample.questions:
+                done += 1
+                if progress:
+                    progress("questions", done, total)
+                if not question.evidence:
+                    no_evidence += 1
+                    continue
+                began = time.perf_counter()
+                result = recall(index, question.text, now, options)
+                timings.append((time.perf_counter() - began) * 1000)
+                ranked = [by_id[c.id] for c in result.results if c.id in by_id]
+                per_category.setdefault(question.category, []).append(
+                    _metrics(ranked, question.evidence)
+                )
+            index.close()
+    overall = [row for category, rows in per_category.items() if category != 5 for row in rows]
+    return {
+        "overall": _average(overall),
+        "categories": {
+            str(category): {"name": CATEGORIES.get(category, "?"), **_average(rows)}
+            for category, rows in sorted(per_category.items())
+        },
+        "ms_per_query": round(statistics.fmean(timings), 2) if timings else None,
+        "evidence_repairs": {**repairs, "questions_without_evidence": no_evidence},
+        "samples": len(samples),
+        "profile": profile or "default",
+    }

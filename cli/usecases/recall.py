@@ -1,0 +1,53 @@
+"""The recall use case: bring the index up to date, recall, record what surfaced."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from archive_format.errors import LockedError
+from archive_format.lifecycle import record_recall
+from archive_format.memdir import Memdir
+
+if TYPE_CHECKING:
+    from indexers.index import MemoryIndex, Progress
+    from indexers.recall import RecallOptions, RecallResult
+
+log = logging.getLogger("memdir")
+
+
+def fresh_index(memdir: Memdir, progress: Progress | None = None) -> MemoryIndex:
+    """The memdir's index, updated from the shelf checkpoints when they moved."""
+    from indexers.index import MemoryIndex
+
+    index = MemoryIndex(memdir)
+    if index.needs_update():
+        index.update(progress)
+    return index
+
+
+def recall(
+    memdir: Memdir,
+    query: str,
+    now: datetime,
+    options: RecallOptions,
+    record: bool = True,
+    actor: str = "user",
+    progress: Progress | None = None,
+) -> RecallResult:
+    """Recall for `query` at `now`; unless `record` is off, the surfaced ids are appended to the
+    recall shelf (rehearsal statistics) and the console ring. A busy lock skips the record."""
+    from indexers.recall import recall as run_recall
+
+    index = fresh_index(memdir, progress)
+    try:
+        result = run_recall(index, query, now, options)
+    finally:
+        index.close()
+    if record and result.results:
+        try:
+            record_recall(memdir, [c.id for c in result.results], now, actor, f"recall: {query}")
+        except LockedError:
+            log.warning("the memdir is busy; this recall was not recorded")
+    return result

@@ -1,0 +1,660 @@
+"""Recall: what should the assistant remember right now, and why.
+
+Stages (each recorded for `--explain` and `--json`):
+1. query analysis: affect, time window, acronyms and proper nouns, supersede keys it names;
+2. candidate pool: FAISS top-N ∪ Tantivy top-N ∪ a lexical channel for acronyms and proper
+   nouns ∪ a bounded guaranteed channel (pinned / milestones) ∪ hard facts;
+3. filters: status at *now* (re-folded from the lines), persona, visibility, per-type age
+   cut-offs, the query's time window;
+4. score: a weighted blend of normalised components times the provenance weight;
+5. counterweights: for strongly negative queries, a bounded share of the results goes to
+   relevant memories that are not negative;
+6. diversity: near-duplicates collapse (MMR optional, off by default);
+7. budget and verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from archive_format.clock import format_time, parse_duration, parse_time
+from archive_format.fold import fold
+
+from .catalog import CatalogMemory
+from .timewindow import TimeWindow, find_time_window
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .affect import Affect
+    from .index import MemoryIndex
+
+COMPONENTS = ("semantic", "bm25", "context", "affect", "degree", "recency", "importance", "keyword")
+
+PROFILES: dict[str, dict[str, float]] = {
+    # Tuned on the LoCoMo dev file (docs/RECALL.md): relevance first, light priors.
+    "default": {
+        "semantic": 0.25, "bm25": 0.25, "context": 0.50, "affect": 0.05, "degree": 0.02,
+        "recency": 0.03, "importance": 0.03, "keyword": 0.0, "half_life_days": 30.0,
+    },
+    # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
+    "cama": {
+        "semantic": 0.45, "bm25": 0.0, "context": 0.0, "affect": 0.25, "degree": 0.15,
+        "recency": 0.15, "importance": 0.0, "keyword": 0.0, "half_life_days": 30.0,
+    },
+    # ANIMA's blend: 0.60 similarity, 0.25 importance, 0.15 recency, keyword boost up to 0.15.
+    "anima": {
+        "semantic": 0.60, "bm25": 0.0, "context": 0.0, "affect": 0.0, "degree": 0.0,
+        "recency": 0.15, "importance": 0.25, "keyword": 0.15, "half_life_days": 30.0,
+    },
+}  # fmt: skip
+
+DEFAULT_CUTOFFS = {"emotion": "48h", "date": "168h", "financial": "168h"}
+DEFAULT_HALF_LIVES = {"fact": 3650.0, "rule": 3650.0, "howto": 3650.0, "emotion": 2.0}
+PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}
+EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
+NEGATIVE_QUERY = -0.5
+COUNTERWEIGHT_SHARE = 0.3
+DUPLICATE_COSINE = 0.97
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
+_STOP_CAPITALS = {
+    "i", "i'm", "i've", "what", "when", "where", "who", "why", "how", "which", "did", "does",
+    "do", "is", "are", "was", "were", "the", "a", "an", "my", "our", "can", "could", "would",
+    "should", "will", "has", "have", "had", "tell", "remind", "remember", "in", "on", "at",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RecallOptions:
+    """How to recall; the defaults are what `memdir recall QUERY` does."""
+
+    k: int = 10
+    profile: str | None = None
+    include_expired: bool = False
+    include_private: bool = False
+    persona: str | None = None
+    budget: int | None = None
+    counterweights: bool = True
+    mmr: bool = False
+    pool: int = 50
+    guaranteed_slots: int = 2
+
+
+@dataclass
+class QueryAnalysis:
+    query: str
+    affect: dict[str, Any]
+    window: TimeWindow | None
+    names: list[str]  # acronyms and proper nouns
+    keys: list[str]  # supersede keys the query names
+    negative: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        window = None
+        if self.window:
+            window = {
+                "start": format_time(self.window.start),
+                "end": format_time(self.window.end),
+                "phrase": self.window.phrase,
+            }
+        return {
+            "query": self.query,
+            "affect": self.affect,
+            "strongly_negative": self.negative,
+            "time_window": window,
+            "names": self.names,
+            "keys": self.keys,
+        }
+
+
+@dataclass
+class Candidate:
+    memory: CatalogMemory
+    channels: set[str] = field(default_factory=set)
+    raw: dict[str, float] = field(default_factory=dict)
+    components: dict[str, float] = field(default_factory=dict)
+    status: str = ""
+    weight: float = 1.0
+    relevance: float = 0.0
+    score: float = 0.0
+    affect: dict[str, Any] = field(default_factory=dict)
+    dropped: str | None = None
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    def to_dict(self) -> dict[str, Any]:
+        line = self.memory.line
+        return {
+            "id": self.memory.id,
+            "text": self.memory.text,
+            "score": round(self.score, 4),
+            "relevance": round(self.relevance, 4),
+            "components": {name: round(value, 4) for name, value in self.components.items()},
+            "raw": {name: round(value, 4) for name, value in self.raw.items()},
+            "status": self.status,
+            "weight": self.weight,
+            "source": line["source"],
+            "created": line["created"],
+            "type": line.get("type"),
+            "session": line.get("session"),
+            "channels": sorted(self.channels),
+            "note": self.note,
+        }
+
+
+@dataclass
+class Stage:
+    name: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RecallResult:
+    analysis: QueryAnalysis
+    now: datetime
+    profile: str
+    verdict: str
+    results: list[Candidate]
+    stages: list[Stage]
+    milliseconds: float = 0.0
+
+    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "query": self.analysis.query,
+            "now": format_time(self.now),
+            "profile": self.profile,
+            "verdict": self.verdict,
+            "results": [candidate.to_dict() for candidate in self.results],
+            "analysis": self.analysis.to_dict(),
+            "milliseconds": round(self.milliseconds, 2),
+        }
+        if explain:
+            data["stages"] = [
+                {"name": s.name, "rows": s.rows, "notes": s.notes} for s in self.stages
+            ]
+        return data
+
+
+def profile_weights(settings: dict[str, Any], name: str | None) -> tuple[str, dict[str, float]]:
+    """The named weight profile, with overrides from memdir.yaml (recall.profiles.NAME)."""
+    recall_settings = settings.get("recall") or {}
+    chosen = name or str(recall_settings.get("profile", "default"))
+    custom = (recall_settings.get("profiles") or {}).get(chosen) or {}
+    if chosen not in PROFILES and not custom:
+        raise ValueError(f"unknown recall profile {chosen!r}; known: {', '.join(PROFILES)}")
+    weights = {
+        **PROFILES.get(chosen, PROFILES["default"]),
+        **{k: float(v) for k, v in custom.items()},
+    }
+    return chosen, weights
+
+
+def _names(query: str) -> list[str]:
+    """Acronyms (API, PTO) and proper nouns (Lisbon) — words the embedder may not see."""
+    found: list[str] = []
+    for match in _WORD.finditer(query):
+        word = match.group(0).strip("'’-")
+        bare = re.sub(r"['’]s$", "", word)
+        if len(bare) < 2 or bare.lower() in _STOP_CAPITALS:
+            continue
+        if bare.isupper() or bare[0].isupper():
+            if bare not in found:
+                found.append(bare)
+    return found
+
+
+def analyse(index: MemoryIndex, query: str, now: datetime) -> QueryAnalysis:
+    from .affect import is_strongly_negative
+
+    affect = index.annotator.annotate(query)
+    zone = _zone(index.memdir.settings.get("timezone", "UTC"))
+    window = find_time_window(query, now, zone)
+    words = {w.lower() for w in _WORD.findall(query)}
+    keys = [
+        key for key in index.catalog.keys() if key.lower() in words or key.lower() in query.lower()
+    ]
+    return QueryAnalysis(
+        query=query,
+        affect=affect.to_dict(),
+        window=window,
+        names=_names(query),
+        keys=keys,
+        negative=is_strongly_negative(affect, NEGATIVE_QUERY),
+    )
+
+
+def _zone(name: str) -> Any:
+    if name.upper() == "UTC":
+        return timezone.utc
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+def _minmax(values: dict[str, float]) -> dict[str, float]:
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    if high - low < 1e-9:
+        return {key: (1.0 if high > 0 else 0.0) for key in values}
+    return {key: (value - low) / (high - low) for key, value in values.items()}
+
+
+def recall(
+    index: MemoryIndex, query: str, now: datetime, options: RecallOptions | None = None
+) -> RecallResult:
+    """Run the whole pipeline; the index should be up to date (see MemoryIndex.update)."""
+    import numpy as np
+
+    options = options or RecallOptions()
+    began = time.perf_counter()
+    settings = index.memdir.settings
+    profile, weights = profile_weights(settings, options.profile)
+    analysis = analyse(index, query, now)
+    stages = [Stage("query analysis", [analysis.to_dict()])]
+
+    # 2. candidate pool ---------------------------------------------------------------------
+    pool: dict[str, Candidate] = {}
+    vector = index.embedder.embed([query])[0] if query.strip() else None
+
+    def add(memory: CatalogMemory, channel: str) -> Candidate:
+        candidate = pool.get(memory.id)
+        if candidate is None:
+            candidate = pool[memory.id] = Candidate(memory)
+        candidate.channels.add(channel)
+        return candidate
+
+    size = max(options.pool, options.k * 5)
+    if vector is not None:
+        hits = index.vector_hits(vector, size)
+        found = index.catalog.memories_by_iid(iid for iid, _ in hits)
+        for iid, _ in hits:
+            if iid in found:
+                add(found[iid], "vector")
+    text_hits = index.text_hits(query, size)
+    by_id = index.catalog.memories_by_id(hit.id for hit in text_hits)
+    for hit in text_hits:
+        if hit.id in by_id:
+            add(by_id[hit.id], "fulltext")
+    if analysis.names:
+        lexical = index.text_hits(" ".join(f'"{name}"' for name in analysis.names), options.pool)
+        lexical_memories = index.catalog.memories_by_id(hit.id for hit in lexical)
+        for hit in lexical:
+            if hit.id in lexical_memories:
+                add(lexical_memories[hit.id], "lexical")
+    for memory in index.catalog.guaranteed(options.guaranteed_slots * 5):
+        add(memory, "guaranteed")
+    if analysis.keys:
+        for memory in index.catalog.memories_by_id(
+            index.catalog.ids_with_keys(analysis.keys)
+        ).values():
+            add(memory, "hard-fact")
+    stages.append(
+        Stage(
+            "candidate pool",
+            [
+                {"id": c.id, "channels": sorted(c.channels), "text": c.memory.text}
+                for c in pool.values()
+            ],
+        )
+    )
+
+    # 3. filters -----------------------------------------------------------------------------
+    statuses = _fold_statuses(index, list(pool.values()), now)
+    cutoffs = {
+        name: parse_duration(str(value))
+        for name, value in {
+            **DEFAULT_CUTOFFS,
+            **(settings.get("recall", {}).get("cutoffs") or {}),
+        }.items()
+    }
+    for candidate in pool.values():
+        candidate.status = statuses.get(candidate.id, "forgotten")
+        candidate.dropped = _filter_reason(candidate, now, analysis.window, options, cutoffs)
+    survivors = [c for c in pool.values() if not c.dropped]
+    filters = Stage(
+        "filters", [{"id": c.id, "status": c.status, "dropped": c.dropped} for c in pool.values()]
+    )
+    filters.notes.append(f"{len(survivors)} of {len(pool)} candidates kept")
+    stages.append(filters)
+
+    # hard facts keep only the current memory per key
+    for candidate in survivors:
+        if "hard-fact" in candidate.channels:
+            candidate.channels.discard("hard-fact")
+            if candidate.status == "durable":
+                candidate.channels.add("hard-fact")
+
+    # 4. score -------------------------------------------------------------------------------
+    _score(index, survivors, analysis, vector, now, weights, settings)
+    for candidate in survivors:
+        candidate.weight = PROVENANCE.get(candidate.status, 1.0)
+        candidate.score *= candidate.weight
+        if "hard-fact" in candidate.channels:
+            candidate.score += 1.0
+            candidate.note = "hard fact: the current memory for a key the query names"
+    ranked = sorted(survivors, key=lambda c: (-c.score, c.memory.iid))
+    stages.append(Stage("score", [_score_row(c) for c in ranked]))
+
+    # 5. counterweights ----------------------------------------------------------------------
+    chosen = _reserve_guaranteed(ranked, options)
+    counter = Stage("counterweights")
+    if options.counterweights and analysis.negative:
+        chosen = _counterweigh(ranked, chosen, options.k, counter)
+    elif analysis.negative:
+        counter.notes.append("strongly negative query, counterweights switched off")
+    else:
+        counter.notes.append("query not strongly negative: nothing to balance")
+    stages.append(counter)
+
+    # 6. diversity ---------------------------------------------------------------------------
+    diversity = Stage("diversity")
+    chosen = _collapse_duplicates(index, chosen, ranked, options, diversity)
+    stages.append(diversity)
+
+    # 7. budget and verdict -------------------------------------------------------------------
+    budget = Stage("budget")
+    results = _fit_budget(chosen, options.budget, budget)
+    stages.append(budget)
+    verdict = _verdict(results, settings)
+    return RecallResult(
+        analysis, now, profile, verdict, results, stages, (time.perf_counter() - began) * 1000
+    )
+
+
+def _fold_statuses(
+    index: MemoryIndex, candidates: list[Candidate], now: datetime
+) -> dict[str, str]:
+    """Each candidate's status at `now`, folded from its lines and those sharing its key."""
+    memories = {c.id: c.memory for c in candidates}
+    keys = [m.line["key"] for m in memories.values() if m.line.get("key")]
+    peers = set(index.catalog.ids_with_keys(keys)) - set(memories)
+    if peers:
+        memories.update(index.catalog.memories_by_id(peers))
+    lines = [m.line for m in memories.values()] + index.catalog.events_for(memories)
+    view = fold(lines, now)
+    return {memory_id: state.status for memory_id, state in view.states.items()}
+
+
+def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | None, options: RecallOptions,
+                   cutoffs: dict[str, timedelta]) -> str | None:  # fmt: skip
+    line = candidate.memory.line
+    if candidate.status in EXCLUDED:
+        return EXCLUDED[candidate.status]
+    if candidate.status == "expired" and not options.include_expired:
+        return "expired (use --include-expired)"
+    if candidate.status not in PROVENANCE:
+        return f"status {candidate.status}"
+    visibility = line.get("visibility", "normal")
+    if visibility == "sealed":
+        return "sealed"
+    if visibility == "private" and not options.include_private:
+        return "private (use --include-private)"
+    personas = line.get("personas") or []
+    if options.persona and personas and options.persona not in personas:
+        return f"persona scope {', '.join(personas)}"
+    created = parse_time(line["created"])
+    for label in (line.get("type"), line.get("subtype")):
+        cutoff = cutoffs.get(str(label).lower()) if label else None
+        if cutoff is not None and now - created > cutoff:
+            return f"older than the {label} cut-off"
+    if window is not None and not window.contains(created):
+        return "outside time window"
+    return None
+
+
+def _score(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnalysis,
+           vector: np.ndarray | None, now: datetime, weights: dict[str, float],
+           settings: dict[str, Any]) -> None:  # fmt: skip
+    import numpy as np
+
+    from .affect import Affect, resonance
+
+    if not candidates:
+        return
+    iids = [c.memory.iid for c in candidates]
+    neighbours = index.catalog.neighbours(iids)
+    all_iids = sorted({i for group in neighbours.values() for i in group})
+    everyone = index.catalog.memories_by_iid(all_iids)
+    vectors = index.vectors_for([everyone[i] for i in all_iids if i in everyone])
+    query_vec = vector if vector is not None else np.zeros(index.embedder.dim, dtype=np.float32)
+    semantic: dict[str, float] = {}
+    context_semantic: dict[str, float] = {}
+    for candidate in candidates:
+        own = vectors.get(candidate.memory.iid)
+        semantic[candidate.id] = float(own @ query_vec) if own is not None else 0.0
+        group = [vectors[i] for i in neighbours[candidate.memory.iid] if i in vectors]
+        if group:
+            mixed = np.sum(group, axis=0)
+            norm = float(np.linalg.norm(mixed)) or 1.0
+            context_semantic[candidate.id] = float(mixed @ query_vec) / norm
+    bm25 = index.fulltext.scores_for(analysis.query, [c.id for c in candidates])
+    neighbour_ids = {i: everyone[i].id for i in all_iids if i in everyone}
+    neighbour_bm25 = index.fulltext.scores_for(analysis.query, list(neighbour_ids.values()))
+    context_bm25 = {
+        c.id: sum(
+            neighbour_bm25.get(neighbour_ids.get(i, ""), 0.0) for i in neighbours[c.memory.iid]
+        )
+        for c in candidates
+    }
+    norm_semantic = _minmax(semantic)
+    norm_bm25 = _minmax({c.id: bm25.get(c.id, 0.0) for c in candidates})
+    norm_context = {
+        key: 0.5 * value + 0.5 * other
+        for (key, value), other in zip(
+            _minmax({c.id: context_semantic.get(c.id, semantic[c.id]) for c in candidates}).items(),
+            _minmax(context_bm25).values(),
+            strict=True,
+        )
+    }
+    degrees = index.catalog.link_degrees()
+    top_degree = max([degrees.get(c.id, 0) for c in candidates] + [1])
+    query_affect = _as_affect(analysis.affect)
+    neutral_query = abs(query_affect.valence) < 0.05 and not any(query_affect.chord.values())
+    half_lives = {**DEFAULT_HALF_LIVES, **(settings.get("recall", {}).get("half_lives_days") or {})}
+    for candidate in candidates:
+        line = candidate.memory.line
+        candidate.affect = index.affect_of(candidate.memory)
+        age_days = max(0.0, (now - parse_time(line["created"])).total_seconds() / 86400)
+        type_key = str(line.get("type") or "").lower()
+        half_life = float(half_lives.get(type_key, weights.get("half_life_days", 30.0)))
+        keyword_hit = 1.0 if bm25.get(candidate.id, 0.0) > 0 else 0.0
+        candidate.raw = {"cosine": semantic[candidate.id], "bm25": bm25.get(candidate.id, 0.0),
+                         "age_days": age_days, "degree": degrees.get(candidate.id, 0)}  # fmt: skip
+        candidate.components = {
+            "semantic": norm_semantic.get(candidate.id, 0.0),
+            "bm25": norm_bm25.get(candidate.id, 0.0),
+            "context": norm_context.get(candidate.id, 0.0),
+            "affect": 0.0
+            if neutral_query
+            else resonance(query_affect, _as_affect(candidate.affect)),
+            "degree": math.log1p(degrees.get(candidate.id, 0)) / math.log1p(top_degree),
+            "recency": 0.5 ** (age_days / half_life),
+            "importance": (int(line.get("importance", 5)) - 1) / 9,
+            "keyword": keyword_hit * norm_bm25.get(candidate.id, 0.0),
+        }
+        relevance_parts = ("semantic", "bm25", "context")
+        total = sum(weights.get(p, 0.0) for p in relevance_parts) or 1.0
+        candidate.relevance = (
+            sum(weights.get(p, 0.0) * candidate.components[p] for p in relevance_parts) / total
+        )
+        candidate.score = sum(
+            weights.get(name, 0.0) * candidate.components[name] for name in COMPONENTS
+        )
+
+
+def _as_affect(data: dict[str, Any]) -> Affect:
+    from .affect import PLUTCHIK, Affect
+
+    chord = {name: float((data.get("chord") or {}).get(name, 0.0)) for name in PLUTCHIK}
+    return Affect(
+        valence=float(data.get("valence", 0.0)),
+        arousal=float(data.get("arousal", 0.0)),
+        chord=chord,
+        annotator=str(data.get("annotator", "none")),
+    )
+
+
+def _score_row(candidate: Candidate) -> dict[str, Any]:
+    return {"id": candidate.id, "score": candidate.score, "weight": candidate.weight,
+            "status": candidate.status, **candidate.components}  # fmt: skip
+
+
+def _reserve_guaranteed(ranked: list[Candidate], options: RecallOptions) -> list[Candidate]:
+    """Top k, with up to `guaranteed_slots` of them kept for pinned / milestone memories."""
+    chosen = ranked[: options.k]
+    pinned = [c for c in ranked if "guaranteed" in c.channels and c not in chosen]
+    for candidate in pinned[: options.guaranteed_slots]:
+        already = sum(1 for c in chosen if "guaranteed" in c.channels)
+        if already >= options.guaranteed_slots:
+            break
+        candidate.note = candidate.note or "guaranteed slot (pinned or milestone)"
+        if len(chosen) >= options.k:
+            chosen = chosen[:-1]
+        chosen.append(candidate)
+    return chosen
+
+
+def _counterweigh(
+    ranked: list[Candidate], chosen: list[Candidate], k: int, stage: Stage
+) -> list[Candidate]:
+    """Keep relevance, but give a bounded share of the results to relevant non-negative memories."""
+    share = max(1, int(round(k * COUNTERWEIGHT_SHARE)))
+    have = sum(1 for c in chosen if float(c.affect.get("valence", 0.0)) >= 0)
+    if have >= share or not chosen:
+        stage.notes.append(f"already {have} non-negative memories among the results")
+        return chosen
+    floor = max(c.relevance for c in ranked) * 0.5
+    balancing = [
+        c
+        for c in ranked
+        if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0 and c.relevance >= floor
+    ]
+    needed = share - have
+    result = list(chosen)
+    for candidate in balancing[:needed]:
+        negatives = [
+            c
+            for c in result
+            if float(c.affect.get("valence", 0.0)) < 0 and "hard-fact" not in c.channels
+        ]
+        if not negatives:
+            break
+        out = negatives[-1]
+        result.remove(out)
+        result.append(candidate)
+        candidate.note = "counterweight: relevant and not negative"
+        stage.rows.append({"in": candidate.id, "out": out.id, "relevance": round(candidate.relevance, 4),
+                           "valence": candidate.affect.get("valence")})  # fmt: skip
+    stage.notes.append(
+        f"strongly negative query: reserved up to {share} of {k} results for non-negative memories"
+    )
+    return result
+
+
+def _collapse_duplicates(index: MemoryIndex, chosen: list[Candidate], ranked: list[Candidate],
+                         options: RecallOptions, stage: Stage) -> list[Candidate]:  # fmt: skip
+    vectors = index.vectors_for(
+        [c.memory for c in ranked[: options.k * 3]] + [c.memory for c in chosen]
+    )
+    kept: list[Candidate] = []
+    for candidate in chosen:
+        own = vectors.get(candidate.memory.iid)
+        duplicate_of = None
+        for other in kept:
+            theirs = vectors.get(other.memory.iid)
+            same_text = " ".join(candidate.memory.text.lower().split()) == " ".join(
+                other.memory.text.lower().split()
+            )
+            if same_text or (
+                own is not None and theirs is not None and float(own @ theirs) >= DUPLICATE_COSINE
+            ):
+                duplicate_of = other
+                break
+        if duplicate_of is not None:
+            stage.rows.append({"dropped": candidate.id, "duplicate_of": duplicate_of.id})
+            continue
+        kept.append(candidate)
+    if options.mmr:
+        stage.notes.append("MMR re-ranking on (λ = 0.7)")
+        kept = _mmr(kept, vectors, 0.7)
+    # refill from the ranking when duplicates left room
+    for candidate in ranked:
+        if len(kept) >= options.k:
+            break
+        if candidate not in kept and candidate not in chosen:
+            own = vectors.get(candidate.memory.iid)
+            if own is not None and any(
+                (v := vectors.get(o.memory.iid)) is not None and float(own @ v) >= DUPLICATE_COSINE
+                for o in kept
+            ):
+                continue
+            kept.append(candidate)
+    return kept
+
+
+def _mmr(candidates: list[Candidate], vectors: dict[int, Any], balance: float) -> list[Candidate]:
+    remaining = list(candidates)
+    picked: list[Candidate] = []
+    while remaining:
+
+        def value(c: Candidate) -> float:
+            own = vectors.get(c.memory.iid)
+            overlap = max((float(own @ vectors[p.memory.iid]) for p in picked
+                           if own is not None and p.memory.iid in vectors), default=0.0)  # fmt: skip
+            return balance * c.score - (1 - balance) * overlap
+
+        best = max(remaining, key=value)
+        picked.append(best)
+        remaining.remove(best)
+    return picked
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (≈ 4 characters a token), enough to respect a prompt budget."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def _fit_budget(chosen: list[Candidate], budget: int | None, stage: Stage) -> list[Candidate]:
+    if budget is None:
+        stage.notes.append("no token budget")
+        return chosen
+    used = 0
+    kept: list[Candidate] = []
+    for candidate in chosen:
+        cost = estimate_tokens(candidate.memory.text)
+        if used + cost > budget:
+            stage.rows.append({"dropped": candidate.id, "tokens": cost})
+            continue
+        used += cost
+        kept.append(candidate)
+    stage.notes.append(f"{used} of {budget} tokens used")
+    return kept
+
+
+def _verdict(results: list[Candidate], settings: dict[str, Any]) -> str:
+    """GROUNDED when the best result is clearly about the query, LOW_CONFIDENCE when only weakly,
+    NO_DATA when nothing relevant survived. Thresholds on raw cosine and BM25 (docs/RECALL.md)."""
+    thresholds = {"grounded_cosine": 0.45, "weak_cosine": 0.25, "grounded_bm25": 4.0}
+    thresholds.update((settings.get("recall") or {}).get("verdict") or {})
+    if not results:
+        return "NO_DATA"
+    best_cosine = max(c.raw.get("cosine", 0.0) for c in results)
+    best_bm25 = max(c.raw.get("bm25", 0.0) for c in results)
+    if any("hard-fact" in c.channels for c in results):
+        return "GROUNDED"
+    if best_cosine >= thresholds["grounded_cosine"] or best_bm25 >= thresholds["grounded_bm25"]:
+        return "GROUNDED"
+    if best_cosine >= thresholds["weak_cosine"] or best_bm25 > 0:
+        return "LOW_CONFIDENCE"
+    return "NO_DATA"

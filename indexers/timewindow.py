@@ -1,0 +1,205 @@
+"""Time expressions in a query turned into a time window, by rules, relative to *now*.
+
+Understood (case-insensitive): today, yesterday, last night, this/last week, this/last month,
+this/last year, N days/weeks/months/years ago (digits or words, "a"), in/during MONTH [YEAR],
+MONTH YEAR, on DAY MONTH [YEAR], in YEAR, last/this spring/summer/autumn/fall/winter, last
+WEEKDAY. "N units ago" is a window around that point (± a quarter of the unit, at least a day)
+because people round. Months without a year mean the latest such month not after now.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Any
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+         ("october", "oct"), ("november", "nov"), ("december", "dec")],
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
+}  # fmt: skip
+SEASONS = {
+    "spring": (3, 6),
+    "summer": (6, 9),
+    "autumn": (9, 12),
+    "fall": (9, 12),
+    "winter": (12, 3),
+}
+UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_NUMBER = r"\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """[start, end) in UTC and the words that produced it."""
+
+    start: datetime
+    end: datetime
+    phrase: str
+
+    def contains(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+
+def _day(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month_start(year: int, month: int, zone: tzinfo) -> datetime:
+    while month > 12:
+        year, month = year + 1, month - 12
+    while month < 1:
+        year, month = year - 1, month + 12
+    return datetime(year, month, 1, tzinfo=zone)
+
+
+def _window(start: datetime, end: datetime, phrase: str) -> TimeWindow:
+    return TimeWindow(start.astimezone(timezone.utc), end.astimezone(timezone.utc), phrase)
+
+
+def find_time_window(query: str, now: datetime, zone: tzinfo = timezone.utc) -> TimeWindow | None:
+    """The first time expression in the query as a window, or None."""
+    text = query.lower()
+    local = now.astimezone(zone)
+    today = _day(local)
+    for rule in _RULES:
+        match = rule[0].search(text)
+        if match:
+            found = rule[1](match, local, today, zone)
+            if found is not None:
+                return _window(found[0], found[1], match.group(0).strip())
+    return None
+
+
+def _today(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    return today, today + timedelta(days=1)
+
+
+def _yesterday(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    return today - timedelta(days=1), today
+
+
+def _last_night(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    return today - timedelta(hours=6), today + timedelta(hours=6)
+
+
+def _relative_period(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    which, unit = m.group(1), m.group(2)
+    if which == "past":
+        return now - timedelta(days=UNIT_DAYS[unit]), now + timedelta(seconds=1)
+    if unit == "week":
+        start = today - timedelta(days=today.weekday())
+        if which == "last":
+            start -= timedelta(days=7)
+        return start, start + timedelta(days=7)
+    if unit == "month":
+        start = _month_start(today.year, today.month - (1 if which == "last" else 0), zone)
+        return start, _month_start(start.year, start.month + 1, zone)
+    year = today.year - (1 if which == "last" else 0)
+    return datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
+
+
+def _ago(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    amount_text = m.group(1)
+    amount = int(amount_text) if amount_text.isdigit() else NUMBER_WORDS[amount_text]
+    days = UNIT_DAYS[m.group(2)]
+    point = now - timedelta(days=amount * days)
+    slack = timedelta(days=max(1.0, days * amount / 4))
+    return point - slack, point + slack
+
+
+def _month_year(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime] | None:
+    month = MONTHS[m.group("month")]
+    year_text = m.group("year")
+    year = int(year_text) if year_text else (today.year if month <= today.month else today.year - 1)
+    start = datetime(year, month, 1, tzinfo=zone)
+    return start, _month_start(year, month + 1, zone)
+
+
+def _day_month(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime] | None:
+    month = MONTHS[m.group("month")]
+    day = int(m.group("day"))
+    year_text = m.group("year")
+    year = int(year_text) if year_text else today.year
+    try:
+        start = datetime(year, month, day, tzinfo=zone)
+    except ValueError:
+        return None
+    if not year_text and start > today:
+        start = start.replace(year=year - 1)
+    return start, start + timedelta(days=1)
+
+
+def _year(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    year = int(m.group(1))
+    return datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
+
+
+def _season(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    which, season = m.group(1), m.group(2)
+    first, after = SEASONS[season]
+    year = today.year
+    start = datetime(year, first, 1, tzinfo=zone)
+    end = _month_start(year + (1 if after < first else 0), after, zone)
+    # "this summer" is the latest one that has started; "last summer" the one before
+    if start > today:
+        start, end = start.replace(year=year - 1), end.replace(year=end.year - 1)
+    if which == "last" and end > today:
+        start, end = start.replace(year=start.year - 1), end.replace(year=end.year - 1)
+    return start, end
+
+
+def _weekday(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    target = WEEKDAYS.index(m.group(1))
+    back = (today.weekday() - target) % 7 or 7
+    start = today - timedelta(days=back)
+    return start, start + timedelta(days=1)
+
+
+_RULES: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(r"\btoday\b|\bthis morning\b|\bthis evening\b|\btonight\b"), _today),
+    (re.compile(r"\byesterday\b"), _yesterday),
+    (re.compile(r"\blast night\b"), _last_night),
+    (re.compile(rf"\b({_NUMBER})\s+(day|week|month|year)s?\s+ago\b"), _ago),
+    (re.compile(r"\b(last|this|past)\s+(week|month|year)\b"), _relative_period),
+    (re.compile(rf"\b(?:on\s+)?(?:the\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\b,?\s*(?P<year>(?:19|20)\d\d)?"), _day_month),
+    (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b,?\s*(?P<year>(?:19|20)\d\d)?"), _day_month),
+    (re.compile(rf"\b(?:in|during)\s+(?P<month>{_MONTH})\b,?\s*(?P<year>(?:19|20)\d\d)?"), _month_year),
+    (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<year>(?:19|20)\d\d)\b"), _month_year),
+    (re.compile(r"\b(last|this)\s+(spring|summer|autumn|fall|winter)\b"), _season),
+    (re.compile(r"\blast\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"), _weekday),
+    (re.compile(r"\b(?:in|during)\s+((?:19|20)\d\d)\b"), _year),
+]  # fmt: skip
