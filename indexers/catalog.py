@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ CREATE TABLE IF NOT EXISTS memories (
     text TEXT NOT NULL,
     key TEXT,                          -- supersede key
     session TEXT,                      -- conversation session, for neighbour context
+    guaranteed INTEGER NOT NULL,       -- 1 when pinned or a milestone (recall's bounded channel)
+    importance INTEGER NOT NULL,
     created INTEGER NOT NULL,          -- epoch seconds
     status TEXT NOT NULL,              -- as of the last update (recall re-folds at its own now)
     searchable INTEGER NOT NULL,       -- 0 once rejected, superseded or forgotten
@@ -38,6 +41,8 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_key ON memories(key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_session ON memories(session, created, iid)
     WHERE session IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_guaranteed ON memories(importance, created)
+    WHERE guaranteed = 1;
 CREATE INDEX IF NOT EXISTS memories_delta ON memories(in_base) WHERE in_base = 0;
 CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL
@@ -50,6 +55,14 @@ CREATE TABLE IF NOT EXISTS vectors (
     content_hash TEXT PRIMARY KEY, row INTEGER NOT NULL  -- row in the model's vector file
 );
 """
+
+
+# A catalog written with another SCHEMA (an older memdir) loses the tables that mirror the
+# shelves and its manifest's version, so the next update rebuilds; the embedding and affect
+# caches survive, and the manifest still names their model (rename the tables if their layout
+# ever changes).
+SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
+MIRROR_TABLES = ("checkpoints", "memories", "events")
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,34 @@ class Catalog:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA secure_delete=ON")
-        self.db.executescript(SCHEMA)
+        if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
+            self._create_schema()
+        # Read caches for long-lived processes (MCP server, daemon, benchmarks); any write
+        # through this instance clears them, and a new process starts empty.
+        self._memories: dict[int, CatalogMemory] = {}
+        self._neighbours: dict[tuple[int, int], list[int]] = {}
+        self._degrees: dict[str, int] | None = None
+
+    def _forget_cache(self) -> None:
+        self._memories.clear()
+        self._neighbours.clear()
+        self._degrees = None
+
+    def _create_schema(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
+                for table in MIRROR_TABLES:
+                    self.db.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.execute("DELETE FROM manifest WHERE name = 'version'")
+                self.db.execute(f"PRAGMA user_version = {SCHEMA_ID}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -119,22 +159,25 @@ class Catalog:
     def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
         """Insert a memory line; returns its iid, or None when it was already there."""
         cursor = self.db.execute(
-            "INSERT OR IGNORE INTO memories"
-            "(id, line, text, key, session, created, status, searchable, content_hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'durable', 1, ?)",
+            "INSERT OR IGNORE INTO memories (id, line, text, key, session, guaranteed, importance,"
+            " created, status, searchable, content_hash) VALUES (?,?,?,?,?,?,?,?,'durable',1,?)",
             (
                 line["id"],
                 json.dumps(line, ensure_ascii=False),
                 line["text"],
                 line.get("key"),
                 line.get("session"),
+                int(bool(line.get("pinned")) or line.get("temporal") == "milestone"),
+                int(line.get("importance", 5)),
                 created,
                 content_hash,
             ),
         )
+        self._forget_cache()
         return cursor.lastrowid if cursor.rowcount else None
 
     def add_event(self, line: dict[str, Any]) -> bool:
+        self._forget_cache()
         cursor = self.db.execute(
             "INSERT OR IGNORE INTO events(id, target, op, line) VALUES (?, ?, ?, ?)",
             (line["id"], line["target"], line["op"], json.dumps(line, ensure_ascii=False)),
@@ -142,6 +185,7 @@ class Catalog:
         return bool(cursor.rowcount)
 
     def set_status(self, memory_id: str, status: str, searchable: bool) -> None:
+        self._forget_cache()
         self.db.execute(
             "UPDATE memories SET status = ?, searchable = ? WHERE id = ?",
             (status, int(searchable), memory_id),
@@ -170,21 +214,24 @@ class Catalog:
             )
 
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
-        found: dict[str, CatalogMemory] = {}
         wanted = list(dict.fromkeys(ids))
+        found: dict[str, CatalogMemory] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update((m.id, m) for m in self._select(f"id IN ({marks})", chunk))
+            for memory in self._select(f"id IN ({marks})", chunk):
+                found[memory.id] = memory
         return found
 
     def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]:
-        found: dict[int, CatalogMemory] = {}
         wanted = [int(iid) for iid in dict.fromkeys(iids)]
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
+        found = {iid: self._memories[iid] for iid in wanted if iid in self._memories}
+        missing = [iid for iid in wanted if iid not in found]
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update((m.iid, m) for m in self._select(f"iid IN ({marks})", chunk))
+            for memory in self._select(f"iid IN ({marks})", chunk):
+                found[memory.iid] = self._memories[memory.iid] = memory
         return found
 
     def all_memories(self) -> Iterator[CatalogMemory]:
@@ -207,6 +254,9 @@ class Catalog:
         (ordered by time, then by position), itself included, in order."""
         found: dict[int, list[int]] = {}
         for iid in dict.fromkeys(int(i) for i in iids):
+            if (iid, window) in self._neighbours:
+                found[iid] = self._neighbours[(iid, window)]
+                continue
             row = self.db.execute(
                 "SELECT session, created FROM memories WHERE iid = ?", (iid,)
             ).fetchone()
@@ -225,6 +275,7 @@ class Catalog:
                 (session, created, created, iid, window),
             ).fetchall()
             found[iid] = [r[0] for r in reversed(before)] + [iid] + [r[0] for r in after]
+            self._neighbours[(iid, window)] = found[iid]
         return found
 
     def keys(self) -> list[str]:
@@ -236,16 +287,13 @@ class Catalog:
 
     def guaranteed(self, limit: int) -> list[CatalogMemory]:
         """Pinned and milestone memories, most important and newest first (recall's bounded channel)."""
-        return list(
-            self._select(
-                'searchable = 1 AND (line LIKE \'%"pinned":true%\' OR line LIKE \'%"temporal":"milestone"%\')'
-                " ORDER BY json_extract(line, '$.importance') DESC, created DESC LIMIT ?",
-                (limit,),
-            )
-        )
+        where = "guaranteed = 1 AND searchable = 1 ORDER BY importance DESC, created DESC LIMIT ?"
+        return list(self._select(where, (limit,)))
 
     def link_degrees(self) -> dict[str, int]:
         """How many links touch each memory id (written links plus link events)."""
+        if self._degrees is not None:
+            return self._degrees
         degrees: dict[str, int] = {}
         for target, line in self.db.execute("SELECT target, line FROM events WHERE op = 'link'"):
             degrees[target] = degrees.get(target, 0) + 1
@@ -258,6 +306,7 @@ class Catalog:
             for link in json.loads(line).get("links", ()):
                 degrees[memory_id] = degrees.get(memory_id, 0) + 1
                 degrees[link["to"]] = degrees.get(link["to"], 0) + 1
+        self._degrees = degrees
         return degrees
 
     def counts(self) -> dict[str, int]:
@@ -318,6 +367,7 @@ class Catalog:
 
     def clear(self) -> None:
         """Drop everything but the embedding cache and affect annotations."""
+        self._forget_cache()
         self.db.execute("DELETE FROM memories")
         self.db.execute("DELETE FROM events")
         self.db.execute("DELETE FROM checkpoints")

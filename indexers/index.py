@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
@@ -505,15 +505,21 @@ class MemoryIndex:
 
     def affect_of(self, memory: CatalogMemory) -> dict[str, Any]:
         """A memory's affect: what the user gave wins, else the annotator's annotation."""
-        given = memory.line.get("affect") or {}
-        derived = self.catalog.affect_for([memory.content_hash]).get(memory.content_hash)
-        value: dict[str, Any] = dict(derived[1]) if derived else {}
-        value.update(
-            {name: given[name] for name in ("valence", "arousal", "chord") if name in given}
-        )
-        if given:
-            value["annotator"] = given.get("annotator", "user")
-        return value
+        return self.affects_of([memory])[memory.id]
+
+    def affects_of(self, memories: list[CatalogMemory]) -> dict[str, dict[str, Any]]:
+        """Affect for several memories at once (one catalog query)."""
+        derived = self.catalog.affect_for(memory.content_hash for memory in memories)
+        found: dict[str, dict[str, Any]] = {}
+        for memory in memories:
+            given = memory.line.get("affect") or {}
+            annotation = derived.get(memory.content_hash)
+            value: dict[str, Any] = dict(annotation[1]) if annotation else {}
+            value.update({k: given[k] for k in ("valence", "arousal", "chord") if k in given})
+            if given:
+                value["annotator"] = given.get("annotator", "user")
+            found[memory.id] = value
+        return found
 
     def affects(self) -> list[dict[str, Any]]:
         """Every searchable memory's affect, for `memdir annotate`."""

@@ -60,6 +60,7 @@ PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}
 EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
 NEGATIVE_QUERY = -0.5
 COUNTERWEIGHT_SHARE = 0.3
+ON_TOPIC = 0.5  # a counterweight must be at least half as similar to the query as the best
 DUPLICATE_COSINE = 0.97
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
@@ -438,9 +439,11 @@ def _score(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnaly
             mixed = np.sum(group, axis=0)
             norm = float(np.linalg.norm(mixed)) or 1.0
             context_semantic[candidate.id] = float(mixed @ query_vec) / norm
-    bm25 = index.fulltext.scores_for(analysis.query, [c.id for c in candidates])
     neighbour_ids = {i: everyone[i].id for i in all_iids if i in everyone}
-    neighbour_bm25 = index.fulltext.scores_for(analysis.query, list(neighbour_ids.values()))
+    neighbour_bm25 = index.fulltext.scores_for(
+        analysis.query, list({*neighbour_ids.values(), *(c.id for c in candidates)})
+    )
+    bm25 = {c.id: neighbour_bm25[c.id] for c in candidates if c.id in neighbour_bm25}
     context_bm25 = {
         c.id: sum(
             neighbour_bm25.get(neighbour_ids.get(i, ""), 0.0) for i in neighbours[c.memory.iid]
@@ -462,9 +465,10 @@ def _score(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnaly
     query_affect = _as_affect(analysis.affect)
     neutral_query = abs(query_affect.valence) < 0.05 and not any(query_affect.chord.values())
     half_lives = {**DEFAULT_HALF_LIVES, **(settings.get("recall", {}).get("half_lives_days") or {})}
+    affects = index.affects_of([c.memory for c in candidates])
     for candidate in candidates:
         line = candidate.memory.line
-        candidate.affect = index.affect_of(candidate.memory)
+        candidate.affect = affects[candidate.id]
         age_days = max(0.0, (now - parse_time(line["created"])).total_seconds() / 86400)
         type_key = str(line.get("type") or "").lower()
         half_life = float(half_lives.get(type_key, weights.get("half_life_days", 30.0)))
@@ -534,12 +538,19 @@ def _counterweigh(
     if have >= share or not chosen:
         stage.notes.append(f"already {have} non-negative memories among the results")
         return chosen
-    floor = max(c.relevance for c in ranked) * 0.5
+    # "Relevant" is judged on absolute similarity, not on pool-normalised scores (min-max
+    # would call the weakest candidate irrelevant however close it is).
+    best_cosine = max(c.raw.get("cosine", 0.0) for c in ranked)
+    best_bm25 = max(c.raw.get("bm25", 0.0) for c in ranked)
+
+    def on_topic(c: Candidate) -> bool:
+        close = c.raw.get("cosine", 0.0) >= ON_TOPIC * best_cosine
+        return close or (best_bm25 > 0 and c.raw.get("bm25", 0.0) >= ON_TOPIC * best_bm25)
+
     balancing = [
-        c
-        for c in ranked
-        if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0 and c.relevance >= floor
-    ]
+        c for c in ranked
+        if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0 and on_topic(c)
+    ]  # fmt: skip
     needed = share - have
     result = list(chosen)
     for candidate in balancing[:needed]:

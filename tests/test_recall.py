@@ -1,0 +1,219 @@
+"""Recall on small hand-made archives: provenance, filters, time, counterweights, verdicts."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from archive_format import lifecycle
+from archive_format.memdir import Memdir, init
+from cli.usecases.locomo import load_samples, repair_evidence
+from indexers.index import MemoryIndex
+from indexers.recall import RecallOptions, recall
+
+T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def fresh(tmp_path: Path) -> Memdir:
+    memdir, _ = init(tmp_path / "memory", T0)
+    return memdir
+
+
+def run(memdir: Memdir, query: str, now: datetime, **options: object):
+    index = MemoryIndex(memdir)
+    index.update()
+    try:
+        return recall(index, query, now, RecallOptions(**options))  # type: ignore[arg-type]
+    finally:
+        index.close()
+
+
+def ids(result) -> list[str]:
+    return [candidate.id for candidate in result.results]
+
+
+def test_provisional_ranks_below_equal_durable(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    taught = lifecycle.teach(memdir, "Maria's favourite colour is green", T0).id
+    guessed = lifecycle.infer(memdir, "Maria's favourite colour is green", T0).id
+    lifecycle.teach(memdir, "The office is closed on public holidays", T0)
+    result = run(memdir, "what is Maria's favourite colour?", T0 + timedelta(hours=1))
+    scored = {row["id"]: row for row in next(s for s in result.stages if s.name == "score").rows}
+    assert scored[guessed]["weight"] == pytest.approx(0.4)
+    assert scored[taught]["weight"] == pytest.approx(1.0)
+    assert scored[guessed]["score"] == pytest.approx(0.4 * scored[taught]["score"])
+    # the two say the same thing: the result keeps the durable one and collapses the other
+    assert ids(result)[0] == taught and guessed not in ids(result)
+
+
+def test_rejected_forgotten_superseded_and_expired_never_returned(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    rejected = lifecycle.infer(memdir, "Tom hates cycling to work", T0).id
+    lifecycle.reject(memdir, rejected, "wrong", T0)
+    forgotten = lifecycle.teach(memdir, "Tom's bicycle lock code is 4471", T0).id
+    lifecycle.forget(memdir, forgotten, T0)
+    old = lifecycle.teach(memdir, "Tom rides a red bicycle", T0, key="bike").id
+    new = lifecycle.teach(memdir, "Tom rides a blue bicycle", T0 + timedelta(days=1), key="bike").id
+    expired = lifecycle.infer(memdir, "Tom cycles every morning", T0, ttl=timedelta(days=2)).id
+    result = run(memdir, "Tom bicycle cycling", T0 + timedelta(days=5))
+    returned = ids(result)
+    assert new in returned
+    for gone in (rejected, forgotten, old, expired):
+        assert gone not in returned
+    with_expired = run(memdir, "Tom bicycle cycling", T0 + timedelta(days=5), include_expired=True)
+    assert expired in ids(with_expired)
+
+
+def test_time_expression_filters_by_date(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    may = lifecycle.teach(
+        memdir, "We went hiking in the Alps", datetime(2026, 5, 10, tzinfo=timezone.utc)
+    ).id
+    june = lifecycle.teach(
+        memdir, "We went hiking in the Pyrenees", datetime(2026, 6, 12, tzinfo=timezone.utc)
+    ).id
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    result = run(memdir, "where did we go hiking in May?", now)
+    assert result.analysis.window is not None
+    assert ids(result) == [may]
+    assert june not in ids(result)
+    unfiltered = run(memdir, "where did we go hiking?", now)
+    assert {may, june} <= set(ids(unfiltered))
+
+
+def test_counterweights_change_affect_mix_only_for_negative_queries(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    sad = [
+        "My job interview went terribly and I feel awful",
+        "I failed the job interview, I am miserable and ashamed",
+        "The job interview was a disaster, I cried all evening",
+        "I hate how the job interview went, everything is hopeless",
+        "Another rejection after the job interview, I feel worthless",
+    ]
+    good = ["I prepared well for the job interview and learned a lot from it"]
+    for number, text in enumerate(sad + good):
+        lifecycle.teach(memdir, text, T0 + timedelta(minutes=number))
+    now = T0 + timedelta(days=1)
+    negative = "I feel terrible and hopeless about my awful job interview"
+    on = run(memdir, negative, now, k=3)
+    off = run(memdir, negative, now, k=3, counterweights=False)
+    assert on.analysis.negative
+
+    def non_negative(result) -> int:
+        return sum(1 for c in result.results if float(c.affect.get("valence", 0)) >= 0)
+
+    assert non_negative(on) > non_negative(off)
+    neutral = "what happened at the job interview?"
+    neutral_on = run(memdir, neutral, now, k=3)
+    neutral_off = run(memdir, neutral, now, k=3, counterweights=False)
+    assert not neutral_on.analysis.negative
+    assert ids(neutral_on) == ids(neutral_off)
+
+
+def test_now_moves_recency_and_cutoffs(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    mood = lifecycle.teach(memdir, "I feel anxious about the exam", T0, type="EMOTION").id
+    lifecycle.teach(memdir, "The exam is on Friday in room 4", T0)
+    soon = run(memdir, "exam", T0 + timedelta(hours=3))
+    later = run(memdir, "exam", T0 + timedelta(hours=72))
+    assert mood in ids(soon)
+    assert mood not in ids(later)  # the emotion cut-off is 48 h
+    recency_soon = {c.id: c.components["recency"] for c in soon.results}
+    recency_later = {c.id: c.components["recency"] for c in later.results}
+    common = set(recency_soon) & set(recency_later)
+    assert common and all(recency_later[i] < recency_soon[i] for i in common)
+
+
+def test_no_data_on_empty_or_unrelated_archive(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    assert run(memdir, "what is my sister's name?", T0).verdict == "NO_DATA"
+    lifecycle.teach(memdir, "Quarterly tax forms are due in April", T0)
+    result = run(memdir, "zebra xylophone quantum", T0)
+    assert result.verdict in ("NO_DATA", "LOW_CONFIDENCE")
+    grounded = run(memdir, "when are the quarterly tax forms due?", T0)
+    assert grounded.verdict == "GROUNDED"
+
+
+def test_hard_fact_is_the_current_value_of_a_named_key(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    lifecycle.teach(memdir, "I drink green tea", T0, key="drink")
+    current = lifecycle.teach(
+        memdir, "I switched to espresso", T0 + timedelta(days=3), key="drink"
+    ).id
+    result = run(memdir, "what do I drink?", T0 + timedelta(days=4))
+    assert ids(result)[0] == current
+    assert "hard-fact" in result.results[0].channels
+
+
+def test_budget_limits_tokens(tmp_path: Path) -> None:
+    memdir = fresh(tmp_path)
+    for number in range(6):
+        lifecycle.teach(
+            memdir, f"Garden note {number}: the tomatoes need water " + "and care " * 10, T0
+        )
+    result = run(memdir, "tomatoes garden", T0, budget=40)
+    assert 0 < len(result.results) < 6
+    assert sum(len(c.memory.text) // 4 for c in result.results) <= 40
+
+
+def test_recall_cli_json_and_explain(tmp_path: Path, cli) -> None:
+    root = tmp_path / "memory"
+    assert cli("init", str(root)).code == 0
+    taught = cli("--dir", str(root), "teach", "My sister Ana is a nurse in Lisbon").out.strip()
+    done = cli("--dir", str(root), "recall", "who is a nurse?", "--json")
+    assert done.code == 0, done
+    data = json.loads(done.out)
+    assert data["verdict"] in ("GROUNDED", "LOW_CONFIDENCE")
+    first = data["results"][0]
+    assert first["id"] == taught and {"id", "text", "score", "components"} <= set(first)
+    explained = cli("--dir", str(root), "recall", "who is a nurse?", "--explain")
+    assert explained.code == 0, explained
+    for stage in (
+        "query analysis",
+        "candidate pool",
+        "filters",
+        "score",
+        "counterweights",
+        "verdict",
+    ):
+        assert stage in explained.out
+    recalls = (root / "shelves" / "recalls.jsonl").read_text().splitlines()
+    assert len(recalls) == 2 and json.loads(recalls[0])["memories"][0] == taught
+    assert cli("--dir", str(root), "verify").code == 0
+
+
+def test_bench_loader_repairs_malformed_evidence(tmp_path: Path) -> None:
+    known = {"D8:6", "D9:17", "D9:1", "D4:4", "D4:6", "D11:26", "D30:5"}
+    counts: dict[str, int] = {}
+    raw = ["D8:6; D9:17", "D9:1 D4:4 D4:6", "D:11:26", "D30:05", "D", "D99:1", "D4:4"]
+    assert repair_evidence(raw, known, counts) == [
+        "D8:6",
+        "D9:17",
+        "D9:1",
+        "D4:4",
+        "D4:6",
+        "D11:26",
+        "D30:5",
+    ]
+    assert counts == {"repaired": 4, "dropped": 2}
+    sample = {
+        "sample_id": "s1",
+        "conversation": {
+            "speaker_a": "A", "speaker_b": "B",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "A", "dia_id": "D1:1", "text": "I adopted a cat"},
+                {"speaker": "B", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a grey cat"},
+            ],
+        },
+        "qa": [{"question": "What pet?", "answer": "cat", "evidence": ["D1:1; D1:2", "D7:7"], "category": 1}],
+    }  # fmt: skip
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps([sample]))
+    loaded = load_samples(path)[0]
+    assert loaded.questions[0].evidence == ["D1:1", "D1:2"]
+    assert loaded.repairs == {"repaired": 1, "dropped": 1}
+    assert loaded.turns[1].text == "B: Lovely! [image: a grey cat]"
