@@ -15,6 +15,7 @@ from .commands import init as init_commands
 from .commands import inspect as inspect_commands
 from .commands import lifecycle as lifecycle_commands
 from .commands import recall as recall_commands
+from .commands import watch as watch_commands
 from .context import Options
 
 VERSION = "0.1.0"
@@ -59,6 +60,7 @@ inspect_commands.register(app)
 index_commands.register(app)
 recall_commands.register(app)
 bench_commands.register(app)
+watch_commands.register(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

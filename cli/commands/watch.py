@@ -1,0 +1,56 @@
+"""`memdir watch`: a daemon that keeps the indexes fresh while others write."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli import context
+
+
+def log_to_file(path: Path) -> None:
+    """Send memdir's log lines to `path` (appending, with timestamps) instead of stderr."""
+    logger = logging.getLogger("memdir")
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s memdir[%(process)d]: %(message)s"))
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    logger.addHandler(handler)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def watch(
+        ctx: typer.Context,
+        log: Annotated[
+            Path | None,
+            typer.Option("--log", help="Append log lines to this file instead of stderr."),
+        ] = None,
+        debounce: Annotated[
+            float,
+            typer.Option("--debounce", min=0, help="Seconds of quiet before indexing a change."),
+        ] = 0.2,
+        poll: Annotated[
+            float,
+            typer.Option(
+                "--poll", min=0.5, help="Also check the shelves this often (seconds), as a net."
+            ),
+        ] = 10.0,
+    ) -> None:
+        """Keep the indexes fresh: reindex incrementally whenever shelves or the journal change.
+
+        Runs in the foreground until SIGTERM or Ctrl-C; one per memdir. Logs go to stderr
+        (or --log FILE), never stdout.
+
+        Example: memdir --dir ~/memory watch --log ~/memory/.memdir/watch.log &
+        """
+        from cli.usecases.watch import WatchSettings
+        from cli.usecases.watch import watch as run_watch
+
+        memdir = context.open_memdir(ctx)
+        if log is not None:
+            log_to_file(log)
+        run_watch(memdir, WatchSettings(debounce=debounce, max_delay=max(1.0, debounce), poll=poll))
