@@ -9,6 +9,7 @@ import typer
 
 from archive_format.errors import ExitStatus, MemdirError
 
+from .commands import archive as archive_commands
 from .commands import bench as bench_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
@@ -61,6 +62,7 @@ index_commands.register(app)
 recall_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
+archive_commands.register(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

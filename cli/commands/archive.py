@@ -1,0 +1,118 @@
+"""`memdir export` and `memdir restore`: the canonical files as one (optionally encrypted) file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from archive_format.errors import BadInputError, ExitStatus
+from cli import context
+from cli.render import emit_json, note
+
+PASSPHRASE_ENV = "MEMDIR_PASSPHRASE"
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def read_passphrase(confirm: bool) -> str:
+    """$MEMDIR_PASSPHRASE, else a prompt on the terminal (twice when `confirm`)."""
+    given = os.environ.get(PASSPHRASE_ENV)
+    if given is not None:
+        if not given:
+            raise BadInputError(f"${PASSPHRASE_ENV} is set but empty")
+        return given
+    if not sys.stdin.isatty():
+        raise BadInputError(
+            "a passphrase is needed and there is no terminal to ask for it",
+            hint=f"set ${PASSPHRASE_ENV}",
+        )
+    import getpass
+
+    first = getpass.getpass("passphrase: ")
+    if not first:
+        raise BadInputError("the passphrase is empty")
+    if confirm and getpass.getpass("passphrase again: ") != first:
+        raise BadInputError("the two passphrases differ; nothing was written")
+    return first
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if count < 1024:
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return f"{count:.1f} GiB"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def export(
+        ctx: typer.Context,
+        out: Annotated[Path, typer.Option("--out", "-o", help="The file to write (.tar.gz).")],
+        encrypt: Annotated[
+            bool,
+            typer.Option(
+                "--encrypt",
+                help=f"Encrypt (ChaCha20-Poly1305, key from a passphrase via Argon2id); the "
+                f"passphrase is prompted for, or taken from ${PASSPHRASE_ENV}.",
+            ),
+        ] = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Pack the canonical files (not the .memdir/ cache) into one tar.gz, optionally encrypted.
+
+        Example: memdir export --out ~/backup/memory.tar.gz --encrypt
+        """
+        from cli.usecases.archive import export as run_export
+
+        memdir = context.open_memdir(ctx)
+        passphrase = read_passphrase(confirm=True) if encrypt else None
+        report = run_export(memdir, out, passphrase)
+        if json_:
+            data = {**asdict(report), "path": str(report.path)}
+            emit_json({**data, "seconds": round(report.seconds, 3)})
+            return
+        typer.echo(str(report.path))
+        note(
+            f"{report.files} files, {_size(report.bytes_in)} → {_size(report.bytes_out)}"
+            f"{' encrypted' if report.encrypted else ''} in {report.seconds:.2f} s"
+        )
+
+    @app.command()
+    def restore(
+        archive: Annotated[Path, typer.Argument(metavar="FILE", help="An export file.")],
+        directory: Annotated[
+            Path, typer.Argument(metavar="DIR", help="Where to restore (new or empty).")
+        ],
+        json_: JsonOpt = False,
+    ) -> None:
+        """Unpack an export into a new directory and verify it (decrypting it when needed).
+
+        Nothing is written when the passphrase is wrong or the file was tampered with.
+        Exits 1 when the restored memdir has problems (listed, as `memdir verify` would).
+
+        Example: memdir restore ~/backup/memory.tar.gz ~/memory-restored
+        """
+        from cli.usecases.archive import needs_passphrase
+        from cli.usecases.archive import restore as run_restore
+
+        passphrase = read_passphrase(confirm=False) if needs_passphrase(archive) else None
+        report = run_restore(archive, directory, passphrase)
+        if json_:
+            emit_json({"path": str(report.root), "files": report.files,
+                       "encrypted": report.encrypted, "clean": report.verify.clean,
+                       "problems": report.verify.problems})  # fmt: skip
+        else:
+            typer.echo(str(report.root))
+            for problem in report.verify.problems:
+                note(f"problem: {problem}")
+            note(
+                f"restored {report.files} files; verify: {report.verify.lines} lines, "
+                f"{len(report.verify.problems)} problem(s)"
+            )
+        if not report.verify.clean:
+            raise typer.Exit(int(ExitStatus.PROBLEMS))

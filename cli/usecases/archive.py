@@ -1,0 +1,240 @@
+"""Export a memdir's canonical files to one tar.gz (optionally sealed), and restore it.
+
+The export holds exactly the files that are the truth (docs/FORMAT.md section 1): memdir.yaml,
+.gitattributes, .gitignore and everything under shelves/, journal/, state/, documents/ and
+quarantine/. Never the derived cache `.memdir/` (restore rebuilds it on first use), never
+`.git/`. A consistent snapshot is taken without blocking writers for long: every file is
+opened and measured under the writer lock, then read after it is released (shelves only grow,
+and a rewrite replaces the file, so the open handles still show the snapshot).
+
+Restore never writes into the target until the whole archive has been authenticated and
+unpacked: it unpacks into a temporary directory beside the target, checks every member's path
+(no absolute paths, no `..`, no links or devices, nothing outside the canonical names), runs
+`verify`, and renames the directory into place.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from archive_format.errors import BadInputError, ExitStatus, MemdirError
+from archive_format.memdir import CONFIG_NAME, Memdir
+from archive_format.verify import Report, verify
+
+from .sealing import SealedReader, SealedWriter, is_sealed
+
+TOP_FILES = (CONFIG_NAME, ".gitattributes", ".gitignore")
+TOP_DIRS = ("shelves", "journal", "state", "documents", "quarantine")
+
+
+class RestoreError(MemdirError):
+    """An archive that cannot be restored (unsafe, damaged, or not a memdir export)."""
+
+    status = ExitStatus.BAD_INPUT
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    path: Path
+    files: int
+    bytes_in: int
+    bytes_out: int
+    encrypted: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    root: Path
+    files: int
+    encrypted: bool
+    verify: Report
+
+
+def canonical_files(memdir: Memdir) -> list[Path]:
+    """The canonical files of a memdir, relative to its root, in a stable order."""
+    root = memdir.root
+    found = [Path(name) for name in TOP_FILES if (root / name).is_file()]
+    for name in TOP_DIRS:
+        directory = root / name
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.rglob("*")):
+            relative = path.relative_to(root)
+            # Temporary files of atomic writes (".name.pid.tmp") are not part of the memdir.
+            if path.is_file() and not path.is_symlink() and not _hidden(relative):
+                found.append(relative)
+    return found
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts[1:])
+
+
+@contextmanager
+def _snapshot(memdir: Memdir) -> Iterator[list[tuple[Path, IO[bytes], int, os.stat_result]]]:
+    """Every canonical file opened and measured under the writer lock."""
+    with ExitStack() as stack:
+        opened: list[tuple[Path, IO[bytes], int, os.stat_result]] = []
+        with memdir.lock():
+            for relative in canonical_files(memdir):
+                handle = stack.enter_context(open(memdir.root / relative, "rb"))
+                stat = os.fstat(handle.fileno())
+                opened.append((relative, handle, stat.st_size, stat))
+        yield opened
+
+
+def export(memdir: Memdir, out: Path, passphrase: str | None = None) -> ExportReport:
+    """Write the canonical files to `out` (tar.gz; sealed when a passphrase is given).
+
+    The file appears atomically (temporary file, fsync, rename) and is readable by its owner
+    only: even unencrypted, it holds the whole memory.
+    """
+    started = time.perf_counter()
+    out = out.expanduser()
+    if any(out.resolve().is_relative_to(memdir.root / name) for name in TOP_DIRS):
+        raise BadInputError(
+            f"{out} is inside the memdir's canonical files; the next export would pack it",
+            hint="write it outside the memdir",
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    temp = Path(temp_name)
+    files = bytes_in = 0
+    try:
+        with open(descriptor, "wb") as raw:
+            sealer = SealedWriter(raw, passphrase) if passphrase is not None else None
+            target: IO[bytes] = sealer if sealer is not None else raw  # type: ignore[assignment]
+            with gzip.GzipFile(fileobj=target, mode="wb", compresslevel=6, mtime=0) as zipped:
+                with tarfile.open(fileobj=zipped, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                    with _snapshot(memdir) as snapshot:
+                        for relative, handle, size, stat in snapshot:
+                            info = tarfile.TarInfo(relative.as_posix())
+                            info.size, info.mtime = size, int(stat.st_mtime)
+                            info.mode = stat.st_mode & 0o777
+                            # addfile reads exactly `size` bytes: the snapshot's length.
+                            tar.addfile(info, handle)
+                            files += 1
+                            bytes_in += size
+            if sealer is not None:
+                sealer.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.chmod(temp, 0o600)
+        os.replace(temp, out)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return ExportReport(out, files, bytes_in, out.stat().st_size, passphrase is not None,
+                        time.perf_counter() - started)  # fmt: skip
+
+
+def needs_passphrase(archive: Path) -> bool:
+    """True when the archive is a sealed export."""
+    try:
+        return is_sealed(archive)
+    except FileNotFoundError:
+        raise BadInputError(f"no such file: {archive}") from None
+    except IsADirectoryError:
+        raise BadInputError(f"{archive} is a directory, not an export") from None
+
+
+def _safe_member(member: tarfile.TarInfo) -> PurePosixPath:
+    """The member's relative path, or a RestoreError if it could write outside the memdir."""
+    name = PurePosixPath(member.name)
+    parts = name.parts
+    if (
+        name.is_absolute()
+        or not parts
+        or any(part in ("..", "") for part in parts)
+        or "\\" in member.name
+        or "\x00" in member.name
+    ):
+        raise RestoreError(f"unsafe path in the archive: {member.name!r}; nothing was restored")
+    if not (member.isfile() or member.isdir()):
+        raise RestoreError(
+            f"the archive member {member.name!r} is a link or a device; nothing was restored"
+        )
+    allowed = parts[0] in TOP_DIRS if len(parts) > 1 or member.isdir() else parts[0] in TOP_FILES
+    if not allowed:
+        raise RestoreError(
+            f"unexpected member {member.name!r}: not a memdir export; nothing was restored"
+        )
+    return name
+
+
+def _unpack(source: IO[bytes], into: Path) -> int:
+    """Unpack a tar.gz stream into `into` (which exists); returns how many files."""
+    files = 0
+    try:
+        with tarfile.open(fileobj=source, mode="r|gz") as tar:
+            for member in tar:
+                relative = _safe_member(member)
+                target = into.joinpath(*relative.parts)
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                extracted = tar.extractfile(member)
+                assert extracted is not None
+                with open(target, "xb") as handle:
+                    shutil.copyfileobj(extracted, handle)
+                os.chmod(target, (member.mode & 0o777) | 0o600)
+                os.utime(target, (member.mtime, member.mtime))
+                files += 1
+    except FileExistsError as error:
+        raise RestoreError(
+            f"the archive holds {error.filename} twice; nothing was restored"
+        ) from None
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError) as error:
+        raise RestoreError(
+            f"the archive is damaged or not a memdir export ({error}); nothing was restored"
+        ) from None
+    return files
+
+
+def restore(archive: Path, target: Path, passphrase: str | None = None) -> RestoreReport:
+    """Unpack an export into `target` (new, or an empty directory) and verify it."""
+    archive, target = archive.expanduser(), target.expanduser()
+    sealed = needs_passphrase(archive)
+    if sealed and passphrase is None:
+        raise BadInputError(f"{archive} is encrypted and no passphrase was given")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise BadInputError(
+            f"{target} exists and is not empty; nothing was restored",
+            hint="restore into a new directory",
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=target.parent))
+    try:
+        with open(archive, "rb") as raw:
+            if sealed:
+                assert passphrase is not None
+                reader = SealedReader(raw, passphrase)
+                files = _unpack(reader, staging)  # type: ignore[arg-type]
+                reader.verify_to_end()
+            else:
+                files = _unpack(raw, staging)
+        if not (staging / CONFIG_NAME).is_file():
+            raise RestoreError(f"the archive holds no {CONFIG_NAME}; not a memdir export")
+        for name in ("shelves", "journal", "state", "documents"):
+            (staging / name).mkdir(exist_ok=True)
+        report = verify(Memdir.open(staging))
+        if target.exists():
+            target.rmdir()
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return RestoreReport(target.resolve(), files, sealed, report)
