@@ -15,6 +15,7 @@ from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
 from .commands import lifecycle as lifecycle_commands
+from .commands import mcp as mcp_commands
 from .commands import recall as recall_commands
 from .commands import watch as watch_commands
 from .context import Options
@@ -63,6 +64,7 @@ recall_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
 archive_commands.register(app)
+mcp_commands.register(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -35,12 +35,19 @@ def recall(
     record: bool = True,
     actor: str = "user",
     progress: Progress | None = None,
+    index: MemoryIndex | None = None,
 ) -> RecallResult:
     """Recall for `query` at `now`; unless `record` is off, the surfaced ids are appended to the
-    recall shelf (rehearsal statistics) and the console ring. A busy lock skips the record."""
+    recall shelf (rehearsal statistics) and the console ring. A busy lock skips the record.
+
+    A long-lived caller (the MCP server) passes a fresh `index` built with its already-loaded
+    embedder; it is brought up to date and closed here like the default one."""
     from indexers.recall import recall as run_recall
 
-    index = fresh_index(memdir, progress)
+    if index is None:
+        index = fresh_index(memdir, progress)
+    elif index.needs_update():
+        index.update(progress)
     try:
         result = run_recall(index, query, now, options)
     finally:

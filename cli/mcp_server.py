@@ -1,0 +1,494 @@
+"""`memdir mcp`: the memdir as an MCP server over stdio, for any MCP-capable LLM client.
+
+The only module that imports the `mcp` SDK, and only when `memdir mcp` runs (it costs over a
+second to import). Tools are thin adapters over the use cases; there is no shell, file-read or
+file-write tool. Provenance is guarded (cli/usecases/provenance.py): the model on the other end
+can claim anything, so a teaching must quote a user turn that arrived by a trusted path, and
+the journal tool records only assistant and tool turns.
+
+Tool calls run one at a time (the writer lock is re-entrant within a process, not between
+threads). Logs go to stderr; while serving, the SDK points fd 1 at stderr too, so a stray print
+cannot corrupt the protocol stream.
+"""
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from pydantic import Field
+
+from archive_format import clock, journal, lifecycle, people, ring
+from archive_format.errors import MemdirError
+from archive_format.memdir import Memdir
+
+from .usecases import provenance
+
+if TYPE_CHECKING:
+    from indexers.affect import Annotator
+    from indexers.embedding import Embedder
+    from indexers.index import MemoryIndex
+
+log = logging.getLogger("memdir")
+
+INSTRUCTIONS = """\
+memdir is the user's long-term memory, kept as plain files. Call `wake` at the start of a
+conversation and `recall` before answering anything that may depend on the past.
+Provenance rules (enforced):
+- `teach` stores the USER'S OWN WORDS: pass text quoted word for word from something the user
+  said in this or a recent conversation. Anything else (a paraphrase, a conclusion, "the user
+  told me…") is stored as an inference awaiting the user's confirmation.
+- `infer` stores what you concluded; it stays provisional (reduced weight, expires) until the
+  user confirms it. To confirm, quote the user's answer to `confirm`; never confirm on your own.
+- `journal_add` records your own (assistant) and tool turns; the user's turns are recorded by
+  the client's prompt hook, not by you.
+- `forget` and rejecting anything durable need the user's request quoted.
+"""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MemoryId = Annotated[
+    str, Field(description="A memory id (m-…) or a unique prefix of one.", min_length=1)
+]
+Text = Annotated[str, Field(min_length=1, max_length=20000)]
+TypeLabel = Annotated[str | None, Field(description="TYPE or TYPE:subtype, e.g. FACT:preference.")]
+Key = Annotated[
+    str | None,
+    Field(description="Supersede key: a newer durable memory with this key replaces older ones."),
+]
+Importance = Annotated[int, Field(ge=1, le=10, description="1 (trivial) to 10 (vital).")]
+Temporal = Literal["ephemeral", "persistent", "milestone"]
+Store = Literal["episodic", "semantic", "procedural"]
+Visibility = Literal["normal", "private", "sealed"]
+Session = Annotated[str | None, Field(description="Conversation session id.")]
+Fields = Annotated[dict[str, str], Field(description="Fields to set: name → value (strings).")]
+Remove = Annotated[list[str], Field(description="Names of fields to remove.")]
+
+
+def _memory_options(
+    type: str | None, key: str | None, importance: int, temporal: str, store: str | None,
+    visibility: str, session: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    kind, _, subtype = (type or "").partition(":")
+    return {"type": kind or None, "subtype": subtype or None, "key": key,
+            "importance": importance, "temporal": temporal, "store": store,
+            "visibility": visibility, "session": session}  # fmt: skip
+
+
+def _visible(line: dict[str, Any], include_private: bool) -> bool:
+    visibility = line.get("visibility", "normal")
+    return visibility == "normal" or (visibility == "private" and include_private)
+
+
+class MemdirTools:
+    """The tools, bound to one memdir. Each public method is one MCP tool."""
+
+    def __init__(self, memdir: Memdir, window: timedelta) -> None:
+        self.memdir = memdir
+        self.window = window
+        self._embedder: Embedder | None = None
+        self._annotator: Annotator | None = None
+
+    def _now(self) -> Any:
+        return clock.now()
+
+    def _index(self) -> "MemoryIndex":
+        """A fresh index object (another process may rebuild the files) with the model kept."""
+        from indexers.index import MemoryIndex
+
+        index = MemoryIndex(self.memdir, embedder=self._embedder, annotator=self._annotator)
+        return index
+
+    def _keep_models(self, index: "MemoryIndex") -> None:
+        self._embedder, self._annotator = index.embedder, index.annotator
+
+    # writing memories ---------------------------------------------------------------------
+    def teach(
+        self,
+        text: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=20000,
+                description="The user's exact words, quoted from what they said.",
+            ),
+        ],
+        type: TypeLabel = None,
+        key: Key = None,
+        importance: Importance = 5,
+        temporal: Temporal = "persistent",
+        store: Store | None = None,
+        visibility: Visibility = "normal",
+        session: Session = None,
+    ) -> dict[str, Any]:
+        """Store something the user taught, in the user's own words.
+
+        Stored as a durable teaching only when `text` is quoted word for word from a user turn
+        recorded by a trusted path (the client's prompt hook or an import) recently (24 h by
+        default). Otherwise it is stored as an inference awaiting the user's confirmation, and
+        the reply says so (`stored_as`)."""
+        options = _memory_options(type, key, importance, temporal, store, visibility, session)
+        return provenance.teach(self.memdir, text, self._now(), self.window, **options).to_dict()
+
+    def infer(
+        self,
+        text: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=20000,
+                description="What you concluded about the user or the world.",
+            ),
+        ],
+        ttl: Annotated[
+            str | None,
+            Field(description="Time to live unconfirmed, e.g. 3d, 12h (default from memdir.yaml)."),
+        ] = None,
+        type: TypeLabel = None,
+        key: Key = None,
+        importance: Importance = 5,
+        temporal: Temporal = "persistent",
+        store: Store | None = None,
+        visibility: Visibility = "normal",
+        session: Session = None,
+        rationale: Annotated[str | None, Field(description="Why you think so.")] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+    ) -> dict[str, Any]:
+        """Store an inference (your conclusion): provisional, recalled at reduced weight, and
+        expiring after its TTL unless the user confirms it."""
+        options = _memory_options(type, key, importance, temporal, store, visibility, session)
+        meta = {
+            k: v for k, v in (("rationale", rationale), ("confidence", confidence)) if v is not None
+        }
+        lifetime = clock.parse_duration(ttl) if ttl else None
+        now = self._now()
+        written = lifecycle.infer(
+            self.memdir, text, now, lifetime, "assistant", meta=meta, **options
+        )
+        state = lifecycle.load_view(self.memdir, now).resolve(written.id)
+        return {"id": written.id, "added": written.added, "status": state.status,
+                "expires": state.memory.expires if state.memory else None}  # fmt: skip
+
+    def confirm(
+        self,
+        memory_id: MemoryId,
+        quote: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=5000,
+                description="The user's words confirming it, quoted exactly.",
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Confirm an inference on the user's word. `quote` must come from a user turn recorded
+        by a trusted path after the inference was made; it is kept as the evidence. Without
+        it nothing changes and the reply says to ask the user."""
+        return provenance.confirm(self.memdir, memory_id, quote, self._now()).to_dict()
+
+    def reject(
+        self,
+        memory_id: MemoryId,
+        reason: Annotated[
+            str, Field(min_length=1, max_length=2000, description="Why it is wrong.")
+        ],
+        quote: Annotated[
+            str | None,
+            Field(description="The user's words, quoted, when rejecting anything durable."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Mark a memory wrong (kept for audit, never recalled). You may withdraw your own
+        unconfirmed inference; anything durable needs the user's words in `quote`."""
+        return provenance.reject(self.memdir, memory_id, reason, self._now(), quote).to_dict()
+
+    def forget(
+        self,
+        memory_id: MemoryId,
+        quote: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=5000,
+                description="The user's request to forget it, quoted exactly.",
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Erase a memory's text for good (privacy), leaving a tombstone. Needs the user's
+        request quoted from a recent trusted user turn (24 h by default)."""
+        return provenance.forget(self.memdir, memory_id, quote, self._now(), self.window).to_dict()
+
+    def link(
+        self,
+        memory_id: MemoryId,
+        to: Annotated[str, Field(min_length=1, description="The other memory's id (or prefix).")],
+        link_type: Annotated[
+            str,
+            Field(min_length=1, max_length=64, description="e.g. related, supports, contradicts."),
+        ] = "related",
+    ) -> dict[str, Any]:
+        """Add a typed link between two memories."""
+        event = lifecycle.link(
+            self.memdir, memory_id, to, link_type, self._now(), actor="assistant"
+        )
+        return {"event": event.id, "from": event.target, "to": event.to, "type": event.link_type}
+
+    # reading memories ---------------------------------------------------------------------
+    def recall(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=5000)],
+        k: Annotated[int, Field(ge=1, le=50)] = 8,
+        explain: Annotated[bool, Field(description="Include every pipeline stage.")] = False,
+        include_private: Annotated[
+            bool, Field(description="Also private memories (only when the user asked).")
+        ] = False,
+        profile: Annotated[str | None, Field(description="Weight profile.")] = None,
+        budget: Annotated[int | None, Field(ge=1, description="Token budget.")] = None,
+    ) -> dict[str, Any]:
+        """Recall the memories that matter for a query, ranked by a blended, explainable score,
+        with a verdict: GROUNDED, LOW_CONFIDENCE or NO_DATA. Provisional inferences are marked.
+        The recall is recorded (rehearsal), which slows the recalled memories' decay."""
+        from indexers.recall import RecallOptions
+
+        from .usecases.recall import recall as run_recall
+
+        options = RecallOptions(
+            k=k, profile=profile, include_private=include_private, budget=budget
+        )
+        index = self._index()
+        try:
+            result = run_recall(self.memdir, query.strip(), self._now(), options,
+                                actor="assistant", index=index)  # fmt: skip
+        except ValueError as error:
+            raise _Refused(str(error)) from None
+        self._keep_models(index)
+        return result.to_dict(explain=explain)
+
+    def search(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=2000)],
+        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        include_private: bool = False,
+    ) -> dict[str, Any]:
+        """Plain full-text search (BM25) over live memories, with highlighted snippets."""
+        index = self._index()
+        try:
+            if index.needs_update():
+                index.update()
+                self._keep_models(index)
+            hits = index.search(query, k=k * 2)
+            lines = index.catalog.memories_by_id(hit.id for hit in hits)
+        finally:
+            index.close()
+        shown = [
+            {"id": hit.id, "text": hit.text, "score": round(hit.score, 4), "snippet": hit.snippet,
+             "status": lines[hit.id].status, "source": lines[hit.id].line["source"]}
+            for hit in hits
+            if hit.id in lines and _visible(lines[hit.id].line, include_private)
+        ][:k]  # fmt: skip
+        return {"query": query, "results": shown}
+
+    def show(self, memory_id: MemoryId) -> dict[str, Any]:
+        """One memory with its current status, provenance and history of events."""
+        state = lifecycle.load_view(self.memdir, self._now()).resolve(memory_id)
+        if state.memory is not None and state.memory.visibility == "sealed":
+            raise _Refused(f"{state.id} is sealed: it is never shown")
+        return state.to_dict()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of memories by status, source and store, and of journal turns."""
+        from collections import Counter
+
+        view = lifecycle.load_view(self.memdir, self._now())
+        turns = journal.read_journal(self.memdir).turns
+        return {
+            "memories": len(view),
+            "status": dict(Counter(state.status for state in view)),
+            "source": dict(Counter(s.memory.source for s in view if s.memory)),
+            "store": dict(Counter(s.memory.store for s in view if s.memory)),
+            "journal_turns": len(turns),
+            "sessions": len({turn.session for turn in turns}),
+        }
+
+    # journal, ring, documents -------------------------------------------------------------
+    def journal_add(
+        self,
+        role: Annotated[
+            Literal["assistant", "tool"],
+            Field(
+                description="Whose turn: yours or a tool's. User turns come from the client's hook."
+            ),
+        ],
+        session: Annotated[str, Field(min_length=1, max_length=200)],
+        text: Text,
+        topic: Annotated[str | None, Field(max_length=200)] = None,
+        visibility: Visibility = "normal",
+        secrecy: Literal["public", "sensitive", "secret"] = "public",
+    ) -> dict[str, Any]:
+        """Record an assistant or tool turn verbatim in the raw journal (channel 'mcp')."""
+        turn = journal.new_turn(self._now(), role, session, text, channel="mcp",
+                                visibility=visibility, secrecy=secrecy, topic=topic)  # fmt: skip
+        [(stored, added)] = journal.add_turns(self.memdir, [turn])
+        return {"id": stored.id, "added": added, "at": stored.at, "channel": stored.channel}
+
+    def journal_read(
+        self,
+        session: Annotated[str | None, Field(description="Only this session.")] = None,
+        role: Literal["user", "assistant", "tool"] | None = None,
+        since: Annotated[
+            str | None, Field(description="ISO date-time: turns at or after it.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+        include_private: Annotated[
+            bool, Field(description="Also private turns (only when the user asked).")
+        ] = False,
+    ) -> dict[str, Any]:
+        """The latest raw journal turns, oldest first. Sealed and secret turns are never shown.
+        A user turn's `trusted` says whether it came from the user's own client hook or an
+        import (true) or from an MCP client (false)."""
+        now = self._now()
+        start = clock.parse_time(since, "since") if since else None
+        chosen = [
+            turn
+            for turn in journal.read_journal(self.memdir, until=now).turns
+            if (session is None or turn.session == session)
+            and (role is None or turn.role == role)
+            and (start is None or turn.moment >= start)
+            and turn.secrecy != "secret"
+            and (turn.visibility == "normal" or (turn.visibility == "private" and include_private))
+        ][-limit:]
+        return {"turns": [{**turn.to_line(), "trusted": turn.trusted} for turn in chosen]}
+
+    def ring(self) -> dict[str, Any]:
+        """The console ring: the last 30 things that were live (taught, confirmed, recalled)."""
+        return {"slots": ring.read_ring(self.memdir)}
+
+    def wake(
+        self,
+        budget: Annotated[int | None, Field(ge=50, le=20000, description="Token budget.")] = None,
+    ) -> dict[str, Any]:
+        """The wake document for a new conversation: date and time since the last session,
+        hard facts, recent teachings, the review queue, open threads, the emotional arc and the
+        raw window of recent user turns, as markdown within a token budget."""
+        from .usecases.documents import wake
+
+        return wake(self.memdir, self._now(), budget).to_dict()
+
+    def boot(self) -> dict[str, Any]:
+        """The boot document (documents/boot.md as it would be written now): today, recent
+        events, the emotional arc, recent teachings, hard facts and the review queue."""
+        from .usecases.documents import boot_markdown, gather
+
+        return {"markdown": boot_markdown(gather(self.memdir, self._now()))}
+
+    # self and people ----------------------------------------------------------------------
+    def self_read(self) -> dict[str, Any]:
+        """state/self.yaml: who you are to this user (name, tone, commitments)."""
+        return {"fields": people.read_self(self.memdir)}
+
+    def self_update(self, values: Fields = {}, remove: Remove = []) -> dict[str, Any]:  # noqa: B006
+        """Set or remove fields of state/self.yaml (each remembers when, and that you set it)."""
+        fields = people.update_self(self.memdir, values, remove, self._now(), by="assistant")
+        return {"fields": fields}
+
+    def people_read(
+        self, name: Annotated[str | None, Field(description="One person, or everyone.")] = None
+    ) -> dict[str, Any]:
+        """state/people.yaml: the people the user talks about, with their fields."""
+        everyone = people.read_people(self.memdir)
+        if name is None:
+            return {"people": everyone}
+        if name not in everyone:
+            raise _Refused(
+                f"no person named {name!r}; known: {', '.join(sorted(everyone)) or 'none'}"
+            )
+        return {"people": {name: everyone[name]}}
+
+    def person_update(
+        self,
+        name: Annotated[str, Field(min_length=1, max_length=64)],
+        values: Fields = {},  # noqa: B006
+        remove: Remove = [],  # noqa: B006
+        delete: Annotated[bool, Field(description="Remove the person entirely.")] = False,
+    ) -> dict[str, Any]:
+        """Create or update a person in state/people.yaml (or delete them). These are your
+        notes, marked as set by the assistant — not teachings."""
+        if delete:
+            people.remove_person(self.memdir, name)
+            return {"deleted": name}
+        fields = people.update_person(
+            self.memdir, name, values, remove, self._now(), by="assistant"
+        )
+        return {"name": name, "fields": fields}
+
+
+class _Refused(MemdirError):
+    """A request the server turns down (shown to the model as a tool error)."""
+
+
+# name → (title, read-only, destructive, idempotent)
+TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
+    "teach": ("Teach (user's own words)", False, False, True),
+    "infer": ("Infer (provisional)", False, False, True),
+    "confirm": ("Confirm an inference", False, False, True),
+    "reject": ("Reject a memory", False, True, True),
+    "forget": ("Forget a memory", False, True, True),
+    "link": ("Link two memories", False, False, False),
+    "recall": ("Recall", False, False, False),
+    "search": ("Full-text search", True, False, True),
+    "show": ("Show a memory", True, False, True),
+    "stats": ("Statistics", True, False, True),
+    "journal_add": ("Journal: add a turn", False, False, True),
+    "journal_read": ("Journal: read turns", True, False, True),
+    "ring": ("Console ring", True, False, True),
+    "wake": ("Wake document", True, False, True),
+    "boot": ("Boot document", True, False, True),
+    "self_read": ("Read self", True, False, True),
+    "self_update": ("Update self", False, True, True),
+    "people_read": ("Read people", True, False, True),
+    "person_update": ("Update a person", False, True, True),
+}
+
+
+def _serialised(method: F, lock: threading.Lock, tool_error: type[Exception]) -> F:
+    """One call at a time; memdir's own errors become tool errors the model can read."""
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            try:
+                return method(*args, **kwargs)
+            except MemdirError as error:
+                hint = f" (hint: {error.hint})" if error.hint else ""
+                raise tool_error(f"{error.message}{hint}") from None
+
+    return call  # type: ignore[return-value]
+
+
+def build_server(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) -> Any:
+    """The MCPServer with every tool registered (also used in-process by tests)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
+
+    from .main import VERSION
+
+    server = MCPServer(
+        "memdir", title="memdir", version=VERSION, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    tools = MemdirTools(memdir, window)
+    lock = threading.Lock()
+    for name, (title, read_only, destructive, idempotent) in TOOLS.items():
+        hints = ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
+                                idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
+        server.add_tool(_serialised(getattr(tools, name), lock, ToolError), name=name,
+                        title=title, annotations=hints)  # fmt: skip
+    return server
+
+
+def serve(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) -> None:
+    """Serve over stdio until the client closes the connection."""
+    server = build_server(memdir, window)
+    log.info("serving %s over MCP (stdio)", memdir.root)
+    server.run("stdio")

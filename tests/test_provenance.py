@@ -1,0 +1,115 @@
+"""The teaching guard for untrusted clients (cli/usecases/provenance.py), case by case."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from conftest import T0_DT, shelf_lines
+
+from archive_format import journal, lifecycle
+from archive_format.errors import LifecycleError
+from archive_format.memdir import Memdir
+from cli.usecases import provenance
+
+
+def said(md: Memdir, text: str, minutes: float, channel: str = "cli", role: str = "user") -> str:
+    turn = journal.new_turn(T0_DT + timedelta(minutes=minutes), role, "s1", text, channel=channel)
+    journal.add_turns(md, [turn])
+    return turn.id
+
+
+def memory(md: Memdir, memory_id: str) -> dict:
+    return next(line for line in shelf_lines(md) if line.get("id") == memory_id)
+
+
+def at(minutes: float):  # noqa: ANN201
+    return T0_DT + timedelta(minutes=minutes)
+
+
+def test_normalise_ignores_case_punctuation_quotes_and_spacing() -> None:
+    assert provenance.normalise("  I DON’T  like\n“tea”, really!") == "i don't like tea really"
+    assert provenance.normalise("¡¿...!?") == ""
+
+
+def test_an_invented_user_statement_is_stored_as_an_inference(md: Memdir) -> None:
+    said(md, "What's the weather like?", 0)
+    outcome = provenance.teach(md, "The user told me they are allergic to peanuts", at(1))
+    assert outcome.stored_as == "inference" and outcome.status == "provisional"
+    assert "INFERENCE" in outcome.message and "confirm" in outcome.message
+    line = memory(md, outcome.id)
+    assert (line["source"], line["author"]) == ("inference", "assistant")
+    assert "expires" in line
+
+
+def test_the_users_own_words_from_a_trusted_turn_are_a_teaching(md: Memdir) -> None:
+    turn = said(md, "Please remember: I'm allergic to PEANUTS, seriously.", 0)
+    outcome = provenance.teach(md, "I'm allergic to peanuts", at(5), type="FACT", subtype="health")
+    assert outcome.stored_as == "teaching" and outcome.status == "durable"
+    line = memory(md, outcome.id)
+    assert (line["source"], line["author"], line["session"]) == ("teaching", "user", "s1")
+    assert turn in line["meta"]["evidence"] and line["type"] == "FACT"
+
+
+@pytest.mark.parametrize(
+    ("text", "channel", "minutes", "why"),
+    [
+        ("I'm allergic to peanuts", "mcp", 0, "a user turn that came over MCP"),
+        ("I'm allergic to peanuts", "cli", -25 * 60, "older than 24 h"),
+        ("I'm allergic to peanuts", "cli", 10, "said after now"),
+        ("allergic to pea", "cli", 0, "not whole words"),
+        ("I am allergic to peanuts", "cli", 0, "a paraphrase"),
+    ],
+)
+def test_no_teaching_without_a_recent_trusted_verbatim_quote(
+    md: Memdir, text: str, channel: str, minutes: float, why: str
+) -> None:
+    said(md, "I'm allergic to peanuts", minutes, channel=channel)
+    assistant = "I'm allergic to peanuts"
+    journal.add_turns(md, [journal.new_turn(at(0), "assistant", "s1", assistant, "mcp")])
+    outcome = provenance.teach(md, text, at(1))
+    assert outcome.stored_as == "inference", why
+
+
+def test_imported_user_turns_are_trusted(md: Memdir) -> None:
+    said(md, "my dog is called Pixel", 0, channel="import:abc123")
+    assert provenance.teach(md, "my dog is called Pixel", at(1)).stored_as == "teaching"
+
+
+def test_confirm_needs_the_users_words_after_the_inference(md: Memdir) -> None:
+    said(md, "yes, mornings are best", 0)  # before the inference: does not count
+    guess = lifecycle.infer(md, "The user prefers morning meetings", at(1)).id
+    said(md, "yes, mornings are best", 2, channel="mcp")  # untrusted
+    refused = provenance.confirm(md, guess, "yes, mornings are best", at(3))
+    assert not refused.done and refused.status == "provisional"
+    assert "Ask the user" in refused.message
+    assert not [line for line in shelf_lines(md) if line.get("op") == "confirm"]
+
+    turn = said(md, "Yes — mornings are best for me.", 4)
+    done = provenance.confirm(md, guess[:8], "yes, mornings are best", at(5))
+    assert done.done and done.status == "durable"
+    [event] = [line for line in shelf_lines(md) if line.get("op") == "confirm"]
+    assert event["actor"] == "user" and turn in event["evidence"]
+    assert "mornings are best" in event["evidence"]
+    assert lifecycle.load_view(md, at(6)).resolve(guess).status == "durable"
+    taught = lifecycle.teach(md, "I like tea", at(7)).id
+    with pytest.raises(LifecycleError, match="only inferences are confirmed"):
+        provenance.confirm(md, taught, "I like tea", at(8))
+
+
+def test_reject_and_forget_need_the_user_for_anything_durable(md: Memdir) -> None:
+    said(md, "I live in Leuven", 0)
+    taught = provenance.teach(md, "I live in Leuven", at(1)).id
+    guess = lifecycle.infer(md, "The user likes rain", at(1)).id
+    assert provenance.reject(md, guess, "I made that up", at(2)).done  # own guess: allowed
+    refused = provenance.reject(md, taught, "seems wrong", at(2))
+    assert not refused.done and refused.status == "durable"
+    said(md, "Actually I moved, I don't live in Leuven any more", 3)
+    assert provenance.reject(md, taught, "moved", at(4), quote="I moved").done
+
+    other = lifecycle.infer(md, "The user's PIN might be 1234", at(5)).id
+    assert not provenance.forget(md, other, "forget my PIN", at(6)).done
+    said(md, "please forget my PIN", 7)
+    assert provenance.forget(md, other, "forget my PIN", at(8)).done
+    assert lifecycle.load_view(md, at(9)).resolve(other).status == "forgotten"
+    assert "1234" not in (md.shelves_dir / "memories.jsonl").read_text()
