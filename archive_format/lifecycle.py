@@ -344,6 +344,27 @@ def link(
     return event
 
 
+def add_links(
+    memdir: Memdir, links: Iterable[tuple[str, str, str]], now: datetime, actor: str = "memdir"
+) -> list[Event]:
+    """Append several typed links (source id, target id, type) at once, e.g. sleep's relink.
+
+    The caller has resolved both ids; each event is validated like any other."""
+    events = [
+        new_event(
+            at=format_time(now), op="link", target=source, actor=actor, to=target, link_type=kind
+        )
+        for source, target, kind in links
+    ]
+    for event in events:
+        _check(event.to_line())
+    with memdir.lock():
+        shelf.append(
+            memdir.event_shelf, [encode_line(e.to_line()) for e in events], memdir.quarantine_dir
+        )
+    return events
+
+
 def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> str:
     """Remove a memory's text from every shelf by atomic compaction, leaving a tombstone.
 
@@ -356,6 +377,7 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
             _compact(path, state.id, now)
+        ring.drop(memdir, state.id)
         if not any(event.op == "forget" for event in state.events):
             _append_event(
                 memdir, new_event(at=format_time(now), op="forget", target=state.id, actor=actor)

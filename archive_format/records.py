@@ -10,7 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
+
+from .errors import BadInputError
 
 SOURCES = ("teaching", "inference", "observation", "derived")
 STORES = ("episodic", "semantic", "procedural")
@@ -47,8 +50,21 @@ def canonical_json(data: dict[str, Any]) -> str:
 def content_id(prefix: str, line: dict[str, Any]) -> str:
     """'<prefix>-' + 16 hex digits of SHA-256 over every field except `id`."""
     body = {name: value for name, value in line.items() if name != "id"}
-    digest = hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
-    return f"{prefix}-{digest[:16]}"
+    try:
+        payload = canonical_json(body).encode("utf-8")
+    except UnicodeEncodeError:
+        # Undecodable bytes from argv or a file arrive as lone surrogates (surrogateescape).
+        name = next(name for name, value in body.items() if not _utf8_safe(value))
+        raise BadInputError(f"the {name} is not valid UTF-8", hint="pass UTF-8 text") from None
+    return f"{prefix}-{hashlib.sha256(payload).hexdigest()[:16]}"
+
+
+def _utf8_safe(value: Any) -> bool:
+    try:
+        canonical_json({"": value}).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def encode_line(line: dict[str, Any]) -> bytes:
@@ -61,9 +77,25 @@ def author_is_user(author: str) -> bool:
     return author == "user" or author.startswith("user:")
 
 
+@cache
+def _required(kind: str) -> frozenset[str]:
+    from .validate import load_schema
+
+    return frozenset(load_schema(kind)["required"])
+
+
 def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    """Keep the schema's key order; drop absent (None/empty) optional fields."""
-    return {name: values[name] for name in order if values.get(name) not in (None, [], {}, "")}
+    """Keep the schema's key order; drop absent (None/empty) optional fields.
+
+    A required field is kept even when empty, so validation names it instead of the line
+    silently lacking it.
+    """
+    required = _required(values["kind"])
+    return {
+        name: values[name]
+        for name in order
+        if name in required or values.get(name) not in (None, [], {}, "")
+    }
 
 
 @dataclass(frozen=True)

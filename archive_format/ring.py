@@ -35,6 +35,16 @@ def push(
     write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})
 
 
+def drop(memdir: Memdir, memory_id: str) -> None:
+    """Remove a memory's entries (caller holds the writer lock): `forget` leaves no text here."""
+    data = read_yaml(ring_path(memdir), {}) or {}
+    slots = read_ring(memdir)
+    kept = [slot for slot in slots if slot.get("id") != memory_id]
+    if len(kept) != len(slots):
+        size = data.get("size", RING_SIZE) if isinstance(data, dict) else RING_SIZE
+        write_yaml(ring_path(memdir), {"size": size, "slots": kept})
+
+
 def _short(text: str, width: int = 120) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

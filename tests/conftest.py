@@ -1,0 +1,115 @@
+"""Shared fixtures: a fresh memdir in tmp_path and a runner for the real `memdir` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archive_format.memdir import Memdir, init
+
+MEMDIR_BIN = Path(sys.executable).with_name("memdir")
+T0 = "2026-05-01T09:00:00Z"
+T0_DT = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Run:
+    """The outcome of one `memdir` process."""
+
+    args: tuple[str, ...]
+    code: int
+    out: str
+    err: str
+
+    def __str__(self) -> str:
+        return (
+            f"memdir {' '.join(self.args)} -> {self.code}\nstdout: {self.out}\nstderr: {self.err}"
+        )
+
+
+def clean_env(**overrides: str | None) -> dict[str, str]:
+    """The test process's environment without memdir's own variables, plus `overrides`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("MEMDIR", "MEMDIR_NOW", "MEMDIR_LOCK_TIMEOUT")
+    }
+    env["COLUMNS"] = "200"
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def memdir_cli(
+    *args: str,
+    cwd: Path | None = None,
+    now: str | None = T0,
+    stdin: bytes | str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Run:
+    """Run the installed `memdir` script; MEMDIR_NOW is `now` unless None."""
+    environment = env if env is not None else clean_env()
+    if now is not None:
+        environment = {**environment, "MEMDIR_NOW": now}
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+    done = subprocess.run(
+        [str(MEMDIR_BIN), *args],
+        cwd=cwd,
+        env=environment,
+        input=data if data is not None else b"",
+        capture_output=True,
+        timeout=timeout,
+    )
+    return Run(
+        tuple(args),
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
+
+
+@pytest.fixture
+def cli():
+    """`cli(*args, **kwargs)` runs the real console script (see memdir_cli)."""
+    assert MEMDIR_BIN.exists(), f"console script missing: {MEMDIR_BIN}"
+    return memdir_cli
+
+
+@pytest.fixture
+def md(tmp_path: Path) -> Memdir:
+    """A fresh, empty memdir created through the library."""
+    memdir, created = init(tmp_path / "memory", T0_DT)
+    assert created
+    return memdir
+
+
+def shelf_lines(memdir: Memdir | Path) -> list[dict[str, Any]]:
+    """Every line of every shelf, decoded (fails the test on a line that is not JSON)."""
+    root = memdir.root if isinstance(memdir, Memdir) else memdir
+    lines = []
+    for path in sorted((root / "shelves").glob("*.jsonl")):
+        for raw in path.read_bytes().splitlines():
+            lines.append(json.loads(raw))
+    return lines
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Bytes of every canonical file (memdir.yaml, shelves, state) for before/after checks."""
+    files = [
+        root / "memdir.yaml",
+        *sorted((root / "shelves").glob("*")),
+        *sorted((root / "state").glob("*")),
+    ]
+    return {str(path.relative_to(root)): path.read_bytes() for path in files if path.is_file()}

@@ -1,0 +1,66 @@
+"""`memdir --help` and the lifecycle commands load no heavy module (numpy, faiss, tantivy, …)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import T0, clean_env
+
+from archive_format.memdir import Memdir
+
+HEAVY = ("numpy", "faiss", "tantivy", "tokenizers", "mcp", "safetensors", "torch")
+
+RUN_MAIN = (
+    "import sys; sys.argv = ['memdir', *{args!r}]; "
+    "from cli.main import main; raise SystemExit(main())"
+)
+
+
+def imported_modules(*args: str, cwd: Path) -> tuple[int, set[str]]:
+    """Run the CLI in a fresh interpreter under -X importtime: its exit code and every module."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", RUN_MAIN.format(args=list(args))],
+        cwd=cwd,
+        env=clean_env(MEMDIR_NOW=T0),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    modules = set()
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                modules.add(name)
+    return done.returncode, modules
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(name for name in modules if name.split(".")[0] in HEAVY)
+
+
+def test_help_loads_no_heavy_module(tmp_path: Path) -> None:
+    code, modules = imported_modules("--help", cwd=tmp_path)
+    assert code == 0
+    assert {"cli.main", "typer", "json"} <= modules, "the import log is read correctly"
+    assert heavy_in(modules) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("teach", "cold start check"),
+        ("infer", "a cold guess", "--ttl", "1d"),
+        ("list",),
+        ("verify",),
+    ],
+    ids=["teach", "infer", "list", "verify"],
+)
+def test_lifecycle_commands_load_no_heavy_module(md: Memdir, args: tuple[str, ...]) -> None:
+    code, modules = imported_modules("--dir", str(md.root), *args, cwd=md.root)
+    assert code == 0
+    assert "archive_format.lifecycle" in modules
+    assert heavy_in(modules) == []
