@@ -11,6 +11,7 @@ from archive_format.errors import ExitStatus, MemdirError
 
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
+from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
@@ -65,6 +66,7 @@ bench_commands.register(app)
 watch_commands.register(app)
 archive_commands.register(app)
 mcp_commands.register(app)
+imports_commands.register(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -329,7 +329,9 @@ class MemdirTools:
         """Record an assistant or tool turn verbatim in the raw journal (channel 'mcp')."""
         turn = journal.new_turn(self._now(), role, session, text, channel="mcp",
                                 visibility=visibility, secrecy=secrecy, topic=topic)  # fmt: skip
-        [(stored, added)] = journal.add_turns(self.memdir, [turn])
+        from .usecases.journal import record_turns
+
+        [(stored, added)] = record_turns(self.memdir, [turn], self._now())
         return {"id": stored.id, "added": added, "at": stored.at, "channel": stored.channel}
 
     def journal_read(

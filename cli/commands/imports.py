@@ -1,0 +1,96 @@
+"""`memdir import`: conversation exports into the raw journal, and `--undo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from archive_format.errors import BadInputError
+from cli import context
+from cli.render import emit_json, note
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("import")
+    def import_command(
+        ctx: typer.Context,
+        file: Annotated[
+            Path | None,
+            typer.Argument(metavar="FILE", help="The export: conversations.json or a .jsonl."),
+        ] = None,
+        format_: Annotated[
+            str | None, typer.Option("--format", "-f", help="chatgpt | claude | jsonl.")
+        ] = None,
+        undo: Annotated[
+            str | None,
+            typer.Option("--undo", metavar="SOURCE", help="Remove what that import added."),
+        ] = None,
+        list_: Annotated[bool, typer.Option("--list", help="List past imports.")] = False,
+        skip_malformed: Annotated[
+            bool,
+            typer.Option(
+                "--skip-malformed", help="Import the good conversations, skip malformed ones."
+            ),
+        ] = False,
+        visibility: Annotated[
+            str, typer.Option("--visibility", help="normal | private | sealed, for every turn.")
+        ] = "normal",
+        secrecy: Annotated[
+            str, typer.Option("--secrecy", help="public | sensitive | secret, for every turn.")
+        ] = "public",
+        json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        now: context.NowOpt = None,
+    ) -> None:
+        """Import ChatGPT, Claude or JSONL conversations into the journal; prints the source id.
+
+        Re-importing adds nothing; `--undo SOURCE` removes exactly what one import added. User
+        turns are the user's (trusted); assistant text never becomes a teaching.
+
+        Example: memdir import ~/Downloads/conversations.json --format chatgpt
+        """
+        from archive_format.imports import read_manifest
+        from cli.usecases.imports import FORMATS, import_file
+        from cli.usecases.imports import undo as run_undo
+
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        if list_:
+            sources = read_manifest(memdir)
+            if json_:
+                emit_json(sources)
+            for source, entry in [] if json_ else sources.items():
+                typer.echo(f"{source}  {entry.get('at')}  {entry.get('format')}  "
+                           f"{entry.get('turns')} turns  {entry.get('file')}")  # fmt: skip
+            return
+        if undo is not None:
+            if file is not None:
+                raise BadInputError("give either FILE or --undo SOURCE, not both")
+            removed = run_undo(memdir, undo, moment)
+            if json_:
+                emit_json({"source": undo, "removed": removed})
+                return
+            typer.echo(undo)
+            note(f"removed {removed} turn(s) of import {undo}")
+            return
+        if file is None:
+            raise BadInputError("no FILE given", hint="memdir import FILE --format chatgpt")
+        if format_ not in FORMATS:
+            raise BadInputError(
+                f"--format must be one of {', '.join(FORMATS)}"
+                + (f", not {format_!r}" if format_ else ""),
+                hint="chatgpt: conversations.json from ChatGPT; claude: from Claude; jsonl: "
+                '{"role", "content", "timestamp", "session"} per line',
+            )
+        report = import_file(memdir, file, format_, moment, skip_malformed, visibility, secrecy)
+        if json_:
+            emit_json(report.to_dict())
+            return
+        typer.echo(report.source)
+        for skipped in report.skipped:
+            note(f"skipped {skipped}")
+        note(
+            f"{report.conversations} conversation(s), {report.turns} turn(s): {report.added} "
+            f"added, {report.already} already present; undo with `memdir import --undo "
+            f"{report.source}`"
+        )
