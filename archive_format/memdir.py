@@ -30,6 +30,24 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "embedder": {"kind": "auto", "path": None},
     "affect": {"annotator": "vader+nrc"},
     "recall": {"profile": "default"},
+    # continuity (docs/CONTINUITY.md)
+    "journal": {"raw_window_turns": 6, "raw_window_hours": 48},
+    "decay": {
+        "exponent": 0.5,
+        "stability": {"episodic": "7d", "semantic": "30d", "procedural": "30d"},
+        "growth": 2.0,
+        "spacing": "1h",
+        "emotion": 1.0,
+        "strength": 0.3,
+    },
+    "dream": {
+        "summariser": None,
+        "timeout": "60s",
+        "gap": "45m",
+        "quick_gap": "10m",
+        "min_overlap": 0.08,
+    },
+    "wake": {"budget": 1500},
 }
 
 GITATTRIBUTES = "# Shelves are append-only: two machines' appends merge without conflicts.\n*.jsonl merge=union\n"

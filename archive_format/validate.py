@@ -17,6 +17,7 @@ from typing import Any
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 LINE_KINDS = ("memory", "event", "tombstone", "recall")
+JOURNAL_KINDS = ("turn", "digest")  # lines of journal/*.jsonl
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -110,9 +111,10 @@ def problems(value: Any, schema: dict[str, Any], where: str = "") -> list[str]:
     return found
 
 
-def line_problems(line: dict[str, Any]) -> list[str]:
-    """Problems of one shelf line: its kind must be known and its fields must fit that schema."""
+def line_problems(line: dict[str, Any], kinds: tuple[str, ...] = LINE_KINDS) -> list[str]:
+    """Problems of one line (of a shelf, or of the journal with `kinds=JOURNAL_KINDS`): its
+    kind must be known and its fields must fit that schema."""
     kind = line.get("kind")
-    if kind not in LINE_KINDS:
-        return [f"unknown line kind {kind!r} (expected one of {', '.join(LINE_KINDS)})"]
+    if kind not in kinds:
+        return [f"unknown line kind {kind!r} (expected one of {', '.join(kinds)})"]
     return problems(line, load_schema(str(kind)))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import shelf
+from . import journal, shelf
 from .errors import FormatError
 from .memdir import Memdir
 from .records import author_is_user, content_id
@@ -125,6 +125,13 @@ def verify(memdir: Memdir) -> Report:
         for link in memory.get("links", ()):
             if link["to"].startswith("m-") and link["to"] not in known:
                 report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
+    checked, found, turns = journal.check(memdir, memories, known)
+    report.lines += checked
+    report.problems.extend(found)
+    for where, event in events:
+        if event["op"] == "link" and str(event.get("to", "")).startswith("t-"):
+            if event["to"] not in turns:
+                report.problems.append(f"{where}: link to unknown journal turn {event['to']}")
     for state_file in sorted(memdir.state_dir.glob("*.yaml")):
         try:
             read_yaml(state_file)

@@ -15,6 +15,7 @@ from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
+from .commands import journal as journal_commands
 from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
 from .commands import recall as recall_commands
@@ -62,6 +63,7 @@ lifecycle_commands.register(app)
 inspect_commands.register(app)
 index_commands.register(app)
 recall_commands.register(app)
+journal_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
 archive_commands.register(app)

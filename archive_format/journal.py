@@ -1,0 +1,445 @@
+"""The journal: verbatim conversation turns, dream digests, and narrative entries.
+
+    journal/turns.jsonl    one `turn` line per turn, appended like a shelf (O_APPEND, fsync,
+                           under the writer lock); a turn is never edited
+    journal/digests.jsonl  one `digest` line per group of turns a dream consolidated: which turns
+                           a derived memory summarises (the turn → summary backlink)
+    journal/entries/*.md   narrative entries: end-of-thread reflections, sleep reports
+
+Turn ids are content ids ('t-' + 16 hex digits), so appending the same transcript twice adds
+nothing. A user turn is *trusted* only when it came from the command line or an import: an MCP
+client can claim any role, so its "user" turns are kept but never taken as the user's word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import shelf
+from .clock import format_time, parse_time
+from .documents import write_text
+from .errors import BadInputError, FormatError
+from .memdir import Memdir
+from .records import content_id, encode_line
+from .validate import JOURNAL_KINDS, line_problems, load_schema
+
+ROLES = ("user", "assistant", "tool")
+SECRECY = ("public", "sensitive", "secret")
+TURN_FIELDS = (
+    "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
+)  # fmt: skip
+DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
+TRUSTED_CHANNELS = ("cli",)
+TRUSTED_PREFIXES = ("import:",)
+RAW_WINDOW_TURNS = 6
+RAW_WINDOW_HOURS = 48.0
+
+
+def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """Schema key order; optional fields that are absent (None or empty) are left out."""
+    required = set(load_schema(values["kind"])["required"])
+    return {
+        name: values[name]
+        for name in order
+        if name in required or values.get(name) not in (None, [], {}, "")
+    }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One verbatim conversation turn."""
+
+    id: str
+    at: str
+    role: str
+    session: str
+    text: str
+    channel: str = "cli"
+    visibility: str = "normal"
+    secrecy: str = "public"
+    topic: str | None = None
+
+    @property
+    def moment(self) -> datetime:
+        return parse_time(self.at)
+
+    @property
+    def summarisable(self) -> bool:
+        """Normal and not secret: the only turns a dream may summarise or wake may show."""
+        return self.visibility == "normal" and self.secrecy != "secret"
+
+    @property
+    def trusted(self) -> bool:
+        """False for a 'user' turn that arrived by a channel that cannot vouch for the user."""
+        return self.role != "user" or channel_is_trusted(self.channel)
+
+    def to_line(self) -> dict[str, Any]:
+        values = {
+            "kind": "turn",
+            "id": self.id,
+            "at": self.at,
+            "role": self.role,
+            "session": self.session,
+            "text": self.text,
+            "topic": self.topic,
+            "visibility": self.visibility,
+            "secrecy": self.secrecy,
+            "channel": self.channel,
+        }
+        return _ordered(values, TURN_FIELDS)
+
+    @classmethod
+    def from_line(cls, line: dict[str, Any]) -> Turn:
+        return cls(
+            id=line["id"],
+            at=line["at"],
+            role=line["role"],
+            session=line["session"],
+            text=line["text"],
+            channel=line.get("channel", "cli"),
+            visibility=line.get("visibility", "normal"),
+            secrecy=line.get("secrecy", "public"),
+            topic=line.get("topic"),
+        )
+
+
+def channel_is_trusted(channel: str) -> bool:
+    return channel in TRUSTED_CHANNELS or channel.startswith(TRUSTED_PREFIXES)
+
+
+def new_turn(
+    at: datetime | str,
+    role: str,
+    session: str,
+    text: str,
+    channel: str = "cli",
+    visibility: str = "normal",
+    secrecy: str = "public",
+    topic: str | None = None,
+) -> Turn:
+    """A validated turn with its content id; bad values are a BadInputError naming the field."""
+    when = format_time(parse_time(at, "the turn's time") if isinstance(at, str) else at)
+    draft = Turn("t-0000000000000000", when, role, session.strip(), text, channel,
+                 visibility, secrecy, (topic or "").strip() or None)  # fmt: skip
+    line = draft.to_line()
+    line["id"] = content_id("t", line)
+    found = line_problems(line, JOURNAL_KINDS)
+    if found:
+        raise BadInputError(f"invalid turn: {found[0]}")
+    return Turn.from_line(line)
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What a dream did with one group of turns."""
+
+    id: str
+    at: str
+    turns: tuple[str, ...]
+    withheld: tuple[str, ...] = ()
+    memory: str | None = None
+    promoted: str | None = None
+    method: str | None = None
+
+    def to_line(self) -> dict[str, Any]:
+        values = {
+            "kind": "digest",
+            "id": self.id,
+            "at": self.at,
+            "turns": list(self.turns),
+            "withheld": list(self.withheld),
+            "memory": self.memory,
+            "promoted": self.promoted,
+            "method": self.method,
+        }
+        return _ordered(values, DIGEST_FIELDS)
+
+    @classmethod
+    def from_line(cls, line: dict[str, Any]) -> Digest:
+        return cls(
+            id=line["id"],
+            at=line["at"],
+            turns=tuple(line.get("turns") or ()),
+            withheld=tuple(line.get("withheld") or ()),
+            memory=line.get("memory"),
+            promoted=line.get("promoted"),
+            method=line.get("method"),
+        )
+
+    @property
+    def summaries(self) -> tuple[str, ...]:
+        """The memories written for this group (episodic, then the promoted semantic one)."""
+        return tuple(m for m in (self.memory, self.promoted) if m)
+
+
+def new_digest(at: datetime, turns: Iterable[str], withheld: Iterable[str] = (),
+               memory: str | None = None, promoted: str | None = None,
+               method: str | None = None) -> Digest:  # fmt: skip
+    draft = Digest("d-0000000000000000", format_time(at), tuple(turns), tuple(withheld),
+                   memory, promoted, method)  # fmt: skip
+    line = draft.to_line()
+    line["id"] = content_id("d", line)
+    found = line_problems(line, JOURNAL_KINDS)
+    if found:
+        raise BadInputError(f"invalid digest: {found[0]}")
+    return Digest.from_line(line)
+
+
+# reading --------------------------------------------------------------------------------------
+def turns_path(memdir: Memdir) -> Path:
+    return memdir.journal_dir / "turns.jsonl"
+
+
+def digests_path(memdir: Memdir) -> Path:
+    return memdir.journal_dir / "digests.jsonl"
+
+
+def entries_dir(memdir: Memdir) -> Path:
+    return memdir.journal_dir / "entries"
+
+
+def journal_files(memdir: Memdir) -> list[Path]:
+    """Every journal/*.jsonl; readers do not depend on which file a line is in."""
+    return sorted(memdir.journal_dir.glob("*.jsonl"))
+
+
+@dataclass
+class Journal:
+    """Every turn (in time order) and every digest of a memdir."""
+
+    turns: list[Turn]
+    digests: list[Digest]
+
+    def by_id(self) -> dict[str, Turn]:
+        return {turn.id: turn for turn in self.turns}
+
+    def summaries_of(self) -> dict[str, list[str]]:
+        """turn id → the memories that summarise it (the backlink)."""
+        found: dict[str, list[str]] = {}
+        for digest in self.digests:
+            for turn_id in digest.turns:
+                found.setdefault(turn_id, []).extend(digest.summaries)
+        return found
+
+    def digested(self) -> set[str]:
+        """Turns some dream already handled (summarised or withheld)."""
+        return {t for digest in self.digests for t in (*digest.turns, *digest.withheld)}
+
+
+_REQUIRED = {kind: frozenset(load_schema(kind)["required"]) for kind in JOURNAL_KINDS}
+
+
+def read_journal(memdir: Memdir, until: datetime | None = None) -> Journal:
+    """The journal as of `until` (lines dated later are left out, as the fold does)."""
+    turns: list[tuple[datetime, int, Turn]] = []
+    digests: list[Digest] = []
+    order = 0
+    for path in journal_files(memdir):
+        for item in shelf.read(path):
+            kind = item.data.get("kind")
+            if kind not in _REQUIRED:
+                continue  # a later minor version's line: ignored, `verify` reports it
+            missing = _REQUIRED[kind] - item.data.keys()
+            if missing:
+                raise FormatError(
+                    f"{path}:{item.number}: {kind} line lacks {', '.join(sorted(missing))}",
+                    hint="fix or remove that line; `memdir verify` lists every problem",
+                )
+            moment = parse_time(item.data["at"])
+            if until is not None and moment > until:
+                continue
+            if kind == "turn":
+                turns.append((moment, order, Turn.from_line(item.data)))
+                order += 1
+            else:
+                digests.append(Digest.from_line(item.data))
+    turns.sort(key=lambda entry: (entry[0], entry[1]))
+    return Journal([turn for _, _, turn in turns], digests)
+
+
+def raw_window(
+    turns: Iterable[Turn],
+    now: datetime,
+    count: int = RAW_WINDOW_TURNS,
+    hours: float = RAW_WINDOW_HOURS,
+) -> list[Turn]:
+    """The last `count` trusted user turns of the past `hours`, whatever their session.
+
+    Private, sealed and secret turns are never in it: it is meant for a system prompt.
+    """
+    start = now - timedelta(hours=hours)
+    chosen = [
+        turn
+        for turn in turns
+        if turn.role == "user" and turn.trusted and turn.summarisable
+        and start <= turn.moment <= now
+    ]  # fmt: skip
+    return chosen[-count:] if count > 0 else []
+
+
+# writing --------------------------------------------------------------------------------------
+def _present(memdir: Memdir, ids: Iterable[str]) -> set[str]:
+    """Which of `ids` already occur in a journal file (a byte search, no decoding)."""
+    wanted = {turn_id: turn_id.encode("ascii") for turn_id in ids}
+    if not wanted:
+        return set()
+    blobs = [path.read_bytes() for path in journal_files(memdir)]
+    return {turn_id for turn_id, raw in wanted.items() if any(raw in blob for blob in blobs)}
+
+
+def add_turns(memdir: Memdir, turns: Iterable[Turn]) -> list[tuple[Turn, bool]]:
+    """Append turns (skipping those already in the journal); returns each with `added`."""
+    batch = list(turns)
+    results: list[tuple[Turn, bool]] = []
+    with memdir.lock():
+        present = _present(memdir, [turn.id for turn in batch])
+        payload: list[bytes] = []
+        for turn in batch:
+            fresh = turn.id not in present
+            if fresh:
+                present.add(turn.id)
+                payload.append(encode_line(turn.to_line()))
+            results.append((turn, fresh))
+        shelf.append(turns_path(memdir), payload, memdir.quarantine_dir)
+    return results
+
+
+def add_digests(memdir: Memdir, digests: Iterable[Digest]) -> None:
+    """Append digest lines (caller holds the writer lock in a dream)."""
+    payload = [encode_line(digest.to_line()) for digest in digests]
+    with memdir.lock():
+        shelf.append(digests_path(memdir), payload, memdir.quarantine_dir)
+
+
+# narrative entries ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    """A narrative journal entry: markdown with a small YAML header."""
+
+    path: Path
+    at: str
+    author: str
+    kind: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.path.name, "at": self.at, "author": self.author,
+                "kind": self.kind, "text": self.text}  # fmt: skip
+
+
+def write_entry(
+    memdir: Memdir, text: str, now: datetime, author: str = "assistant", kind: str = "reflection"
+) -> Entry:
+    """Write an entry as journal/entries/<time>-<kind>-<hash>.md (same content, same file)."""
+    body = text.strip()
+    if not body:
+        raise BadInputError("the entry is empty", hint="pass the text, or '-' to read stdin")
+    at = format_time(now)
+    header = {"at": at, "author": author, "kind": kind}
+    digest = hashlib.sha256(f"{at}\n{author}\n{kind}\n{body}".encode()).hexdigest()[:8]
+    stamp = at.replace("-", "").replace(":", "")
+    path = entries_dir(memdir) / f"{stamp}-{kind}-{digest}.md"
+    document = "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body + "\n"
+    with memdir.lock():
+        write_text(path, document)
+    return Entry(path, at, author, kind, body)
+
+
+def read_entry(path: Path) -> Entry:
+    raw = path.read_text(encoding="utf-8")
+    header: dict[str, Any] = {}
+    body = raw
+    if raw.startswith("---\n") and "\n---\n" in raw[3:]:
+        head, body = raw[4:].split("\n---\n", 1)
+        loaded = yaml.safe_load(head)
+        header = loaded if isinstance(loaded, dict) else {}
+    at = header.get("at")
+    return Entry(path, str(at) if at else "", str(header.get("author", "")),
+                 str(header.get("kind", "reflection")), body.strip())  # fmt: skip
+
+
+def read_entries(memdir: Memdir, until: datetime | None = None) -> list[Entry]:
+    """Entries in time order (their names start with the time), as of `until`."""
+    entries = []
+    for path in sorted(entries_dir(memdir).glob("*.md")):
+        entry = read_entry(path)
+        if until is not None and entry.at and parse_time(entry.at) > until:
+            continue
+        entries.append(entry)
+    return entries
+
+
+# verify ---------------------------------------------------------------------------------------
+def check(
+    memdir: Memdir, memories: dict[str, dict[str, Any]], known: set[str]
+) -> tuple[int, list[str], set[str]]:
+    """Journal problems for `verify`: schemas, ids, and backlinks both ways.
+
+    `memories` are the memory lines by id, `known` every memory id (tombstones included).
+    Returns how many lines were checked, the problems, and the turn ids.
+    """
+    found: list[str] = []
+    turns: dict[str, dict[str, Any]] = {}
+    digests: list[tuple[str, dict[str, Any]]] = []
+    checked = 0
+    for path in journal_files(memdir):
+        blob = path.read_bytes()
+        for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
+            if not raw.strip():
+                continue
+            checked += 1
+            where = f"journal/{path.name}:{number}"
+            try:
+                line = shelf.decode_line(raw, where)
+            except FormatError as error:
+                found.append(error.message)
+                continue
+            problems = line_problems(line, JOURNAL_KINDS)
+            if problems:
+                found.extend(f"{where}: {problem}" for problem in problems)
+                continue
+            if content_id(line["id"][0], line) != line["id"]:
+                found.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
+            if line["kind"] == "turn":
+                turns[line["id"]] = line
+            else:
+                digests.append((where, line))
+        torn = shelf.torn_tail(path)
+        if torn:
+            found.append(f"journal/{path.name}: torn last line ({torn} bytes without a newline)")
+    backlinked: dict[str, set[str]] = {}
+    for where, digest in digests:
+        for field_name in ("memory", "promoted"):
+            memory_id = digest.get(field_name)
+            if memory_id and memory_id not in known:
+                found.append(f"{where}: digest names unknown memory {memory_id}")
+        for turn_id in (*digest["turns"], *digest.get("withheld", ())):
+            if turn_id not in turns:
+                found.append(f"{where}: digest names unknown turn {turn_id}")
+        for memory_id in (digest.get("memory"), digest.get("promoted")):
+            if not memory_id:
+                continue
+            for turn_id in digest["turns"]:
+                backlinked.setdefault(memory_id, set()).add(turn_id)
+            summary = memories.get(memory_id)
+            linked = {link["to"] for link in (summary or {}).get("links", ())}
+            missing = [turn_id for turn_id in digest["turns"] if turn_id not in linked]
+            if summary is not None and missing:
+                found.append(f"{where}: {memory_id} does not link back to {missing[0]}")
+    for memory_id, line in memories.items():
+        for link in line.get("links", ()):
+            target = link["to"]
+            if not target.startswith("t-"):
+                continue
+            if target not in turns:
+                found.append(f"{memory_id}: link to unknown journal turn {target}")
+            elif target not in backlinked.get(memory_id, set()):
+                found.append(f"{memory_id}: turn {target} has no digest linking back to it")
+    return checked, found, set(turns)

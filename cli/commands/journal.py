@@ -1,0 +1,161 @@
+"""`memdir journal`: the raw journal of verbatim turns, and narrative entries."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from archive_format import clock, journal
+from archive_format.errors import BadInputError
+from cli import context
+from cli.commands.lifecycle import read_text
+from cli.render import emit_json, note
+
+journal_app = typer.Typer(
+    help="The raw journal: verbatim conversation turns and narrative entries.",
+    no_args_is_help=True,
+)
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
+
+
+@journal_app.command("add")
+def add(
+    ctx: typer.Context,
+    text: Annotated[
+        str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")
+    ] = None,
+    role: Annotated[str | None, typer.Option("--role", help="user | assistant | tool.")] = None,
+    session: SessionOpt = None,
+    topic: Annotated[
+        str | None, typer.Option("--topic", help="Explicit topic (dream groups by it).")
+    ] = None,
+    visibility: Annotated[
+        str, typer.Option("--visibility", help="normal | private | sealed.")
+    ] = "normal",
+    secrecy: Annotated[
+        str, typer.Option("--secrecy", help="public | sensitive | secret.")
+    ] = "public",
+    jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="Read a JSONL transcript on stdin.")
+    ] = False,
+    json_: JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """Store verbatim turns in the journal; prints each turn's id.
+
+    With --jsonl, stdin holds one {"role", "text", ...} object per line (also session, topic,
+    visibility, secrecy, at); the options give defaults.
+
+    Example: memdir journal add --role user --session s1 "I planted tomatoes today"
+    """
+    from cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
+
+    memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+    defaults = {"role": role, "session": session, "topic": topic, "visibility": visibility,
+                "secrecy": secrecy}  # fmt: skip
+    if jsonl:
+        turns = turns_from_jsonl(_stdin_lines(), defaults, moment, "cli")
+    elif text is None:
+        raise BadInputError("no TEXT given", hint="pass the turn, '-' for stdin, or --jsonl")
+    else:
+        turns = [turn_from_fields({**defaults, "text": read_text(text)}, moment, "cli")]
+    results = record_turns(memdir, turns, moment)
+    if json_:
+        emit_json([{"id": turn.id, "added": added} for turn, added in results])
+        return
+    for turn, added in results:
+        typer.echo(turn.id)
+        if not added:
+            note(f"{turn.id} is already in the journal")
+
+
+@journal_app.command("read")
+def read(
+    ctx: typer.Context,
+    session: SessionOpt = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="ISO time, or a duration: 2d, 6h.")
+    ] = None,
+    role: Annotated[str | None, typer.Option("--role", help="Only this role.")] = None,
+    window: Annotated[
+        bool, typer.Option("--window", help="Only the raw window (recent user turns).")
+    ] = False,
+    entries: Annotated[
+        bool, typer.Option("--entries", help="List narrative entries instead.")
+    ] = False,
+    everything: Annotated[
+        bool, typer.Option("--all", help="Show private, sealed and secret text too.")
+    ] = False,
+    json_: JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """Show journal turns (oldest first) with the memories that summarise them, or entries.
+
+    Example: memdir journal read --session s1 --since 2d --json
+    """
+    from cli.usecases.journal import read_turns
+
+    memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+    if entries:
+        found = [entry.to_dict() for entry in journal.read_entries(memdir, until=moment)]
+        if json_:
+            emit_json(found)
+        for entry in [] if json_ else found:
+            typer.echo(
+                f"## {entry['at']} {entry['kind']} by {entry['author']}\n\n{entry['text']}\n"
+            )
+        return
+    start = _since(since, moment)
+    rows = read_turns(memdir, moment, session, role, start, window, everything)
+    if json_:
+        emit_json(rows)
+        return
+    for row in rows:
+        tags = f"  <- {', '.join(row['summarised_by'])}" if row["summarised_by"] else ""
+        typer.echo(f"{row['at']} [{row['session']}] {row['role']}: {row['text']}{tags}")
+
+
+def _since(value: str | None, now: datetime) -> datetime | None:
+    """--since: an ISO date-time, or a duration back from now."""
+    if not value:
+        return None
+    if value.strip()[-1:] in "smhdw" and value.strip()[:1].isdigit() and "-" not in value:
+        return now - clock.parse_duration(value)
+    return clock.parse_time(value, "--since")
+
+
+def _stdin_lines() -> list[str]:
+    try:
+        return sys.stdin.buffer.read().decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise BadInputError(f"standard input is not UTF-8 (byte {error.start})") from None
+
+
+@journal_app.command("write")
+def write(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The entry (markdown), or '-' for stdin.")],
+    author: Annotated[str, typer.Option("--author", help="Who writes it.")] = "assistant",
+    json_: JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """Write a narrative entry (e.g. an end-of-thread reflection); prints its file.
+
+    Example: echo "We planned the garden; Sam felt hopeful." | memdir journal write -
+    """
+    from cli.usecases.journal import write_entry
+
+    memdir = context.open_memdir(ctx)
+    entry = write_entry(memdir, read_text(text), context.now(ctx, now), author)
+    if json_:
+        emit_json(entry.to_dict())
+        return
+    typer.echo(str(entry.path.relative_to(memdir.root)))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(journal_app, name="journal")

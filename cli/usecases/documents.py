@@ -1,0 +1,418 @@
+"""The boot and wake documents: what an assistant reads to re-enter a conversation.
+
+- documents/boot.md (refreshed by sleep and by journal writes): today's date and the time since
+  the last session, recent events, the day's emotional arc, recent teachings, hard facts (the
+  current memory per supersede key) and the review queue (inferences awaiting confirmation,
+  newest first, each with its expiry).
+- the wake document (`memdir wake`, documents/wake.md after each sleep): markdown for a system
+  prompt within a token budget — the date and time since the last session, hard facts, recent
+  teachings, the review queue, open threads from the console ring, the emotional arc, the last
+  journal entry and the raw window of recent user turns. When the budget is tight, sections
+  are filled in priority order (review queue and hard facts first) and say how much was left
+  out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from archive_format import journal, ring
+from archive_format.clock import format_duration, parse_time
+from archive_format.documents import write_text
+from archive_format.errors import BadInputError
+from archive_format.fold import ArchiveView
+from archive_format.lifecycle import load_view
+from archive_format.memdir import Memdir
+from archive_format.state import read_yaml
+
+RECENT_TEACHINGS_DAYS = 14
+RECENT_EVENTS_DAYS = 7
+LIST_LIMIT = 12
+TEXT_WIDTH = 160
+DAY_PARTS = ((0, "night"), (6, "morning"), (12, "afternoon"), (18, "evening"))
+SECTION_TITLES = {
+    "hard_facts": "Hard facts (current value per key)",
+    "teachings": "Recent teachings",
+    "review": "Review queue (inferences awaiting the user's confirmation)",
+    "threads": "Open threads (console ring)",
+    "arc": "Emotional arc",
+    "entry": "Last journal entry",
+    "raw_window": "Raw window (recent user turns)",
+    "events": "Recent events",
+}
+WAKE_ORDER = ("hard_facts", "teachings", "review", "threads", "arc", "entry", "raw_window")
+WAKE_PRIORITY = ("review", "hard_facts", "teachings", "raw_window", "threads", "arc", "entry")
+BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review")
+DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
+
+
+def local_zone(settings: dict[str, Any]) -> Any:
+    """The user's time zone (`timezone` in memdir.yaml) for documents and dream headings."""
+    from zoneinfo import ZoneInfo
+
+    name = str(settings.get("timezone") or "UTC")
+    try:
+        return ZoneInfo(name)
+    except (KeyError, ValueError):
+        raise BadInputError(f"unknown timezone {name!r} in memdir.yaml") from None
+
+
+def estimate_tokens(text: str) -> int:
+    """≈ 4 characters a token, as recall's budget counts (indexers.recall.estimate_tokens)."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def short_text(text: str | None, width: int = TEXT_WIDTH) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@dataclass
+class Section:
+    """A titled list: `lines` are markdown, `items` the same entries as data for --json."""
+
+    name: str
+    lines: list[str] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
+    empty: str = "none"
+    more: str = ""  # how to see what a budget left out
+
+    @property
+    def title(self) -> str:
+        return SECTION_TITLES[self.name]
+
+
+@dataclass
+class Briefing:
+    """Everything boot and wake show, gathered once at `now`."""
+
+    now: datetime
+    zone: Any
+    header: list[str]
+    header_data: dict[str, Any]
+    sections: dict[str, Section]
+
+
+def _local(moment: datetime, zone: Any) -> str:
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
+def _last_session(book: journal.Journal, now: datetime, zone: Any) -> tuple[str, dict[str, Any]]:
+    if not book.turns:
+        return "No conversation in the journal yet.", {"last_session": None}
+    last = book.turns[-1]
+    ago = format_duration(now - last.moment)
+    data = {"last_session": last.session, "last_turn": last.at, "since": ago}
+    return f"Last session: {last.session}, last turn {_local(last.moment, zone)} ({ago} ago).", data
+
+
+def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any) -> Section:
+    """Valence of the user's turns over the last day with any, by part of the day."""
+    section = Section("arc", empty="no user turns in the journal yet")
+    turns = [t for t in book.turns if t.role == "user" and t.summarisable and t.moment <= now]
+    if not turns:
+        return section
+    day = turns[-1].moment.astimezone(zone).date()
+    today = [t for t in turns if t.moment.astimezone(zone).date() == day]
+    name = str((memdir.settings.get("affect") or {}).get("annotator", "vader+nrc"))
+    if name == "none":
+        section.empty = "affect annotation is switched off (affect.annotator: none)"
+        return section
+    from indexers.affect import load_annotator
+
+    annotator = load_annotator(name)
+    points = []
+    for turn in today:
+        local = turn.moment.astimezone(zone)
+        points.append((local, annotator.annotate(turn.text).valence))
+    parts: list[tuple[str, list[float]]] = []
+    for local, valence in points:
+        part = next(label for hour, label in reversed(DAY_PARTS) if local.hour >= hour)
+        if not parts or parts[-1][0] != part:
+            parts.append((part, []))
+        parts[-1][1].append(valence)
+    arc = " → ".join(f"{part} {sum(v) / len(v):+.2f} ({len(v)})" for part, v in parts)
+    low = min(points, key=lambda p: p[1])
+    high = max(points, key=lambda p: p[1])
+    section.lines = [
+        f"- {day.isoformat()}: {arc}",
+        f"- low {low[1]:+.2f} at {low[0]:%H:%M}, high {high[1]:+.2f} at {high[0]:%H:%M}",
+    ]
+    section.items = [
+        {"day": day.isoformat(), "parts": [
+            {"part": part, "valence": round(sum(v) / len(v), 3), "turns": len(v)}
+            for part, v in parts
+        ], "points": [{"at": f"{local:%H:%M}", "valence": round(v, 3)} for local, v in points]}
+    ]  # fmt: skip
+    return section
+
+
+def _memory_line(state: Any, extra: str = "") -> str:
+    assert state.memory is not None
+    return f"- {short_text(state.memory.text)}{extra} ({state.id})"
+
+
+def _hard_facts(view: ArchiveView) -> Section:
+    section = Section("hard_facts", empty="no supersede keys yet", more="memdir list --json")
+    facts = [s for s in view if s.status == "durable" and s.memory is not None and s.memory.key]
+    for state in sorted(facts, key=lambda s: str(s.memory.key if s.memory else "")):
+        assert state.memory is not None
+        section.lines.append(f"- {state.memory.key}: {short_text(state.memory.text)} ({state.id})")
+        section.items.append({"key": state.memory.key, "id": state.id, "text": state.memory.text,
+                              "since": state.durable_since})  # fmt: skip
+    return section
+
+
+def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
+    section = Section("teachings", empty=f"nothing taught in the last {RECENT_TEACHINGS_DAYS} days",
+                      more="memdir list --source teaching")  # fmt: skip
+    start = now - timedelta(days=RECENT_TEACHINGS_DAYS)
+    recent = [
+        s for s in view
+        if s.status == "durable" and s.memory is not None and s.memory.source == "teaching"
+        and parse_time(s.created) >= start
+    ]  # fmt: skip
+    for state in sorted(recent, key=lambda s: s.created, reverse=True):
+        assert state.memory is not None
+        when = _local(parse_time(state.created), zone)[:10]
+        section.lines.append(f"- {when}: {short_text(state.memory.text)} ({state.id})")
+        section.items.append({"id": state.id, "created": state.created, "text": state.memory.text})
+    return section
+
+
+def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
+    section = Section("review", empty="nothing awaits confirmation",
+                      more="memdir list --status provisional")  # fmt: skip
+    queue = [s for s in view if s.status == "provisional" and s.memory is not None]
+    for state in sorted(queue, key=lambda s: s.created, reverse=True):
+        assert state.memory is not None
+        expires = state.memory.expires
+        left = format_duration(parse_time(expires) - now) if expires else "never"
+        when = (
+            f"expires {_local(parse_time(expires), zone)} (in {left})" if expires else "no expiry"
+        )
+        section.lines.append(
+            f"- {short_text(state.memory.text)} — unconfirmed, {when}; ask the user "
+            f"(`memdir confirm {state.id}`)"
+        )
+        section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
+                              "expires": expires, "expires_in": left})  # fmt: skip
+    return section
+
+
+def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
+    """What happened lately, teachings aside: episodes, inferences, decisions, expiries."""
+    section = Section("events", empty=f"nothing in the last {RECENT_EVENTS_DAYS} days")
+    start = now - timedelta(days=RECENT_EVENTS_DAYS)
+    rows: list[tuple[str, str, str]] = []
+    verbs = {"derived": "dreamt", "observation": "observed", "inference": "inferred"}
+    for state in view:
+        memory = state.memory
+        if memory is not None and memory.source in verbs and parse_time(state.created) >= start:
+            if memory.visibility == "normal":
+                rows.append(
+                    (state.created, verbs[memory.source], f"{short_text(memory.text)} ({state.id})")
+                )
+        for event in state.events:
+            if event.op in ("confirm", "reject", "expire") and parse_time(event.at) >= start:
+                text = short_text(memory.text, 100) if memory is not None else "(forgotten)"
+                rows.append((event.at, DONE[event.op], f"{text} ({state.id})"))
+    for at, verb, text in sorted(rows, reverse=True)[:LIST_LIMIT]:
+        section.lines.append(f"- {_local(parse_time(at), zone)} {verb}: {text}")
+        section.items.append({"at": at, "what": verb, "text": text})
+    return section
+
+
+def _threads(memdir: Memdir, view: ArchiveView, zone: Any) -> Section:
+    section = Section("threads", empty="the console ring is empty", more="memdir ring")
+    seen: set[str] = set()
+    for slot in reversed(ring.read_ring(memdir)):
+        memory_id = str(slot.get("id", ""))
+        state = view.states.get(memory_id)
+        if memory_id in seen or state is None or not state.live:
+            continue
+        seen.add(memory_id)
+        when = _local(parse_time(str(slot["at"])), zone)
+        text = slot.get("text", "")
+        section.lines.append(
+            f"- {when} {slot.get('what')}: {short_text(str(text), 100)} ({memory_id})"
+        )
+        section.items.append({"at": slot["at"], "what": slot.get("what"), "id": memory_id,
+                              "text": text})  # fmt: skip
+        if len(section.items) >= LIST_LIMIT:
+            break
+    return section
+
+
+def _entry(memdir: Memdir, now: datetime, zone: Any) -> Section:
+    section = Section("entry", empty="no journal entries yet", more="memdir journal read --entries")
+    entries = journal.read_entries(memdir, until=now)
+    # a reflection says more to the next session than sleep's own report
+    reflections = [entry for entry in entries if entry.kind != "sleep"]
+    if entries:
+        last = (reflections or entries)[-1]
+        when = _local(parse_time(last.at), zone) if last.at else "?"
+        section.lines.append(f"- {when}, {last.kind} by {last.author}:")
+        section.lines.extend(
+            f"  > {short_text(line, 200)}" for line in last.text.splitlines() if line.strip()
+        )
+        section.items.append(last.to_dict())
+    return section
+
+
+def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any) -> Section:
+    settings = memdir.settings.get("journal") or {}
+    count = int(settings.get("raw_window_turns", journal.RAW_WINDOW_TURNS))
+    hours = float(settings.get("raw_window_hours", journal.RAW_WINDOW_HOURS))
+    section = Section("raw_window", empty=f"no user turns in the last {hours:g} hours",
+                      more="memdir journal read --window")  # fmt: skip
+    for turn in journal.raw_window(book.turns, now, count, hours):
+        section.lines.append(
+            f"- {_local(turn.moment, zone)} [{turn.session}] {short_text(turn.text, 240)}"
+        )
+        section.items.append({"id": turn.id, "at": turn.at, "session": turn.session,
+                              "text": turn.text})  # fmt: skip
+    return section
+
+
+def gather(memdir: Memdir, now: datetime) -> Briefing:
+    """Read the archive, journal and ring once, as of `now`."""
+    zone = local_zone(memdir.settings)
+    view = load_view(memdir, now)
+    book = journal.read_journal(memdir, until=now)
+    local = now.astimezone(zone)
+    session_line, session_data = _last_session(book, now, zone)
+    header = [
+        f"Today is {local:%A} {local.day} {local:%B %Y}, {local:%H:%M} ({zone}).",
+        session_line,
+    ]
+    sleep_state = read_yaml(memdir.state_dir / "sleep.yaml", {}) or {}
+    if sleep_state.get("last_run"):
+        header.append(f"Last sleep: {sleep_state['last_run']}.")
+    data = {"now": local.isoformat(), "timezone": str(zone), **session_data}
+    sections = {
+        "events": _events(view, now, zone),
+        "arc": _emotional_arc(memdir, book, now, zone),
+        "teachings": _teachings(view, now, zone),
+        "hard_facts": _hard_facts(view),
+        "review": _review(view, now, zone),
+        "threads": _threads(memdir, view, zone),
+        "entry": _entry(memdir, now, zone),
+        "raw_window": _raw_window(memdir, book, now, zone),
+    }
+    return Briefing(now, zone, header, data, sections)
+
+
+def _render(title: str, header: list[str], sections: list[Section]) -> str:
+    out = [f"# {title}", "", *header]
+    for section in sections:
+        out += ["", f"## {section.title}", *(section.lines or [f"_{section.empty}_"])]
+    return "\n".join(out) + "\n"
+
+
+def boot_markdown(briefing: Briefing) -> str:
+    sections = [briefing.sections[name] for name in BOOT_ORDER]
+    return _render("Boot", briefing.header, sections)
+
+
+def boot_path(memdir: Memdir) -> Path:
+    return memdir.documents_dir / "boot.md"
+
+
+def wake_path(memdir: Memdir) -> Path:
+    return memdir.documents_dir / "wake.md"
+
+
+def refresh_boot(memdir: Memdir, now: datetime, briefing: Briefing | None = None) -> Path:
+    """Rewrite documents/boot.md (atomically) as of `now`."""
+    path = boot_path(memdir)
+    text = boot_markdown(briefing or gather(memdir, now))
+    with memdir.lock():
+        write_text(path, text)
+    return path
+
+
+@dataclass
+class Wake:
+    markdown: str
+    tokens: int
+    budget: int
+    sections: dict[str, dict[str, Any]]
+    header: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.header, "budget": self.budget, "tokens": self.tokens,
+                "sections": self.sections, "markdown": self.markdown}  # fmt: skip
+
+
+def _cost(lines: list[str]) -> int:
+    return sum(estimate_tokens(line + "\n") for line in lines)
+
+
+def wake(
+    memdir: Memdir, now: datetime, budget: int | None = None, briefing: Briefing | None = None
+) -> Wake:
+    """The wake document within `budget` tokens (default: wake.budget in memdir.yaml).
+
+    Each rendered line costs estimate_tokens(line + newline); lines are added in priority order
+    while the total stays within the budget, so the document never exceeds it.
+    """
+    limit = int(budget or (memdir.settings.get("wake") or {}).get("budget", 1500))
+    briefing = briefing or gather(memdir, now)
+    title = f"# Wake — {briefing.now.astimezone(briefing.zone):%Y-%m-%d %H:%M}"
+    header = [title, ""]
+    for line in briefing.header:
+        if _cost([*header, line]) <= limit:
+            header.append(line)
+    used = _cost(header)
+    if used > limit:  # a budget too small even for the title
+        header = [title[: max(0, limit * 4 - 2)]]
+        used = _cost(header)
+    kept: dict[str, list[str]] = {}
+    kept_items: dict[str, list[dict[str, Any]]] = {}
+    for name in WAKE_PRIORITY:
+        section = briefing.sections[name]
+        lines = ["", f"## {section.title}"]
+        if _cost(lines) + used > limit:
+            continue
+        body = section.lines or [f"_{section.empty}_"]
+        chosen: list[str] = []
+        for position, line in enumerate(body):
+            left = len(body) - position - 1
+            tail = [f"_… {left} more: `{section.more}`_"] if left and section.more else []
+            if used + _cost(lines + chosen + [line] + tail) > limit:
+                break
+            chosen.append(line)
+        omitted = len(body) - len(chosen)
+        if omitted and section.more:
+            note = f"_… {omitted} more: `{section.more}`_"
+            if used + _cost(lines + chosen + [note]) <= limit:
+                chosen.append(note)
+        if not chosen:
+            continue
+        kept[name] = lines + chosen
+        kept_items[name] = section.items[: len([c for c in chosen if c.startswith("- ")])]
+        used += _cost(kept[name])
+    body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+    markdown = "\n".join(header + body_lines) + "\n"
+    sections = {
+        name: {
+            "items": kept_items.get(name, []),
+            "omitted": len(briefing.sections[name].items) - len(kept_items.get(name, [])),
+        }
+        for name in WAKE_ORDER
+    }
+    return Wake(markdown, estimate_tokens(markdown), limit, sections, briefing.header_data)
+
+
+def write_wake(
+    memdir: Memdir, now: datetime, budget: int | None = None, briefing: Briefing | None = None
+) -> Wake:
+    """Write documents/wake.md (atomically) and return it."""
+    document = wake(memdir, now, budget, briefing)
+    with memdir.lock():
+        write_text(wake_path(memdir), document.markdown)
+    return document

@@ -1,0 +1,125 @@
+"""Journal use cases shared by the CLI, the MCP server and imports: record turns from a
+transcript, write narrative entries, and keep the boot document fresh after each."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from archive_format import journal
+from archive_format.errors import BadInputError, MemdirError
+from archive_format.journal import Entry, Turn
+from archive_format.memdir import Memdir
+from cli.usecases import documents
+
+log = logging.getLogger("memdir")
+
+STREAM_FIELDS = ("role", "session", "text", "topic", "visibility", "secrecy", "at")
+
+
+def turns_from_jsonl(
+    lines: Iterable[str], defaults: dict[str, Any], now: datetime, channel: str
+) -> list[Turn]:
+    """Turns from a JSONL transcript: one object per line with `role` and `text`, and
+    optionally session, topic, visibility, secrecy and `at`; missing ones come from `defaults`.
+    The channel is the caller's to set, never the stream's."""
+    turns = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except ValueError as error:
+            raise BadInputError(f"stdin line {number}: not JSON ({error})") from None
+        if not isinstance(data, dict):
+            raise BadInputError(f"stdin line {number}: expected a JSON object")
+        unknown = sorted(set(data) - set(STREAM_FIELDS))
+        if unknown:
+            raise BadInputError(
+                f"stdin line {number}: unknown field {unknown[0]!r}",
+                hint=f"a turn may have {', '.join(STREAM_FIELDS)}",
+            )
+        fields = {**defaults, **{k: v for k, v in data.items() if v is not None}}
+        try:
+            turns.append(turn_from_fields(fields, now, channel))
+        except BadInputError as error:
+            raise BadInputError(f"stdin line {number}: {error.message}", hint=error.hint) from None
+    return turns
+
+
+def turn_from_fields(fields: dict[str, Any], now: datetime, channel: str) -> Turn:
+    """A turn from loose fields (role, session, text required); `at` defaults to `now`."""
+    for name in ("role", "session", "text"):
+        if not fields.get(name):
+            raise BadInputError(f"no {name}", hint=f"give it in the line or with --{name}")
+    return journal.new_turn(
+        at=str(fields["at"]) if fields.get("at") else now,
+        role=str(fields["role"]),
+        session=str(fields["session"]),
+        text=str(fields["text"]),
+        channel=channel,
+        visibility=str(fields.get("visibility") or "normal"),
+        secrecy=str(fields.get("secrecy") or "public"),
+        topic=fields.get("topic"),
+    )
+
+
+def record_turns(
+    memdir: Memdir, turns: list[Turn], now: datetime, refresh: bool = True
+) -> list[tuple[Turn, bool]]:
+    """Append turns to the journal (already present ones are skipped), then refresh boot."""
+    results = journal.add_turns(memdir, turns)
+    if refresh and any(added for _, added in results):
+        _refresh_boot(memdir, now)
+    return results
+
+
+def write_entry(memdir: Memdir, text: str, now: datetime, author: str) -> Entry:
+    """A narrative entry (an end-of-thread reflection), then refresh boot."""
+    entry = journal.write_entry(memdir, text, now, author, "reflection")
+    _refresh_boot(memdir, now)
+    return entry
+
+
+def _refresh_boot(memdir: Memdir, now: datetime) -> None:
+    # The journal write has happened; a boot document that cannot be rendered must not undo it.
+    try:
+        documents.refresh_boot(memdir, now)
+    except MemdirError as error:
+        log.warning("boot document not refreshed: %s", error.message)
+
+
+def read_turns(
+    memdir: Memdir,
+    now: datetime,
+    session: str | None = None,
+    role: str | None = None,
+    since: datetime | None = None,
+    window: bool = False,
+    everything: bool = False,
+) -> list[dict[str, Any]]:
+    """Turns as of `now` (oldest first), filtered, each with the memories that summarise it.
+
+    Private, sealed and secret text is masked unless `everything` (the files hold it anyway)."""
+    book = journal.read_journal(memdir, until=now)
+    turns = book.turns
+    if window:
+        settings = memdir.settings.get("journal") or {}
+        count = int(settings.get("raw_window_turns", journal.RAW_WINDOW_TURNS))
+        hours = float(settings.get("raw_window_hours", journal.RAW_WINDOW_HOURS))
+        turns = journal.raw_window(turns, now, count, hours)
+    summaries = book.summaries_of()
+    rows = []
+    for turn in turns:
+        if (session and turn.session != session) or (role and turn.role != role):
+            continue
+        if since is not None and turn.moment < since:
+            continue
+        hidden = not turn.summarisable and not everything
+        label = "secret" if turn.secrecy == "secret" else turn.visibility
+        row = {**turn.to_line(), "text": f"[{label}]" if hidden else turn.text}
+        rows.append({**row, "trusted": turn.trusted, "summarised_by": summaries.get(turn.id, [])})
+    return rows
