@@ -11,6 +11,7 @@ from archive_format.errors import ExitStatus, MemdirError
 
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
+from .commands import continuity as continuity_commands
 from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
@@ -64,6 +65,7 @@ inspect_commands.register(app)
 index_commands.register(app)
 recall_commands.register(app)
 journal_commands.register(app)
+continuity_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
 archive_commands.register(app)

@@ -85,6 +85,7 @@ class RecallOptions:
     mmr: bool = False
     pool: int = 50
     guaranteed_slots: int = 2
+    perfect: bool = False  # ignore decay (`memdir recall --perfect`)
 
 
 @dataclass
@@ -338,6 +339,11 @@ def recall(
 
     # 4. score -------------------------------------------------------------------------------
     _score(index, survivors, analysis, vector, now, weights, settings)
+    # decay: fidelity from rehearsal timestamps lowers the score (indexers/decay.py)
+    from .decay import apply_to_recall
+
+    decay_notes = apply_to_recall(index.memdir, survivors, now, options.perfect)
+    stages.append(Stage("decay", notes=decay_notes))
     for candidate in survivors:
         candidate.weight = PROVENANCE.get(candidate.status, 1.0)
         candidate.score *= candidate.weight

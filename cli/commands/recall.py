@@ -16,7 +16,8 @@ from .lifecycle import read_text
 if TYPE_CHECKING:
     from indexers.recall import RecallResult
 
-SHOWN = ("semantic", "bm25", "context", "affect", "degree", "recency", "importance", "keyword")
+SHOWN = ("semantic", "bm25", "context", "affect", "degree", "recency", "importance", "keyword",
+         "decay")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +55,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         mmr: Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR).")] = False,
+        perfect: Annotated[
+            bool, typer.Option("--perfect", help="Ignore decay: rank as if nothing faded.")
+        ] = False,
         no_record: Annotated[
             bool, typer.Option("--no-record", help="Do not record this recall (rehearsal, ring).")
         ] = False,
@@ -71,6 +75,7 @@ def register(app: typer.Typer) -> None:
         options = RecallOptions(
             k=k, profile=profile, include_expired=include_expired, include_private=include_private,
             persona=persona, budget=budget, counterweights=not no_counterweights, mmr=mmr,
+            perfect=perfect,
         )  # fmt: skip
         text = read_text(query).strip()
         if not text:

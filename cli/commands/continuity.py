@@ -1,0 +1,177 @@
+"""Continuity: the console ring, decay, dream, sleep, and the boot and wake documents."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from archive_format import ring as ring_file
+from archive_format.errors import LifecycleError
+from archive_format.lifecycle import load_view
+from cli import context
+from cli.render import console, emit_json, note, shorten
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what it would do; write nothing.")]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def ring(ctx: typer.Context, json_: JsonOpt = False) -> None:
+        """Show the console ring: the last 30 things taught, confirmed or recalled.
+
+        Newest first.
+
+        Example: memdir ring --json
+        """
+        slots = list(reversed(ring_file.read_ring(context.open_memdir(ctx))))
+        if json_:
+            emit_json(slots)
+            return
+        for slot in slots:
+            typer.echo(f"{slot.get('at')}  {slot.get('what', ''):<9} {slot.get('id')}  "
+                       f"{shorten(str(slot.get('text', '')), 90)}")  # fmt: skip
+        note(f"{len(slots)} of {ring_file.RING_SIZE} slots used")
+
+    @app.command()
+    def decay(
+        ctx: typer.Context,
+        memory_id: Annotated[
+            str, typer.Argument(metavar="ID", help="The memory (a prefix will do).")
+        ],
+        json_: JsonOpt = False,
+        now: context.NowOpt = None,
+    ) -> None:
+        """Show a memory's fidelity now, what it is made of, and a forecast.
+
+        F = (1 + t/S)^-d from timestamps; decay only lowers recall rank, it never deletes.
+
+        Example: memdir decay m-3f9a --json
+        """
+        from indexers.decay import describe
+
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        state = load_view(memdir, moment).resolve(memory_id)
+        if state.memory is None:
+            raise LifecycleError(
+                f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
+            )
+        data = describe(memdir, state.memory.to_line(), moment)
+        if json_:
+            emit_json(data)
+            return
+        render_decay(data)
+
+    @app.command()
+    def dream(
+        ctx: typer.Context, dry_run: DryRunOpt = False, json_: JsonOpt = False,
+        now: context.NowOpt = None,
+    ) -> None:  # fmt: skip
+        """Consolidate the journal into derived memories (sleep runs this too).
+
+        Closed groups of turns are summarised, with backlinks both ways. Idempotent.
+
+        Example: memdir dream --dry-run
+        """
+        from cli.usecases.dream import dream as run
+
+        report = run(context.open_memdir(ctx), context.now(ctx, now), dry_run=dry_run)
+        if json_:
+            emit_json(report.to_dict())
+            return
+        for group in report.to_dict()["groups"]:
+            typer.echo(f"{group['memory'] or '(withheld)'}  {group['turns']} turns, "
+                       f"{group['withheld']} withheld  {shorten(group['text'], 90)}")  # fmt: skip
+        note(f"{len(report.planned)} group(s){' (dry run)' if dry_run else ''}, "
+             f"{report.open_groups} still open")  # fmt: skip
+
+    @app.command()
+    def sleep(
+        ctx: typer.Context, dry_run: DryRunOpt = False, json_: JsonOpt = False,
+        now: context.NowOpt = None,
+    ) -> None:  # fmt: skip
+        """The maintenance run for cron; locked and idempotent.
+
+        Expire, decay bookkeeping, dream, relink, refresh boot, write the wake document and
+        a journal entry about the run.
+
+        Example (crontab): 30 3 * * * memdir --dir ~/memory sleep
+        """
+        from cli.usecases.sleep import sleep as run
+
+        report = run(context.open_memdir(ctx), context.now(ctx, now), dry_run=dry_run)
+        if json_:
+            emit_json(report.to_dict())
+            return
+        render_sleep(report.to_dict())
+
+    @app.command()
+    def wake(
+        ctx: typer.Context,
+        budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget.")] = None,
+        json_: JsonOpt = False,
+        now: context.NowOpt = None,
+    ) -> None:
+        """Print the wake document: markdown for the next session's system prompt.
+
+        Kept within a token budget (default wake.budget in memdir.yaml). Writes nothing.
+
+        Example: memdir wake --budget 800 > /tmp/system-prompt.md
+        """
+        from cli.usecases.documents import wake as build
+
+        document = build(context.open_memdir(ctx), context.now(ctx, now), budget)
+        if json_:
+            emit_json(document.to_dict())
+            return
+        typer.echo(document.markdown, nl=False)
+        note(f"{document.tokens} of {document.budget} tokens")
+
+    @app.command()
+    def boot(ctx: typer.Context, now: context.NowOpt = None) -> None:
+        """Refresh documents/boot.md and print it.
+
+        Date, recent events, emotional arc, teachings, hard facts and the review queue.
+
+        Example: memdir boot | less
+        """
+        from cli.usecases.documents import refresh_boot
+
+        path = refresh_boot(context.open_memdir(ctx), context.now(ctx, now))
+        typer.echo(path.read_text(encoding="utf-8"), nl=False)
+
+
+def render_sleep(data: dict[str, Any]) -> None:
+    """A short summary of a sleep run."""
+    out = console()
+    dreamt = data["dream"]
+    decay = data["decay"]
+    title = "sleep (dry run: nothing written)" if data["dry_run"] else "sleep"
+    out.print(f"[bold]{title}[/bold]  {data['now']}  {data['seconds']:.2f} s")
+    out.print(f"  expired   {len(data['expired'])} inference(s)")
+    out.print(f"  dream     {len(dreamt['groups'])} group(s): {dreamt['summarised_turns']} turns "
+              f"summarised, {dreamt['withheld_turns']} withheld, {len(dreamt['memories_written'])} "
+              f"memories written, {dreamt['open_groups']} still open")  # fmt: skip
+    out.print(f"  decay     {decay.get('memories', 0)} live memories, mean fidelity "
+              f"{decay.get('mean_fidelity')}, {decay.get('faded', 0)} faded")  # fmt: skip
+    kinds = sorted({link["type"] for link in data["links"]})
+    out.print(f"  relink    {len(data['links'])} new link(s) {', '.join(kinds)}")
+    if not data["dry_run"]:
+        out.print(f"  documents {data['boot']}, documents/wake.md ({data['wake_tokens']} tokens)")
+        out.print(f"  entry     {data['entry'] or 'none (nothing changed)'}")
+
+
+def render_decay(data: dict[str, Any]) -> None:
+    typer.echo(f"{data['id']}  {shorten(data['text'], 80)}")
+    typer.echo(
+        f"fidelity {data['fidelity']:.3f}  (stability {data['stability_days']:.1f} d, "
+        f"{data['elapsed_days']:.1f} d since {data['last_rehearsal']}, "
+        f"{data['rehearsals']} rehearsal(s), intensity {data['intensity']:.2f})"
+    )
+    typer.echo(
+        f"recall score x {data['recall_multiplier']:.3f}; "
+        f"below 0.5 from {data['below_half_at'] or 'never'}"
+    )
+    rows = ", ".join(f"+{row['after']} {row['fidelity']:.3f}" for row in data["forecast"])
+    typer.echo(f"forecast without rehearsal: {rows}")

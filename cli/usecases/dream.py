@@ -1,0 +1,420 @@
+"""Dream: consolidate the raw journal into derived memories, with backlinks both ways.
+
+1. Turns no dream has handled yet are grouped: by explicit topic; otherwise per session, a new
+   group starting after a gap of more than `gap` (45 min), or of more than `quick_gap` (10 min)
+   when the turn shares less than `min_overlap` (8 %) of its words with the group so far.
+2. Only closed groups are consolidated (the last turn is at least `gap` old), so a conversation
+   in progress is not cut in two.
+3. Each group's normal, non-secret turns are summarised (extractively, or by the configured
+   command) into a `derived` `episodic` memory that links to them (`summarises`); private,
+   sealed and secret turns are counted (`withheld`) and never summarised. A group with at
+   least two summarisable turns and a topic signal (an explicit topic, or a word that recurs
+   across turns) is also promoted: a `derived` `semantic` memory about the topic.
+4. A `digest` line in the journal records the group: the turn → summary backlink, and what
+   makes a second run over the same journal add nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import shlex
+import subprocess
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from archive_format import journal
+from archive_format.clock import parse_duration
+from archive_format.errors import BadInputError
+from archive_format.journal import Digest, Turn
+from archive_format.lifecycle import add_memories, load_view
+from archive_format.lock import WriterLock
+from archive_format.memdir import Memdir
+from archive_format.records import Memory, new_memory
+from cli.usecases.documents import local_zone
+
+log = logging.getLogger("memdir")
+
+MAX_SENTENCES = 3
+MAX_SENTENCE_CHARS = 200
+SUMMARY_LINK = "summarises"
+PROMOTED_LINK = "promoted-from"
+ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing done down during each
+    even ever every few for from further get got had has have having he her here hers him his
+    how i if in into is it its itself just know let like made make many may me might more most
+    much must my no nor not now of off oh ok okay on once one only or other our ours out over
+    own really right said same say see she should so some still such sure than thank thanks
+    that the their them then there these they thing things think this those though through to
+    too under until up us very want was way we well were what when where which while who whom
+    why will with would yeah yes yet you your yours going gonna today tomorrow yesterday""".split()
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*[a-z0-9]|[a-z0-9]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def maintenance_lock(memdir: Memdir, timeout: float | None = None) -> WriterLock:
+    """One dream or sleep at a time (held for the whole run; writes also take the writer lock)."""
+    return WriterLock(memdir.cache_dir / "sleep.lock", timeout)
+
+
+def words(text: str) -> set[str]:
+    """Content words: lower case, no stop words, longer than two characters."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS}
+
+
+@dataclass
+class Group:
+    """Turns consolidated together."""
+
+    key: str
+    topic: str | None
+    turns: list[Turn] = field(default_factory=list)
+    vocabulary: set[str] = field(default_factory=set)
+
+    @property
+    def last(self) -> datetime:
+        return self.turns[-1].moment
+
+    @property
+    def summarisable(self) -> list[Turn]:
+        return [turn for turn in self.turns if turn.summarisable]
+
+    @property
+    def withheld(self) -> list[Turn]:
+        return [turn for turn in self.turns if not turn.summarisable]
+
+    def add(self, turn: Turn) -> None:
+        self.turns.append(turn)
+        self.vocabulary |= words(turn.text)
+
+
+@dataclass(frozen=True)
+class GroupingRules:
+    gap: timedelta = timedelta(minutes=45)
+    quick_gap: timedelta = timedelta(minutes=10)
+    min_overlap: float = 0.08
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> GroupingRules:
+        dream = settings.get("dream") or {}
+        return cls(
+            gap=parse_duration(str(dream.get("gap", "45m"))),
+            quick_gap=parse_duration(str(dream.get("quick_gap", "10m"))),
+            min_overlap=float(dream.get("min_overlap", 0.08)),
+        )
+
+
+def group_turns(turns: Iterable[Turn], rules: GroupingRules) -> list[Group]:
+    """Group turns (in time order): by explicit topic, else per session by gaps and overlap."""
+    topics: dict[str, Group] = {}
+    sessions: dict[str, list[Group]] = {}
+    for turn in turns:
+        if turn.topic:
+            key = turn.topic.casefold()
+            topics.setdefault(key, Group(f"topic:{key}", turn.topic)).add(turn)
+            continue
+        groups = sessions.setdefault(turn.session, [])
+        if not groups or _starts_new_group(groups[-1], turn, rules):
+            groups.append(Group(f"session:{turn.session}:{turn.at}", None))
+        groups[-1].add(turn)
+    found = list(topics.values()) + [g for groups in sessions.values() for g in groups]
+    return sorted(found, key=lambda group: (group.turns[0].moment, group.key))
+
+
+def _starts_new_group(group: Group, turn: Turn, rules: GroupingRules) -> bool:
+    pause = turn.moment - group.last
+    if pause > rules.gap:
+        return True
+    if pause > rules.quick_gap:
+        own = words(turn.text)
+        overlap = len(own & group.vocabulary) / len(own) if own else 1.0
+        return overlap < rules.min_overlap
+    return False
+
+
+def topic_signal(group: Group) -> str | None:
+    """An explicit topic, else the content word found in most summarisable turns (at least 2)."""
+    if group.topic:
+        return group.topic
+    counts: Counter[str] = Counter()
+    for turn in group.summarisable:
+        counts.update(words(turn.text))
+    recurring = [(n, w) for w, n in counts.items() if n >= 2 and len(w) > 3]
+    if not recurring:
+        return None
+    return max(recurring, key=lambda item: (item[0], len(item[1]), item[1]))[1]
+
+
+# summaries ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sentence:
+    order: int
+    role: str
+    text: str
+    score: float
+
+
+def _label(turn: Turn) -> str:
+    """'User', 'Assistant', 'Tool'; a user turn from an untrusted channel says so."""
+    return ROLE_LABELS[turn.role] + ("" if turn.trusted else f" (via {turn.channel})")
+
+
+def _sentences(turns: list[Turn]) -> list[Sentence]:
+    frequency: Counter[str] = Counter()
+    for turn in turns:
+        frequency.update(words(turn.text))
+    found: list[Sentence] = []
+    for turn in turns:
+        for piece in _SENTENCE.split(" ".join(turn.text.split())):
+            piece = piece.strip()
+            own = words(piece)
+            if not piece or not own:
+                continue
+            score = sum(frequency[w] for w in own) / len(own) * math.log1p(len(own))
+            if turn.role == "user":
+                score *= 1.25  # what the user says matters more than the reply
+            if piece.endswith("?"):
+                score *= 0.8
+            text = (
+                piece if len(piece) <= MAX_SENTENCE_CHARS else piece[: MAX_SENTENCE_CHARS - 1] + "…"
+            )
+            found.append(Sentence(len(found), _label(turn), text, score))
+    return found
+
+
+def extractive_summary(turns: list[Turn], limit: int = MAX_SENTENCES) -> str:
+    """The group's most representative sentences, in order, each with who said it."""
+    sentences = _sentences(turns)
+    best = sorted(sentences, key=lambda s: (-s.score, s.order))[:limit]
+    parts: list[str] = []
+    previous = None
+    for sentence in sorted(best, key=lambda s: s.order):
+        parts.append(
+            sentence.text if sentence.role == previous else f"{sentence.role}: {sentence.text}"
+        )
+        previous = sentence.role
+    return " ".join(parts)
+
+
+def transcript(turns: list[Turn]) -> str:
+    """What an external summariser reads on stdin: one 'Role: text' line per turn."""
+    return "\n".join(f"{_label(turn)}: {' '.join(turn.text.split())}" for turn in turns) + "\n"
+
+
+def run_summariser(command: str, text: str, timeout: float) -> str:
+    """Run the configured summariser: the group's text on stdin, the summary on stdout."""
+    try:
+        done = subprocess.run(
+            shlex.split(command), input=text.encode("utf-8"), capture_output=True,
+            timeout=timeout, check=False,
+        )  # fmt: skip
+    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
+        raise BadInputError(f"summariser {command!r} failed: {error}") from None
+    output = done.stdout.decode("utf-8", "replace").strip()
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = f"exit {done.returncode}" + (f": {detail[-1]}" if detail else "")
+        raise BadInputError(f"summariser {command!r} failed ({reason})")
+    if not output:
+        raise BadInputError(f"summariser {command!r} failed (no output)")
+    return " ".join(output.split())
+
+
+def _heading(group: Group, zone: Any, topic: str | None) -> str:
+    turns = group.summarisable
+    first, last = turns[0].moment.astimezone(zone), turns[-1].moment.astimezone(zone)
+    days = first.strftime("%Y-%m-%d")
+    if last.date() != first.date():
+        days += f" to {last.strftime('%Y-%m-%d')}"
+    sessions = sorted({turn.session for turn in turns})
+    about = f", about {topic}" if topic else ""
+    return f"Conversation on {days} (session {', '.join(sessions)}{about})"
+
+
+@dataclass
+class Planned:
+    """What a dream writes for one group."""
+
+    group: Group
+    topic: str | None
+    method: str | None = None
+    summary: Memory | None = None
+    promoted: Memory | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group.key,
+            "topic": self.topic,
+            "turns": len(self.group.summarisable),
+            "withheld": len(self.group.withheld),
+            "method": self.method,
+            "memory": self.summary.id if self.summary else None,
+            "text": self.summary.text if self.summary else None,
+            "promoted": self.promoted.id if self.promoted else None,
+            "promoted_text": self.promoted.text if self.promoted else None,
+        }
+
+
+def _memory(text: str, store: str, group: Group, links: list[dict[str, str]]) -> Memory:
+    turns = group.summarisable
+    sessions = {turn.session for turn in turns}
+    sensitive = any(turn.secrecy == "sensitive" for turn in turns)
+    return new_memory(
+        created=turns[-1].at,  # the episode's time: the same group gives the same memory
+        text=text,
+        source="derived",
+        author="memdir",
+        store=store,
+        visibility="private" if sensitive else "normal",
+        session=next(iter(sessions)) if len(sessions) == 1 else None,
+        links=tuple(links),
+    )
+
+
+def plan_group(group: Group, settings: dict[str, Any], zone: Any, use_command: bool,
+               warnings: list[str]) -> Planned:  # fmt: skip
+    """The memories for one closed group (none when every turn is withheld)."""
+    turns = group.summarisable
+    topic = topic_signal(group)
+    planned = Planned(group, topic)
+    if not turns:
+        return planned
+    dream = settings.get("dream") or {}
+    command = dream.get("summariser")
+    body, planned.method = extractive_summary(turns), "extractive"
+    if command and use_command:
+        try:
+            timeout = parse_duration(str(dream.get("timeout", "60s"))).total_seconds()
+            body, planned.method = (
+                run_summariser(str(command), transcript(turns), timeout),
+                "command",
+            )
+        except BadInputError as error:
+            warnings.append(f"{error.message}; used the extractive summary for {group.key}")
+    links = [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
+    planned.summary = _memory(f"{_heading(group, zone, topic)}: {body}", "episodic", group, links)
+    planned.promoted = promote(group, topic, planned.summary.id)
+    return planned
+
+
+def promote(group: Group, topic: str | None, summary_id: str) -> Memory | None:
+    """The semantic memory for a group with a topic signal and at least two summarisable
+    turns: what the (trusted) user said about the topic, linked to the episode and the turns."""
+    turns = group.summarisable
+    if not topic or len(turns) < 2:
+        return None
+    user_turns = [turn for turn in turns if turn.role == "user" and turn.trusted] or turns
+    facts = extractive_summary(user_turns, limit=2)
+    links = [{"type": PROMOTED_LINK, "to": summary_id}]
+    links += [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
+    return _memory(f"About {topic}: {facts}", "semantic", group, links)
+
+
+@dataclass
+class DreamReport:
+    planned: list[Planned] = field(default_factory=list)
+    open_groups: int = 0
+    written: list[str] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.digests)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "groups": [planned.to_dict() for planned in self.planned],
+            "open_groups": self.open_groups,
+            "summarised_turns": sum(len(p.group.summarisable) for p in self.planned),
+            "withheld_turns": sum(len(p.group.withheld) for p in self.planned),
+            "memories_written": self.written,
+            "digests_written": self.digests,
+            "warnings": self.warnings,
+        }
+
+
+def _existing_summaries(memdir: Memdir, now: datetime) -> dict[frozenset[str], dict[str, str]]:
+    """Derived memories already written for a set of turns, by store (left by a dream that
+    stopped before its digest): reused rather than written again."""
+    found: dict[frozenset[str], dict[str, str]] = {}
+    for state in load_view(memdir, now):
+        memory = state.memory
+        if memory is None or memory.source != "derived":
+            continue
+        turns = frozenset(link["to"] for link in memory.links if link.get("type") == SUMMARY_LINK)
+        if turns:
+            found.setdefault(turns, {})[memory.store] = state.id
+    return found
+
+
+def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
+    """Consolidate every closed group of undigested turns; idempotent."""
+    report = DreamReport(dry_run=dry_run)
+    settings = memdir.settings
+    rules = GroupingRules.from_settings(settings)
+    zone = local_zone(settings)
+    with maintenance_lock(memdir):
+        book = journal.read_journal(memdir, until=now)
+        done = book.digested()
+        groups = group_turns([t for t in book.turns if t.id not in done], rules)
+        closed = [group for group in groups if now - group.last >= rules.gap]
+        report.open_groups = len(groups) - len(closed)
+        report.planned = [
+            plan_group(group, settings, zone, not dry_run, report.warnings) for group in closed
+        ]
+        for warning in report.warnings:
+            log.warning(warning)
+        if dry_run or not report.planned:
+            return report
+        _write(memdir, now, report)
+    return report
+
+
+def _write(memdir: Memdir, now: datetime, report: DreamReport) -> None:
+    with memdir.lock():
+        existing = _existing_summaries(memdir, now)
+        memories: list[Memory] = []
+        digests: list[Digest] = []
+        for planned in report.planned:
+            group = planned.group
+            summary_id = promoted_id = None
+            if planned.summary is not None:
+                turn_ids = frozenset(turn.id for turn in group.summarisable)
+                # a run that stopped before its digest may have written them already
+                reused = existing.get(turn_ids, {})
+                summary_id = reused.get("episodic", planned.summary.id)
+                if summary_id == planned.summary.id and "episodic" not in reused:
+                    memories.append(planned.summary)
+                promoted = planned.promoted
+                if promoted is not None and summary_id != planned.summary.id:
+                    promoted = promote(group, planned.topic, summary_id)
+                if "semantic" in reused:
+                    promoted_id = reused["semantic"]
+                elif promoted is not None:
+                    memories.append(promoted)
+                    promoted_id = promoted.id
+            digests.append(
+                journal.new_digest(
+                    now,
+                    [turn.id for turn in group.summarisable],
+                    [turn.id for turn in group.withheld],
+                    summary_id,
+                    promoted_id,
+                    planned.method if summary_id else None,
+                )
+            )
+        add_memories(memdir, memories)
+        journal.add_digests(memdir, digests)
+    report.written = [memory.id for memory in memories]
+    report.digests = [digest.id for digest in digests]

@@ -1,0 +1,258 @@
+"""Sleep: the nightly maintenance run for cron — one locked, idempotent pass.
+
+1. expire: an `expire` event for every inference past its TTL;
+2. dream: consolidate closed groups of journal turns (cli/usecases/dream.py);
+3. index: bring the derived indexes up to date (the new summaries included);
+4. decay bookkeeping: fidelity of every live memory at *now* (reported, never stored: decay is
+   a closed form of timestamps, so it does not matter how often sleep runs);
+5. relink: typed links between memories close in meaning — `resonates` when their affects
+   resonate, `contradiction-candidate` when one negates or opposes the other;
+6. documents: refresh documents/boot.md and write documents/wake.md;
+7. a journal entry about the run (only when it changed something) and state/sleep.yaml.
+
+The maintenance lock (.memdir/sleep.lock) keeps a second sleep or dream out for the whole run;
+each write also takes the writer lock, so teach, journal add and recall keep working meanwhile.
+Running it twice in a row, or twice at once, writes the changes once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from archive_format import journal
+from archive_format.clock import format_time, parse_time
+from archive_format.decay import DecaySettings
+from archive_format.fold import ArchiveView
+from archive_format.lifecycle import add_links, expire, load_view
+from archive_format.memdir import Memdir
+from archive_format.state import read_yaml, write_yaml
+from cli.usecases import documents
+from cli.usecases.dream import DreamReport, dream, maintenance_lock
+
+if TYPE_CHECKING:
+    from indexers.index import MemoryIndex
+
+NEIGHBOURS = 5
+RESONANCE_COSINE = 0.55  # MiniLM cosine: clearly about the same thing
+RESONANCE_AFFECT = 0.6
+MIN_INTENSITY = 0.3
+CONTRADICTION_COSINE = 0.6
+FADED = 0.3
+_NEGATION = re.compile(
+    r"\b(not|no|never|none|nothing|no longer|any ?more|stopped|quit|cannot|can't|don't|"
+    r"doesn't|didn't|isn't|wasn't|aren't|won't|dont|doesnt|didnt|isnt|wasnt|wont)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class SleepReport:
+    now: datetime
+    dry_run: bool
+    expired: list[str] = field(default_factory=list)
+    dream: DreamReport = field(default_factory=DreamReport)
+    decay: dict[str, Any] = field(default_factory=dict)
+    links: list[dict[str, str]] = field(default_factory=list)
+    boot: str | None = None
+    wake_tokens: int | None = None
+    entry: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.expired or self.dream.changed or self.links)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "now": format_time(self.now),
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "expired": self.expired,
+            "dream": self.dream.to_dict(),
+            "decay": self.decay,
+            "links": self.links,
+            "boot": self.boot,
+            "wake_tokens": self.wake_tokens,
+            "entry": self.entry,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _due_to_expire(view: ArchiveView) -> list[str]:
+    """What `expire` would record (for --dry-run)."""
+    return [
+        state.id
+        for state in view
+        if state.status == "expired" and not any(e.op == "expire" for e in state.events)
+    ]
+
+
+def decay_summary(
+    memdir: Memdir, index: MemoryIndex, view: ArchiveView, now: datetime
+) -> dict[str, Any]:
+    """Fidelity of every live memory at `now`: how many there are, the mean, the faded ones."""
+    from indexers.decay import memory_fidelity, rehearsals
+
+    settings = DecaySettings.from_settings(memdir.settings)
+    live = [state for state in view.live() if state.memory is not None]
+    catalogued = index.catalog.memories_by_id(state.id for state in live)
+    affects = index.affects_of(list(catalogued.values()))
+    times = rehearsals(memdir)
+    scored = []
+    for state in live:
+        assert state.memory is not None
+        line = state.memory.to_line()
+        value = memory_fidelity(line, affects.get(state.id), times, now, settings).value
+        scored.append((value, state.id, state.memory.text))
+    scored.sort()
+    mean = sum(value for value, _, _ in scored) / len(scored) if scored else None
+    return {
+        "memories": len(scored),
+        "mean_fidelity": round(mean, 4) if mean is not None else None,
+        "faded": sum(1 for value, _, _ in scored if value < FADED),
+        "weakest": [
+            {"id": memory_id, "fidelity": round(value, 4), "text": documents.short_text(text, 80)}
+            for value, memory_id, text in scored[:3]
+        ],
+    }
+
+
+def _opposed(a_text: str, b_text: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One says no where the other does not, or their valences clearly disagree."""
+    if bool(_NEGATION.search(a_text)) != bool(_NEGATION.search(b_text)):
+        return True
+    va, vb = float(a.get("valence") or 0.0), float(b.get("valence") or 0.0)
+    return va * vb < 0 and min(abs(va), abs(vb)) >= MIN_INTENSITY
+
+
+def relink(
+    index: MemoryIndex, view: ArchiveView, since: datetime | None
+) -> list[tuple[str, str, str]]:
+    """New typed links (from, to, type) between live memories written since `since`
+    (all of them when None) and their nearest neighbours; pairs already linked are skipped."""
+    from archive_format.decay import intensity
+    from indexers.affect import Affect, resonance
+
+    live = {state.id: state for state in view.live() if state.memory is not None}
+    linked: set[frozenset[str]] = set()
+    for state in view:
+        for link in state.links:
+            linked.add(frozenset((state.id, link["to"])))
+    fresh = [s.id for s in live.values() if since is None or parse_time(s.created) > since]
+    memories = index.catalog.memories_by_id(fresh)
+    vectors = index.vectors_for(list(memories.values()))
+    found: list[tuple[str, str, str]] = []
+    for memory in sorted(memories.values(), key=lambda m: m.iid):
+        vector = vectors.get(memory.iid)
+        if vector is None:
+            continue
+        hits = index.vector_hits(vector, NEIGHBOURS + 1)
+        others = index.catalog.memories_by_iid(iid for iid, _ in hits)
+        for iid, cosine in hits:
+            other = others.get(iid)
+            if other is None or other.id == memory.id or other.id not in live:
+                continue
+            pair = frozenset((memory.id, other.id))
+            if pair in linked:
+                continue  # linked already, by a dream (summary ↔ promotion), the user or us
+            mine, theirs = live[memory.id].memory, live[other.id].memory
+            assert mine is not None and theirs is not None
+            if mine.key and mine.key == theirs.key:
+                continue  # supersede handles these
+            affects = index.affects_of([memory, other])
+            a, b = affects[memory.id], affects[other.id]
+            kind = None
+            if cosine >= CONTRADICTION_COSINE and _opposed(mine.text, theirs.text, a, b):
+                kind = "contradiction-candidate"
+            elif (
+                cosine >= RESONANCE_COSINE
+                and min(intensity(a), intensity(b)) >= MIN_INTENSITY
+                and resonance(Affect.from_dict(a), Affect.from_dict(b)) >= RESONANCE_AFFECT
+            ):
+                kind = "resonates"
+            if kind is None:
+                continue
+            newer, older = sorted((live[memory.id], live[other.id]), key=lambda s: s.created)[::-1]
+            linked.add(pair)
+            found.append((newer.id, older.id, kind))
+    return found
+
+
+def sleep(memdir: Memdir, now: datetime, dry_run: bool = False) -> SleepReport:
+    """One maintenance run at `now`; with `dry_run` nothing canonical is written."""
+    from cli.usecases.recall import fresh_index
+
+    began = time.perf_counter()
+    report = SleepReport(now, dry_run)
+    state_path = memdir.state_dir / "sleep.yaml"
+    with maintenance_lock(memdir):
+        previous = read_yaml(state_path, {}) or {}
+        since = parse_time(previous["last_run"]) if previous.get("last_run") else None
+        if since is not None and since > now:
+            since = None  # replaying the past (--now): look at everything
+        if dry_run:
+            report.expired = _due_to_expire(load_view(memdir, now))
+        else:
+            report.expired = expire(memdir, now)
+        report.dream = dream(memdir, now, dry_run=dry_run)
+        index = fresh_index(memdir)
+        try:
+            view = load_view(memdir, now)
+            report.decay = decay_summary(memdir, index, view, now)
+            links = relink(index, view, since)
+        finally:
+            index.close()
+        report.links = [{"from": a, "to": b, "type": kind} for a, b, kind in links]
+        if not dry_run:
+            if links:
+                add_links(memdir, links, now)
+            briefing = documents.gather(memdir, now)
+            report.boot = str(
+                documents.refresh_boot(memdir, now, briefing).relative_to(memdir.root)
+            )
+            report.wake_tokens = documents.write_wake(memdir, now, None, briefing).tokens
+            if report.changed:
+                entry = journal.write_entry(memdir, _entry_text(report), now, "memdir", "sleep")
+                report.entry = str(entry.path.relative_to(memdir.root))
+            report.seconds = time.perf_counter() - began
+            write_yaml(state_path, {"last_run": format_time(now), "summary": _counts(report)})
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _counts(report: SleepReport) -> dict[str, Any]:
+    dreamt = report.dream.to_dict()
+    return {
+        "expired": len(report.expired),
+        "summaries": len(report.dream.written),
+        "summarised_turns": dreamt["summarised_turns"],
+        "withheld_turns": dreamt["withheld_turns"],
+        "links": len(report.links),
+        "mean_fidelity": report.decay.get("mean_fidelity"),
+        "seconds": round(report.seconds, 3),
+    }
+
+
+def _entry_text(report: SleepReport) -> str:
+    counts = _counts(report)
+    lines = [f"Sleep at {format_time(report.now)}."]
+    if report.expired:
+        lines.append(f"- {len(report.expired)} inference(s) expired unconfirmed: "
+                     + ", ".join(report.expired))  # fmt: skip
+    if report.dream.changed:
+        lines.append(
+            f"- dreamt {counts['summaries']} memories from {counts['summarised_turns']} turns"
+            f" ({counts['withheld_turns']} private, sealed or secret turns withheld)"
+        )
+    if report.links:
+        kinds = sorted({link["type"] for link in report.links})
+        lines.append(f"- linked {len(report.links)} pair(s): {', '.join(kinds)}")
+    decay = report.decay
+    if decay.get("memories"):
+        lines.append(f"- fidelity: mean {decay['mean_fidelity']}, {decay['faded']} of "
+                     f"{decay['memories']} memories below {FADED}")  # fmt: skip
+    return "\n".join(lines)

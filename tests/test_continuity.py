@@ -1,0 +1,232 @@
+"""Sleep, wake, boot and the console ring, simulating days with MEMDIR_NOW: inferences expire
+and leave the review queue, wake holds the review queue and hard facts within its budget, sleep
+is idempotent, --dry-run writes nothing, two sleeps at once write once, and sleep is safe while
+other commands write."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import MEMDIR_BIN, T0_DT, clean_env, shelf_lines
+from test_cold_start import heavy_in, imported_modules
+
+from archive_format import journal, lifecycle
+from archive_format.journal import new_turn
+from archive_format.memdir import Memdir
+from archive_format.state import read_yaml, write_yaml
+from archive_format.verify import verify
+from cli.usecases.documents import estimate_tokens, wake
+from cli.usecases.sleep import sleep
+
+
+def at(days: float = 0, hours: float = 0, minutes: float = 0) -> datetime:
+    return T0_DT + timedelta(days=days, hours=hours, minutes=minutes)
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.fixture
+def home(md: Memdir) -> Memdir:
+    """A memdir with the hashing embedder (no model load) and a few days of life in it."""
+    config = read_yaml(md.root / "memdir.yaml")
+    config["settings"]["embedder"] = {"kind": "hashing", "path": None}
+    write_yaml(md.root / "memdir.yaml", config)
+    memdir = Memdir.open(md.root)
+    lifecycle.teach(memdir, "I take my coffee black", at(), key="coffee")
+    lifecycle.teach(memdir, "I live in Porto", at(), key="home-city")
+    lifecycle.teach(memdir, "I switched to oat milk flat whites", at(days=1), key="coffee")
+    lifecycle.infer(
+        memdir, "Sam may be training for a marathon", at(hours=2), ttl=timedelta(days=2)
+    )
+    lifecycle.infer(memdir, "Sam prefers written summaries", at(hours=3), ttl=timedelta(days=7))
+    journal.add_turns(memdir, [
+        new_turn(at(hours=1), "user", "s1", "I am so happy, the garden finally bloomed!"),
+        new_turn(at(hours=1, minutes=1), "assistant", "s1", "Wonderful news about the garden."),
+        new_turn(at(hours=5), "user", "s2", "Work was awful today, I am exhausted and angry."),
+    ])  # fmt: skip
+    return memdir
+
+
+def canonical(memdir: Memdir) -> dict[str, bytes]:
+    """Every file outside the cache, by path."""
+    return {
+        str(path.relative_to(memdir.root)): path.read_bytes()
+        for path in sorted(memdir.root.rglob("*"))
+        if path.is_file() and ".memdir" not in path.parts
+    }
+
+
+def test_inferences_expire_after_their_ttl_and_leave_the_review_queue(home: Memdir) -> None:
+    queue = [item["text"] for item in wake(home, at(days=1)).sections["review"]["items"]]
+    assert queue == ["Sam prefers written summaries", "Sam may be training for a marathon"]
+    report = sleep(home, at(days=2, hours=3))
+    (expired,) = report.expired
+    assert lifecycle.load_view(home, at(days=3)).states[expired].status == "expired"
+    queue = [item["text"] for item in wake(home, at(days=3)).sections["review"]["items"]]
+    assert queue == ["Sam prefers written summaries"]
+    boot = (home.documents_dir / "boot.md").read_text()
+    assert "marathon" not in boot.split("## Review queue")[1]
+    expected = "Sam prefers written summaries — unconfirmed, expires 2026-05-08 12:00 (in 5d 0h)"
+    assert expected in boot
+    assert sleep(home, at(days=2, hours=4)).expired == []  # swept once
+
+
+def test_wake_holds_the_review_queue_and_hard_facts_within_its_budget(home: Memdir) -> None:
+    for number in range(40):
+        lifecycle.teach(home, f"Teaching number {number} about the allotment plots", at(days=1))
+    full = wake(home, at(days=1, hours=1), budget=5000)
+    text = full.markdown
+    assert "## Review queue" in text and "Sam prefers written summaries" in text
+    assert (
+        "coffee: I switched to oat milk flat whites" in text
+        and "home-city: I live in Porto" in text
+    )
+    assert "I take my coffee black" not in text.split("## Recent teachings")[0]  # superseded
+    assert "## Raw window" in text and "Work was awful today" in text
+    assert "## Emotional arc" in text and "morning +0." in text and "afternoon -0." in text
+    assert "Last session: s2" in text
+    for budget in (5000, 600, 250, 120, 40, 8, 1):
+        document = wake(home, at(days=1, hours=1), budget=budget)
+        assert estimate_tokens(document.markdown) <= budget, budget
+        assert document.tokens <= budget
+    tight = wake(home, at(days=1, hours=1), budget=250).markdown
+    assert "Sam prefers written summaries" in tight and "coffee:" in tight
+    assert "more: `memdir list --source teaching`" in tight  # the teachings that did not fit
+
+
+def test_cli_wake_json_and_boot(cli, home: Memdir) -> None:
+    done = cli("--dir", str(home.root), "wake", "--budget", "300", "--json", now=iso(at(days=1)))
+    assert done.code == 0, done
+    data = json.loads(done.out)
+    assert data["budget"] == 300 and data["tokens"] <= 300
+    assert [i["key"] for i in data["sections"]["hard_facts"]["items"]] == ["coffee", "home-city"]
+    assert data["last_session"] == "s2" and data["markdown"].startswith("# Wake — 2026-05-02")
+    boot = cli("--dir", str(home.root), "boot", now=iso(at(days=1)))
+    assert boot.code == 0 and boot.out == (home.documents_dir / "boot.md").read_text()
+    assert "Today is Saturday 2 May 2026, 09:00 (UTC)." in boot.out
+
+
+def test_sleep_is_idempotent_and_writes_an_entry_only_when_it_changed_something(
+    home: Memdir,
+) -> None:
+    first = sleep(home, at(days=3))
+    assert first.changed and first.entry and len(first.dream.written) >= 2
+    assert read_yaml(home.state_dir / "sleep.yaml")["last_run"] == iso(at(days=3))
+    lines, turns = shelf_lines(home), journal.read_journal(home)
+    second = sleep(home, at(days=3, minutes=5))
+    assert not second.changed and second.entry is None
+    assert shelf_lines(home) == lines and journal.read_journal(home) == turns
+    assert len(list((home.journal_dir / "entries").glob("*.md"))) == 1
+    assert verify(home).clean, verify(home).problems
+
+
+def test_sleep_dry_run_writes_nothing(cli, home: Memdir) -> None:
+    before = canonical(home)
+    done = cli("--dir", str(home.root), "sleep", "--dry-run", "--json", now=iso(at(days=3)))
+    assert done.code == 0, done
+    data = json.loads(done.out)
+    assert data["dry_run"] and len(data["expired"]) == 1 and len(data["dream"]["groups"]) == 2
+    assert canonical(home) == before
+
+
+def test_relink_links_opposed_neighbours_once(home: Memdir) -> None:
+    a = lifecycle.teach(home, "I really like running in the morning", at(days=1)).id
+    b = lifecycle.teach(home, "I do not like running in the morning", at(days=1, hours=1)).id
+    report = sleep(home, at(days=2))
+    assert {"from": b, "to": a, "type": "contradiction-candidate"} in report.links
+    assert sleep(home, at(days=2, hours=1)).links == []
+    state = lifecycle.load_view(home, at(days=3)).states[b]
+    assert {"type": "contradiction-candidate", "to": a} in state.links
+
+
+def spawn(home: Memdir, *args: str, now: datetime) -> subprocess.Popen[bytes]:
+    env = clean_env(MEMDIR_NOW=iso(now), MEMDIR_LOCK_TIMEOUT="60")
+    return subprocess.Popen([str(MEMDIR_BIN), "--dir", str(home.root), *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def test_two_concurrent_sleeps_do_not_double_write(home: Memdir) -> None:
+    runs = [spawn(home, "sleep", "--json", now=at(days=3)) for _ in range(2)]
+    results = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert sorted(bool(r["changed"]) for r in results) == [False, True]
+    lines = shelf_lines(home)
+    ids = [line["id"] for line in lines]
+    assert len(ids) == len(set(ids))
+    expiries = [line for line in lines if line.get("op") == "expire"]
+    assert len(expiries) == 1
+    links = [(line["target"], line["to"]) for line in lines if line.get("op") == "link"]
+    assert len(links) == len(set(links))
+    book = journal.read_journal(home)
+    digested = [t for digest in book.digests for t in (*digest.turns, *digest.withheld)]
+    assert len(digested) == len(set(digested)) == len(book.turns)
+    assert len(list((home.journal_dir / "entries").glob("*.md"))) == 1
+    assert verify(home).clean, verify(home).problems
+
+
+def test_sleep_is_safe_while_other_commands_write(home: Memdir) -> None:
+    sleeper = spawn(home, "sleep", now=at(days=3))
+    writers = [spawn(home, "teach", f"Parallel teaching {n}", now=at(days=3)) for n in range(4)]
+    writers += [spawn(home, "journal", "add", "--role", "user", "--session", "s9",
+                      f"Parallel turn {n}", now=at(days=3)) for n in range(3)]  # fmt: skip
+    for process in [sleeper, *writers]:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()
+    texts = {line.get("text") for line in shelf_lines(home)}
+    assert {f"Parallel teaching {n}" for n in range(4)} <= texts
+    turns = {turn.text for turn in journal.read_journal(home).turns}
+    assert {f"Parallel turn {n}" for n in range(3)} <= turns
+    assert verify(home).clean, verify(home).problems
+
+
+def test_cli_ring_shows_the_last_thirty_newest_first(cli, md: Memdir) -> None:
+    for number in range(35):
+        lifecycle.teach(md, f"fact {number}", at(minutes=number))
+    done = cli("--dir", str(md.root), "ring", "--json")
+    slots = json.loads(done.out)
+    assert len(slots) == 30 and slots[0]["text"] == "fact 34" and slots[-1]["text"] == "fact 5"
+    text = cli("--dir", str(md.root), "ring")
+    assert text.out.splitlines()[0].endswith("fact 34") and "30 of 30" in text.err
+
+
+@pytest.mark.parametrize("command", ["ring", "decay", "dream", "sleep", "wake", "boot"])
+def test_continuity_commands_have_help_and_an_example(command: str, capsys) -> None:
+    from cli.main import main
+
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Example" in out and "--help" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("journal", "add", "--role", "user", "--session", "s", "hi"),
+        ("ring",),
+        ("wake",),
+        ("journal", "read"),
+    ],  # fmt: skip
+    ids=["journal-add", "ring", "wake", "journal-read"],
+)
+def test_continuity_commands_load_no_heavy_module(md: Memdir, args: tuple[str, ...]) -> None:
+    code, modules = imported_modules("--dir", str(md.root), *args, cwd=md.root)
+    assert code == 0
+    assert heavy_in(modules) == []
+
+
+def test_examples_are_in_place() -> None:
+    examples = Path(__file__).parent.parent / "examples"
+    assert (
+        "memdir" in (examples / "crontab").read_text()
+        and " sleep" in (examples / "crontab").read_text()
+    )
+    service = (examples / "memdir-sleep.service").read_text()
+    assert "ExecStart=" in service and " sleep" in service
+    assert "OnCalendar=" in (examples / "memdir-sleep.timer").read_text()
+    assert (examples / "week" / "replay.sh").stat().st_mode & 0o111
