@@ -94,7 +94,7 @@ def teach(
     if turn is not None:
         evidence = _cite(text, turn)
         meta = {**(options.pop("meta", None) or {}), "evidence": evidence}
-        options.setdefault("session", turn.session)
+        options["session"] = options.get("session") or turn.session
         written = lifecycle.teach(memdir, text, now, author="user", meta=meta, **options)
         return Outcome(
             written.id,
