@@ -38,7 +38,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
         "growth": 2.0,
         "spacing": "1h",
         "emotion": 1.0,
-        "strength": 0.3,
+        "strength": 0.1,
     },
     "dream": {
         "summariser": None,

@@ -80,6 +80,8 @@ def test_inferences_expire_after_their_ttl_and_leave_the_review_queue(home: Memd
 def test_wake_holds_the_review_queue_and_hard_facts_within_its_budget(home: Memdir) -> None:
     for number in range(40):
         lifecycle.teach(home, f"Teaching number {number} about the allotment plots", at(days=1))
+    lifecycle.teach(home, "My diagnosis is private", at(days=1), key="health", visibility="private")
+    lifecycle.infer(home, "Sam hides a sealed guess", at(days=1), visibility="sealed")
     full = wake(home, at(days=1, hours=1), budget=5000)
     text = full.markdown
     assert "## Review queue" in text and "Sam prefers written summaries" in text
@@ -91,6 +93,7 @@ def test_wake_holds_the_review_queue_and_hard_facts_within_its_budget(home: Memd
     assert "## Raw window" in text and "Work was awful today" in text
     assert "## Emotional arc" in text and "morning +0." in text and "afternoon -0." in text
     assert "Last session: s2" in text
+    assert "diagnosis" not in text and "sealed guess" not in text  # only normal visibility
     for budget in (5000, 600, 250, 120, 40, 8, 1):
         document = wake(home, at(days=1, hours=1), budget=budget)
         assert estimate_tokens(document.markdown) <= budget, budget

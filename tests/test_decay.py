@@ -182,7 +182,7 @@ def test_cli_decay_shows_fidelity_and_a_falling_forecast(cli, md: Memdir) -> Non
     assert data["fidelity"] == pytest.approx((1 + 14 / 30) ** -0.5, abs=1e-4)
     forecast = [row["fidelity"] for row in data["forecast"]]
     assert forecast == sorted(forecast, reverse=True) and forecast[0] < data["fidelity"]
-    assert data["recall_multiplier"] == pytest.approx(1 - 0.3 * (1 - data["fidelity"]), abs=1e-3)
+    assert data["recall_multiplier"] == pytest.approx(1 - 0.1 * (1 - data["fidelity"]), abs=1e-3)
     half = datetime.fromisoformat(data["below_half_at"].replace("Z", "+00:00"))
     assert half == at(days=90)  # S (1/0.25 - 1) = 30 × 3 days after writing
     text = cli("--dir", str(md.root), "decay", memory, now="2026-05-15T09:00:00Z")
@@ -204,7 +204,7 @@ def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
     assert kept.components["decay"] == 1.0
     expected = fidelity(T0_DT, [], now, "semantic", intensity(faded.affect), DEFAULT).value
     assert faded.components["decay"] == pytest.approx(expected)
-    assert faded.score == pytest.approx(kept.score * (1 - 0.3 * (1 - faded.components["decay"])))
+    assert faded.score == pytest.approx(kept.score * (1 - 0.1 * (1 - faded.components["decay"])))
     stages = {stage.name: stage for stage in plain.stages}
     assert "decay" in stages and math.isfinite(faded.score)
     assert any("perfect" in note for note in {s.name: s for s in perfect.stages}["decay"].notes)

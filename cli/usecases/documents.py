@@ -23,7 +23,7 @@ from archive_format import journal, ring
 from archive_format.clock import format_duration, parse_time
 from archive_format.documents import write_text
 from archive_format.errors import BadInputError
-from archive_format.fold import ArchiveView
+from archive_format.fold import ArchiveView, MemoryState
 from archive_format.lifecycle import load_view
 from archive_format.memdir import Memdir
 from archive_format.state import read_yaml
@@ -150,14 +150,15 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
     return section
 
 
-def _memory_line(state: Any, extra: str = "") -> str:
-    assert state.memory is not None
-    return f"- {short_text(state.memory.text)}{extra} ({state.id})"
+def shown(state: MemoryState) -> bool:
+    """Only normal-visibility memories go into documents meant for a system prompt: private
+    ones are recalled only when asked for, sealed ones never."""
+    return state.memory is not None and state.memory.visibility == "normal"
 
 
 def _hard_facts(view: ArchiveView) -> Section:
     section = Section("hard_facts", empty="no supersede keys yet", more="memdir list --json")
-    facts = [s for s in view if s.status == "durable" and s.memory is not None and s.memory.key]
+    facts = [s for s in view if s.status == "durable" and shown(s) and s.memory and s.memory.key]
     for state in sorted(facts, key=lambda s: str(s.memory.key if s.memory else "")):
         assert state.memory is not None
         section.lines.append(f"- {state.memory.key}: {short_text(state.memory.text)} ({state.id})")
@@ -172,7 +173,7 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
     start = now - timedelta(days=RECENT_TEACHINGS_DAYS)
     recent = [
         s for s in view
-        if s.status == "durable" and s.memory is not None and s.memory.source == "teaching"
+        if s.status == "durable" and shown(s) and s.memory and s.memory.source == "teaching"
         and parse_time(s.created) >= start
     ]  # fmt: skip
     for state in sorted(recent, key=lambda s: s.created, reverse=True):
@@ -186,7 +187,7 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
 def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    queue = [s for s in view if s.status == "provisional" and s.memory is not None]
+    queue = [s for s in view if s.status == "provisional" and shown(s)]
     for state in sorted(queue, key=lambda s: s.created, reverse=True):
         assert state.memory is not None
         expires = state.memory.expires
@@ -211,15 +212,20 @@ def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
     verbs = {"derived": "dreamt", "observation": "observed", "inference": "inferred"}
     for state in view:
         memory = state.memory
-        if memory is not None and memory.source in verbs and parse_time(state.created) >= start:
-            if memory.visibility == "normal":
-                rows.append(
-                    (state.created, verbs[memory.source], f"{short_text(memory.text)} ({state.id})")
-                )
+        if not shown(state):
+            continue
+        assert memory is not None
+        # a promoted summary repeats its episode
+        promoted = memory.source == "derived" and memory.store == "semantic"
+        if memory.source in verbs and not promoted and parse_time(state.created) >= start:
+            rows.append(
+                (state.created, verbs[memory.source], f"{short_text(memory.text)} ({state.id})")
+            )
         for event in state.events:
             if event.op in ("confirm", "reject", "expire") and parse_time(event.at) >= start:
-                text = short_text(memory.text, 100) if memory is not None else "(forgotten)"
-                rows.append((event.at, DONE[event.op], f"{text} ({state.id})"))
+                rows.append(
+                    (event.at, DONE[event.op], f"{short_text(memory.text, 100)} ({state.id})")
+                )
     for at, verb, text in sorted(rows, reverse=True)[:LIST_LIMIT]:
         section.lines.append(f"- {_local(parse_time(at), zone)} {verb}: {text}")
         section.items.append({"at": at, "what": verb, "text": text})
@@ -232,11 +238,11 @@ def _threads(memdir: Memdir, view: ArchiveView, zone: Any) -> Section:
     for slot in reversed(ring.read_ring(memdir)):
         memory_id = str(slot.get("id", ""))
         state = view.states.get(memory_id)
-        if memory_id in seen or state is None or not state.live:
+        if memory_id in seen or state is None or not state.live or not shown(state):
             continue
         seen.add(memory_id)
         when = _local(parse_time(str(slot["at"])), zone)
-        text = slot.get("text", "")
+        text = str(slot.get("text", "")).removeprefix("recall: ")
         section.lines.append(
             f"- {when} {slot.get('what')}: {short_text(str(text), 100)} ({memory_id})"
         )
@@ -291,7 +297,7 @@ def gather(memdir: Memdir, now: datetime) -> Briefing:
     ]
     sleep_state = read_yaml(memdir.state_dir / "sleep.yaml", {}) or {}
     if sleep_state.get("last_run"):
-        header.append(f"Last sleep: {sleep_state['last_run']}.")
+        header.append(f"Last sleep: {_local(parse_time(str(sleep_state['last_run'])), zone)}.")
     data = {"now": local.isoformat(), "timezone": str(zone), **session_data}
     sections = {
         "events": _events(view, now, zone),

@@ -56,6 +56,17 @@ STOPWORDS = frozenset(
     too under until up us very want was way we well were what when where which while who whom
     why will with would yeah yes yet you your yours going gonna today tomorrow yesterday""".split()
 )
+# Common words that recur in any conversation without being what it is about.
+GENERIC = frozenset(
+    """about after again almost already always another anything around away back before best
+    better big came come comes day days does done easy enough even evening feel feeling feels
+    felt fine first give glad going good great hard help here hope keep kind last less little
+    long look looks love lot lots maybe mean might more morning most much need next nice night
+    okay once people perfect plan pretty quite really right seems since someone something
+    soon sorry sound sounds start still stuff sure take tell than thing things think time
+    times tonight tried try trying use used very want wanted week weeks well went will wish
+    work worked year years""".split()
+)
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*[a-z0-9]|[a-z0-9]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -147,7 +158,7 @@ def topic_signal(group: Group) -> str | None:
     counts: Counter[str] = Counter()
     for turn in group.summarisable:
         counts.update(words(turn.text))
-    recurring = [(n, w) for w, n in counts.items() if n >= 2 and len(w) > 3]
+    recurring = [(n, w) for w, n in counts.items() if n >= 2 and len(w) > 3 and w not in GENERIC]
     if not recurring:
         return None
     return max(recurring, key=lambda item: (item[0], len(item[1]), item[1]))[1]
@@ -190,16 +201,16 @@ def _sentences(turns: list[Turn]) -> list[Sentence]:
     return found
 
 
-def extractive_summary(turns: list[Turn], limit: int = MAX_SENTENCES) -> str:
-    """The group's most representative sentences, in order, each with who said it."""
+def extractive_summary(turns: list[Turn], limit: int = MAX_SENTENCES, labels: bool = True) -> str:
+    """The group's most representative sentences, in order, each with who said it (unless
+    `labels` is off)."""
     sentences = _sentences(turns)
     best = sorted(sentences, key=lambda s: (-s.score, s.order))[:limit]
     parts: list[str] = []
     previous = None
     for sentence in sorted(best, key=lambda s: s.order):
-        parts.append(
-            sentence.text if sentence.role == previous else f"{sentence.role}: {sentence.text}"
-        )
+        same_speaker = sentence.role == previous or not labels
+        parts.append(sentence.text if same_speaker else f"{sentence.role}: {sentence.text}")
         previous = sentence.role
     return " ".join(parts)
 
@@ -312,7 +323,7 @@ def promote(group: Group, topic: str | None, summary_id: str) -> Memory | None:
     if not topic or len(turns) < 2:
         return None
     user_turns = [turn for turn in turns if turn.role == "user" and turn.trusted] or turns
-    facts = extractive_summary(user_turns, limit=2)
+    facts = extractive_summary(user_turns, limit=2, labels=False)
     links = [{"type": PROMOTED_LINK, "to": summary_id}]
     links += [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
     return _memory(f"About {topic}: {facts}", "semantic", group, links)

@@ -104,7 +104,7 @@ $memdir wake --budget 900 >"$out/wake.md" 2>/dev/null
 cp "$dir/documents/boot.md" "$out/boot.md"
 $memdir journal read >"$out/journal.txt"
 $memdir journal read --entries >"$out/entries.md"
-coffee=$($memdir list --json | python3 -c 'import json,sys; print(next(m["id"] for m in json.load(sys.stdin) if "oat milk" in m["text"]))')
-$memdir decay "$coffee" >"$out/decay.txt"
+schedule=$($memdir list --json | python3 -c 'import json,sys; print(next(m["id"] for m in json.load(sys.stdin) if m["text"].startswith("I can run")))')
+$memdir decay "$schedule" >"$out/decay.txt"
 $memdir verify 2>>"$out/sleep.log"
 echo "replayed a week into $dir; outputs in $out"
