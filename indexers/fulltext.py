@@ -95,6 +95,8 @@ class FullText:
             self._writer = None
 
     def count(self) -> int:
+        """Documents in the last commit, including one made by another process."""
+        self.index.reload()
         return int(self.index.searcher().num_docs)
 
     def _query(self, text: str) -> Any:
