@@ -115,6 +115,17 @@ def test_cli_wake_json_and_boot(cli, home: Memdir) -> None:
     assert "Today is Saturday 2 May 2026, 09:00 (UTC)." in boot.out
 
 
+def test_cli_recall_window_adds_the_raw_window(cli, home: Memdir) -> None:
+    done = cli("--dir", str(home.root), "recall", "coffee", "--window", "--json", "--no-record",
+               now=iso(at(days=1)))  # fmt: skip
+    assert done.code == 0, done
+    window = json.loads(done.out)["raw_window"]
+    assert [turn["text"] for turn in window] == [
+        "I am so happy, the garden finally bloomed!",
+        "Work was awful today, I am exhausted and angry.",
+    ]
+
+
 def test_sleep_is_idempotent_and_writes_an_entry_only_when_it_changed_something(
     home: Memdir,
 ) -> None:

@@ -61,6 +61,9 @@ def register(app: typer.Typer) -> None:
         no_record: Annotated[
             bool, typer.Option("--no-record", help="Do not record this recall (rehearsal, ring).")
         ] = False,
+        window: Annotated[
+            bool, typer.Option("--window", help="Also show the raw window: recent user turns.")
+        ] = False,
         now: context.NowOpt = None,
         json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
@@ -86,12 +89,23 @@ def register(app: typer.Typer) -> None:
                              record=not no_record, progress=advance)  # fmt: skip
             except ValueError as error:
                 raise BadInputError(str(error)) from None
+        turns = raw_window(ctx, now) if window else None
         if json_:
-            emit_json(result.to_dict(explain=explain))
+            data = result.to_dict(explain=explain)
+            emit_json({**data, "raw_window": turns} if window else data)
             return
         if explain:
             render_explain(result)
         render_results(result)
+        for turn in turns or []:
+            typer.echo(f"   raw {turn['at']} [{turn['session']}] {shorten(turn['text'], 100)}")
+
+
+def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:
+    """The raw window (the last trusted user turns, any session) to show beside the results."""
+    from cli.usecases.journal import read_turns
+
+    return read_turns(context.open_memdir(ctx), context.now(ctx, now), window=True)
 
 
 def render_results(result: RecallResult) -> None:
