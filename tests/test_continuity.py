@@ -77,6 +77,25 @@ def test_inferences_expire_after_their_ttl_and_leave_the_review_queue(home: Memd
     assert sleep(home, at(days=2, hours=4)).expired == []  # swept once
 
 
+def test_cli_days_with_memdir_now_an_inference_leaves_the_queue_when_it_expires(cli, home) -> None:
+    base = ("--dir", str(home.root))
+    guess = cli(
+        *base, "infer", "Sam wants a quiet weekend", "--ttl", "1d", now="2026-05-04T09:00:00Z"
+    )
+    guess_id = guess.out.strip()
+
+    def queue(day: str) -> list[str]:
+        done = cli(*base, "wake", "--json", now=f"{day}T08:00:00Z")
+        return [item["id"] for item in json.loads(done.out)["sections"]["review"]["items"]]
+
+    assert guess_id in queue("2026-05-05")
+    slept = cli(*base, "sleep", "--json", now="2026-05-06T03:00:00Z")
+    assert guess_id in json.loads(slept.out)["expired"]
+    assert guess_id not in queue("2026-05-06")
+    wake_file = (home.documents_dir / "wake.md").read_text()
+    assert "Sam wants a quiet weekend" not in wake_file and "Review queue" in wake_file
+
+
 def test_wake_holds_the_review_queue_and_hard_facts_within_its_budget(home: Memdir) -> None:
     for number in range(40):
         lifecycle.teach(home, f"Teaching number {number} about the allotment plots", at(days=1))
