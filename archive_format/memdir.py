@@ -6,6 +6,7 @@ import copy
 import os
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -104,8 +105,9 @@ class Memdir:
     root: Path
     config: dict[str, Any]
 
-    @property
+    @cached_property
     def settings(self) -> dict[str, Any]:
+        """memdir.yaml's settings over the defaults (computed once per opened memdir)."""
         return _merge(DEFAULT_SETTINGS, self.config.get("settings") or {})
 
     @property

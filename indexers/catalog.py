@@ -65,6 +65,17 @@ SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
 MIRROR_TABLES = ("checkpoints", "memories", "events")
 
 
+def speaker_of(author: str) -> str | None:
+    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
+
+    Plain 'user', 'assistant' or 'memdir' name no one in particular.
+    """
+    if ":" not in author:
+        return None
+    name = author.split(":", 1)[1].strip()
+    return name or None
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """How far a shelf has been indexed, and a fingerprint of that prefix."""
@@ -105,11 +116,13 @@ class Catalog:
         self._memories: dict[int, CatalogMemory] = {}
         self._neighbours: dict[tuple[int, int], list[int]] = {}
         self._degrees: dict[str, int] | None = None
+        self._speakers: list[str] | None = None
 
     def _forget_cache(self) -> None:
         self._memories.clear()
         self._neighbours.clear()
         self._degrees = None
+        self._speakers = None
 
     def _create_schema(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -277,6 +290,28 @@ class Catalog:
             found[iid] = [r[0] for r in reversed(before)] + [iid] + [r[0] for r in after]
             self._neighbours[(iid, window)] = found[iid]
         return found
+
+    def session_rows(self, sessions: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+        """Each session's searchable memories as (iid, text), in time order."""
+        found: dict[str, list[tuple[int, str]]] = {}
+        for session in dict.fromkeys(sessions):
+            rows = self.db.execute(
+                "SELECT iid, text FROM memories WHERE session = ? AND searchable = 1"
+                " ORDER BY created, iid",
+                (session,),
+            )
+            found[session] = [(int(iid), text) for iid, text in rows]
+        return found
+
+    def speakers(self) -> list[str]:
+        """Names of the people who said the memories (from authors such as 'user:Sam')."""
+        if self._speakers is None:
+            rows = self.db.execute(
+                "SELECT DISTINCT json_extract(line, '$.author') FROM memories WHERE searchable = 1"
+            )
+            names = {speaker_of(str(row[0])) for row in rows}
+            self._speakers = sorted(name for name in names if name)
+        return self._speakers
 
     def keys(self) -> list[str]:
         """Every supersede key in use."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FIELDS = ("id", "text", "type", "source", "status", "persona", "session", "time")
+FIELDS = ("id", "text", "context", "type", "source", "status", "persona", "session", "time")
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,15 @@ def _schema() -> Any:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    # the memory with its same-session neighbours: recall scores both (docs/RECALL.md)
+    builder.add_text_field("context", stored=False, tokenizer_name="en_stem")
     builder.add_text_field("type", stored=True, tokenizer_name="raw")
     builder.add_text_field("source", stored=True, tokenizer_name="raw")
     builder.add_text_field("status", stored=True, tokenizer_name="raw")
     builder.add_text_field("persona", stored=True, tokenizer_name="raw")
     builder.add_text_field("session", stored=True, tokenizer_name="raw")
     builder.add_integer_field("time", stored=True, indexed=True, fast=True)
+    builder.add_integer_field("iid", stored=True, indexed=False, fast=True)  # the catalog's id
     return builder.build()
 
 
@@ -46,7 +49,16 @@ class FullText:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
         self.schema = _schema()
-        self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        try:
+            self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
+        except ValueError as error:
+            if "schema does not match" not in str(error):
+                raise
+            # Written by another memdir version. It is a cache: start it empty; the catalog's
+            # document count no longer matches, so the next update rebuilds it.
+            self.wipe(path)
+            path.mkdir(parents=True, exist_ok=True)
+            self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
         self._writer: Any = None
 
     @staticmethod
@@ -69,12 +81,14 @@ class FullText:
             document = tantivy.Document()
             document.add_text("id", fields["id"])
             document.add_text("text", fields["text"])
+            document.add_text("context", fields.get("context") or fields["text"])
             for name in ("type", "source", "status", "session"):
                 if fields.get(name):
                     document.add_text(name, fields[name])
             for persona in fields.get("persona") or ():
                 document.add_text("persona", persona)
             document.add_integer("time", int(fields["time"]))
+            document.add_integer("iid", int(fields.get("iid", -1)))
             writer.add_document(document)
 
     def delete(self, ids: list[str]) -> None:
@@ -99,9 +113,31 @@ class FullText:
         self.index.reload()
         return int(self.index.searcher().num_docs)
 
-    def _query(self, text: str) -> Any:
-        query, _errors = self.index.parse_query_lenient(text, ["text"])
+    def _query(self, text: str, field: str = "text") -> Any:
+        query, _errors = self.index.parse_query_lenient(text, [field])
         return query
+
+    def scores(self, text: str, limit: int, field: str = "text") -> dict[int, float]:
+        """BM25 score of the best `limit` documents for the query on one field, by catalog iid
+        (read from a fast field, so thousands of hits cost no document fetches)."""
+        if not text.strip() or limit <= 0:
+            return {}
+        searcher = self.index.searcher()
+        hits = searcher.search(self._query(text, field), limit=limit, count=False).hits
+        iids = searcher.fast_field_values("iid", [address for _, address in hits])
+        return {
+            int(iid): float(score)
+            for (score, _), iid in zip(hits, iids, strict=True)
+            if iid is not None
+        }
+
+    def scores_by_id(self, text: str, limit: int) -> dict[str, float]:
+        """BM25 score of the best `limit` documents by their `id` field (small indexes)."""
+        if not text.strip() or limit <= 0:
+            return {}
+        searcher = self.index.searcher()
+        hits = searcher.search(self._query(text), limit=limit, count=False).hits
+        return {searcher.doc(address)["id"][0]: float(score) for score, address in hits}
 
     def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
         """Best `k` documents for a free-text query (BM25), optionally with highlighted snippets."""
@@ -127,7 +163,7 @@ class FullText:
             hits.append(TextHit(document["id"][0], float(score), snippet))
         return hits
 
-    def scores_for(self, text: str, ids: list[str]) -> dict[str, float]:
+    def scores_for(self, text: str, ids: list[str], field: str = "text") -> dict[str, float]:
         """BM25 scores of these documents for the query (absent when they do not match)."""
         import tantivy
 
@@ -136,7 +172,7 @@ class FullText:
         searcher = self.index.searcher()
         restricted = tantivy.Query.boolean_query(
             [
-                (tantivy.Occur.Must, self._query(text)),
+                (tantivy.Occur.Must, self._query(text, field)),
                 (tantivy.Occur.Must, tantivy.Query.term_set_query(self.schema, "id", ids)),
             ]
         )

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 FINGERPRINT_WINDOW = 1 << 16
+CONTEXT = 2  # same-session neighbours on each side in a memory's context (docs/RECALL.md)
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
 
@@ -115,6 +116,8 @@ class MemoryIndex:
         self.embedder_warning: str | None = None
         self.vector_settings = VectorSettings.from_settings(memdir.settings)
         self._fulltext: FullText | None = None
+        self._sessions: FullText | None = None
+        self._table: Any = None
         self._base: BaseIndex | None = None
 
     # components, loaded lazily --------------------------------------------------------------
@@ -145,6 +148,13 @@ class MemoryIndex:
         if self._fulltext is None:
             self._fulltext = FullText(self.root / "tantivy")
         return self._fulltext
+
+    @property
+    def sessions(self) -> FullText:
+        """One document per session (its memories joined): recall's session prior."""
+        if self._sessions is None:
+            self._sessions = FullText(self.root / "sessions")
+        return self._sessions
 
     @property
     def store(self) -> VectorStore:
@@ -226,8 +236,8 @@ class MemoryIndex:
     def needs_update(self) -> bool:
         """Cheap check: has any shelf changed since the last update?"""
         checkpoints = self.catalog.checkpoints()
-        if not self.catalog.manifest():
-            return True
+        if self.catalog.manifest().get("version") != INDEX_VERSION:
+            return True  # no index yet, or one written by another memdir version
         shelves = self.memdir.shelves()
         if {path.name for path in shelves} != set(checkpoints):
             return any(path.stat().st_size for path in shelves) or bool(checkpoints)
@@ -274,9 +284,12 @@ class MemoryIndex:
             try:
                 self._ingest(new_memories, new_events, tombstoned, report, progress)
                 self.fulltext.commit()
+                self.sessions.commit()
             except BaseException:
                 self.fulltext.rollback()
+                self.sessions.rollback()
                 raise
+            self._table = None  # the in-process scoring table no longer matches
             for checkpoint in positions:
                 self.catalog.set_checkpoint(checkpoint)
             self.catalog.set_manifest(self._expected_manifest())
@@ -323,19 +336,59 @@ class MemoryIndex:
         # Tombstones need no line of their own here: forget always appends a forget event.
         lines = [memory.line for memory in current.values()] + self.catalog.events_for(current)
         view = fold(lines, _FAR_FUTURE)
-        upserts: list[dict[str, Any]] = []
         deletes: list[str] = []
+        searchable_now: list[CatalogMemory] = []
         for memory_id, memory in current.items():
             state = view.states.get(memory_id)
             status = index_status(view, memory_id) if state else "forgotten"
             searchable = status not in NOT_SEARCHABLE
             self.catalog.set_status(memory_id, status, searchable)
             if searchable:
-                upserts.append(_document(memory.line, status))
+                searchable_now.append(memory)
             else:
                 deletes.append(memory_id)
-        self.fulltext.upsert(upserts)
         self.fulltext.delete(deletes)
+        self._refresh_documents(list(current.values()), searchable_now)
+
+    def _refresh_documents(
+        self, touched: list[CatalogMemory], searchable: list[CatalogMemory]
+    ) -> None:
+        """Write the Tantivy documents of `searchable` memories and of their same-session
+        neighbours (whose context text includes them), and the documents of touched sessions."""
+        sessions = {m.line["session"] for m in touched if m.line.get("session")}
+        rows = self.catalog.session_rows(sessions)
+        context: dict[int, str] = {}
+        wanted = {memory.iid for memory in searchable}
+        for members in rows.values():
+            texts = [text for _, text in members]
+            for position, (iid, _) in enumerate(members):
+                context[iid] = " ".join(texts[max(0, position - CONTEXT) : position + CONTEXT + 1])
+            changed = [
+                p
+                for p, (iid, _) in enumerate(members)
+                if iid in wanted or iid in {m.iid for m in touched}
+            ]
+            for position in changed:
+                for near in range(
+                    max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
+                ):
+                    wanted.add(members[near][0])
+        memories = self.catalog.memories_by_iid(wanted)
+        self.fulltext.upsert(
+            [
+                _document(memory, context.get(memory.iid, memory.text))
+                for memory in memories.values()
+                if memory.searchable
+            ]
+        )
+        self.sessions.delete(list(sessions))
+        self.sessions.upsert(
+            [
+                {"id": name, "text": " ".join(text for _, text in members), "time": 0}
+                for name, members in rows.items()
+                if members
+            ]
+        )
 
     def _annotate(self, hashes: list[str], texts: list[str]) -> None:
         known = self.catalog.affect_for(hashes)
@@ -378,9 +431,12 @@ class MemoryIndex:
     def _rebuild(self, reason: str, progress: Progress | None) -> UpdateReport:
         """Start over from the shelves, reusing cached embeddings and annotations."""
         log.info("rebuilding the index: %s", reason)
-        self.fulltext.rollback()
-        self._fulltext = None
+        for opened in (self._fulltext, self._sessions):  # (opening an old one may fail)
+            if opened is not None:
+                opened.rollback()
+        self._fulltext = self._sessions = None
         FullText.wipe(self.root / "tantivy")
+        FullText.wipe(self.root / "sessions")
         self.base.remove()
         with self.catalog.transaction():
             self.catalog.clear()
@@ -487,10 +543,25 @@ class MemoryIndex:
 
     def similar(self, query: str, k: int = 10) -> list[Hit]:
         """Vector search only: the memories closest in meaning to the query."""
-        vector = self.embedder.embed([query])[0]
+        from .blas import single_thread
+
+        with single_thread():
+            vector = self.embedder.embed([query])[0]
         hits = self.vector_hits(vector, k)
         found = self.catalog.memories_by_iid(iid for iid, _ in hits)
         return [Hit(found[iid].id, found[iid].text, score) for iid, score in hits if iid in found]
+
+    def scoring_table(self) -> Any:
+        """Every searchable memory as arrays for exact scoring (indexers/scoring.py), or None
+        when the archive is larger than `recall.exact_below` (then recall uses a pool)."""
+        limit = int((self.memdir.settings.get("recall") or {}).get("exact_below", 20_000))
+        if self._table is None:
+            if self.catalog.counts()["searchable"] > limit:
+                return None
+            from .scoring import build_table
+
+            self._table = build_table(self)
+        return self._table
 
     def vectors_for(self, memories: list[CatalogMemory]) -> dict[int, np.ndarray]:
         """Each memory's cached vector, by iid (memories without one are left out)."""
@@ -592,15 +663,18 @@ def index_status(view: ArchiveView, memory_id: str) -> str:
     return state.status
 
 
-def _document(line: dict[str, Any], status: str) -> dict[str, Any]:
+def _document(memory: CatalogMemory, context: str) -> dict[str, Any]:
+    line = memory.line
     kind = line.get("type")
     label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
     return {
         "id": line["id"],
+        "iid": memory.iid,
         "text": line["text"],
+        "context": context,
+        "status": memory.status,
         "type": label,
         "source": line["source"],
-        "status": status,
         "persona": line.get("personas") or [],
         "session": line.get("session"),
         "time": _epoch(line["created"]),

@@ -2,8 +2,10 @@
 
 Stages (each recorded for `--explain` and `--json`):
 1. query analysis: affect, time window, acronyms and proper nouns, supersede keys it names;
-2. candidate pool: FAISS top-N ∪ Tantivy top-N ∪ a lexical channel for acronyms and proper
-   nouns ∪ a bounded guaranteed channel (pinned / milestones) ∪ hard facts;
+2. candidate pool: the best-scored memories of the scope (every memory while the archive is
+   small, else FAISS top-N ∪ Tantivy top-N on text and context ∪ a lexical channel for
+   acronyms and proper nouns), ∪ a bounded guaranteed channel (pinned / milestones) ∪ hard
+   facts; relevance components in indexers/scoring.py;
 3. filters: status at *now* (re-folded from the lines), persona, visibility, per-type age
    cut-offs, the query's time window;
 4. score: a weighted blend of normalised components times the provenance weight;
@@ -16,7 +18,6 @@ Stages (each recorded for `--explain` and `--json`):
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -25,32 +26,37 @@ from typing import TYPE_CHECKING, Any
 from archive_format.clock import format_time, parse_duration, parse_time
 from archive_format.fold import fold
 
+from .blas import single_thread
 from .catalog import CatalogMemory
-from .timewindow import TimeWindow, find_time_window
+from .query import QueryAnalysis, analyse
+from .timewindow import TimeWindow
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .affect import Affect
     from .index import MemoryIndex
+    from .scoring import Scored
 
-COMPONENTS = ("semantic", "bm25", "context", "affect", "degree", "recency", "importance", "keyword")
+RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
+PRIORS = ("affect", "degree", "recency", "importance", "keyword")
+COMPONENTS = RELEVANCE + PRIORS
 
 PROFILES: dict[str, dict[str, float]] = {
-    # Tuned on the LoCoMo dev file (docs/RECALL.md): relevance first, light priors.
+    # Relevance as measured on the LoCoMo dev file (docs/RECALL.md), plus light priors.
     "default": {
-        "semantic": 0.25, "bm25": 0.25, "context": 0.50, "affect": 0.05, "degree": 0.02,
-        "recency": 0.03, "importance": 0.03, "keyword": 0.0, "half_life_days": 30.0,
+        "semantic": 1.0, "bm25": 1.0, "context_semantic": 1.0, "context_bm25": 1.0,
+        "speaker": 1.0, "session": 0.5, "affect": 0.15, "degree": 0.1, "recency": 0.1,
+        "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0,
     },
     # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
     "cama": {
-        "semantic": 0.45, "bm25": 0.0, "context": 0.0, "affect": 0.25, "degree": 0.15,
-        "recency": 0.15, "importance": 0.0, "keyword": 0.0, "half_life_days": 30.0,
+        "semantic": 0.45, "affect": 0.25, "degree": 0.15, "recency": 0.15, "half_life_days": 30.0,
     },
     # ANIMA's blend: 0.60 similarity, 0.25 importance, 0.15 recency, keyword boost up to 0.15.
     "anima": {
-        "semantic": 0.60, "bm25": 0.0, "context": 0.0, "affect": 0.0, "degree": 0.0,
-        "recency": 0.15, "importance": 0.25, "keyword": 0.15, "half_life_days": 30.0,
+        "semantic": 0.60, "importance": 0.25, "recency": 0.15, "keyword": 0.15,
+        "half_life_days": 30.0,
     },
 }  # fmt: skip
 
@@ -62,13 +68,6 @@ NEGATIVE_QUERY = -0.5
 COUNTERWEIGHT_SHARE = 0.3
 ON_TOPIC = 0.5  # a counterweight must be at least half as similar to the query as the best
 DUPLICATE_COSINE = 0.97
-
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
-_STOP_CAPITALS = {
-    "i", "i'm", "i've", "what", "when", "where", "who", "why", "how", "which", "did", "does",
-    "do", "is", "are", "was", "were", "the", "a", "an", "my", "our", "can", "could", "would",
-    "should", "will", "has", "have", "had", "tell", "remind", "remember", "in", "on", "at",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,36 +82,9 @@ class RecallOptions:
     budget: int | None = None
     counterweights: bool = True
     mmr: bool = False
-    pool: int = 50
+    pool: int = 60  # candidates kept after relevance, for the filters and priors
     guaranteed_slots: int = 2
     perfect: bool = False  # ignore decay (`memdir recall --perfect`)
-
-
-@dataclass
-class QueryAnalysis:
-    query: str
-    affect: dict[str, Any]
-    window: TimeWindow | None
-    names: list[str]  # acronyms and proper nouns
-    keys: list[str]  # supersede keys the query names
-    negative: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        window = None
-        if self.window:
-            window = {
-                "start": format_time(self.window.start),
-                "end": format_time(self.window.end),
-                "phrase": self.window.phrase,
-            }
-        return {
-            "query": self.query,
-            "affect": self.affect,
-            "strongly_negative": self.negative,
-            "time_window": window,
-            "names": self.names,
-            "keys": self.keys,
-        }
 
 
 @dataclass
@@ -201,40 +173,6 @@ def profile_weights(settings: dict[str, Any], name: str | None) -> tuple[str, di
     return chosen, weights
 
 
-def _names(query: str) -> list[str]:
-    """Acronyms (API, PTO) and proper nouns (Lisbon) — words the embedder may not see."""
-    found: list[str] = []
-    for match in _WORD.finditer(query):
-        word = match.group(0).strip("'’-")
-        bare = re.sub(r"['’]s$", "", word)
-        if len(bare) < 2 or bare.lower() in _STOP_CAPITALS:
-            continue
-        if bare.isupper() or bare[0].isupper():
-            if bare not in found:
-                found.append(bare)
-    return found
-
-
-def analyse(index: MemoryIndex, query: str, now: datetime) -> QueryAnalysis:
-    from .affect import is_strongly_negative
-
-    affect = index.annotator.annotate(query)
-    zone = _zone(index.memdir.settings.get("timezone", "UTC"))
-    window = find_time_window(query, now, zone)
-    words = {w.lower() for w in _WORD.findall(query)}
-    keys = [
-        key for key in index.catalog.keys() if key.lower() in words or key.lower() in query.lower()
-    ]
-    return QueryAnalysis(
-        query=query,
-        affect=affect.to_dict(),
-        window=window,
-        names=_names(query),
-        keys=keys,
-        negative=is_strongly_negative(affect, NEGATIVE_QUERY),
-    )
-
-
 def _zone(name: str) -> Any:
     if name.upper() == "UTC":
         return timezone.utc
@@ -243,73 +181,50 @@ def _zone(name: str) -> Any:
     return ZoneInfo(name)
 
 
-def _minmax(values: dict[str, float]) -> dict[str, float]:
-    if not values:
-        return {}
-    low, high = min(values.values()), max(values.values())
-    if high - low < 1e-9:
-        return {key: (1.0 if high > 0 else 0.0) for key in values}
-    return {key: (value - low) / (high - low) for key, value in values.items()}
-
-
 def recall(
     index: MemoryIndex, query: str, now: datetime, options: RecallOptions | None = None
 ) -> RecallResult:
     """Run the whole pipeline; the index should be up to date (see MemoryIndex.update)."""
-    import numpy as np
 
     options = options or RecallOptions()
     began = time.perf_counter()
     settings = index.memdir.settings
     profile, weights = profile_weights(settings, options.profile)
-    analysis = analyse(index, query, now)
+    analysis = analyse(
+        query,
+        now,
+        index.annotator,
+        index.catalog.speakers(),
+        index.catalog.keys(),
+        _zone(str(settings.get("timezone", "UTC"))),
+    )
     stages = [Stage("query analysis", [analysis.to_dict()])]
 
-    # 2. candidate pool ---------------------------------------------------------------------
-    pool: dict[str, Candidate] = {}
-    vector = index.embedder.embed([query])[0] if query.strip() else None
-
-    def add(memory: CatalogMemory, channel: str) -> Candidate:
-        candidate = pool.get(memory.id)
-        if candidate is None:
-            candidate = pool[memory.id] = Candidate(memory)
-        candidate.channels.add(channel)
-        return candidate
-
-    size = max(options.pool, options.k * 5)
-    if vector is not None:
-        hits = index.vector_hits(vector, size)
-        found = index.catalog.memories_by_iid(iid for iid, _ in hits)
-        for iid, _ in hits:
-            if iid in found:
-                add(found[iid], "vector")
-    text_hits = index.text_hits(query, size)
-    by_id = index.catalog.memories_by_id(hit.id for hit in text_hits)
-    for hit in text_hits:
-        if hit.id in by_id:
-            add(by_id[hit.id], "fulltext")
-    if analysis.names:
-        lexical = index.text_hits(" ".join(f'"{name}"' for name in analysis.names), options.pool)
-        lexical_memories = index.catalog.memories_by_id(hit.id for hit in lexical)
-        for hit in lexical:
-            if hit.id in lexical_memories:
-                add(lexical_memories[hit.id], "lexical")
+    # 2. candidate pool: the whole archive while it is small, else the top of each index --------
+    with single_thread():
+        vector = index.embedder.embed([analysis.dense_query])[0]
+    pool: dict[int, Candidate] = {}
+    scored = _relevance(index, analysis, vector, now, options, weights, pool)
     for memory in index.catalog.guaranteed(options.guaranteed_slots * 5):
-        add(memory, "guaranteed")
+        _add(pool, memory, "guaranteed")
     if analysis.keys:
-        for memory in index.catalog.memories_by_id(
-            index.catalog.ids_with_keys(analysis.keys)
-        ).values():
-            add(memory, "hard-fact")
-    stages.append(
-        Stage(
-            "candidate pool",
-            [
-                {"id": c.id, "channels": sorted(c.channels), "text": c.memory.text}
-                for c in pool.values()
-            ],
-        )
+        keyed = index.catalog.memories_by_id(index.catalog.ids_with_keys(analysis.keys))
+        for memory in keyed.values():
+            _add(pool, memory, "hard-fact")
+    _attach(pool, scored, weights)
+    pool_stage = Stage(
+        "candidate pool",
+        [
+            {"id": c.id, "channels": sorted(c.channels), "text": c.memory.text}
+            for c in pool.values()
+        ],
     )
+    pool_stage.notes.append(
+        f"scope: every memory ({len(scored.iids)}), normalised over all of them"
+        if scored.exact
+        else f"scope: a pool of {len(scored.iids)} from FAISS and both Tantivy fields"
+    )
+    stages.append(pool_stage)
 
     # 3. filters -----------------------------------------------------------------------------
     statuses = _fold_statuses(index, list(pool.values()), now)
@@ -338,7 +253,7 @@ def recall(
                 candidate.channels.add("hard-fact")
 
     # 4. score -------------------------------------------------------------------------------
-    _score(index, survivors, analysis, vector, now, weights, settings)
+    _priors(index, survivors, analysis, now, weights, settings)
     # decay: fidelity from rehearsal timestamps lowers the score (indexers/decay.py)
     from .decay import apply_to_recall
 
@@ -420,86 +335,117 @@ def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | Non
     return None
 
 
-def _score(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnalysis,
-           vector: np.ndarray | None, now: datetime, weights: dict[str, float],
-           settings: dict[str, Any]) -> None:  # fmt: skip
+def _add(pool: dict[int, Candidate], memory: CatalogMemory, channel: str) -> Candidate:
+    candidate = pool.get(memory.iid)
+    if candidate is None:
+        candidate = pool[memory.iid] = Candidate(memory)
+    candidate.channels.add(channel)
+    return candidate
+
+
+def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, now: datetime,
+               options: RecallOptions, weights: dict[str, float],
+               pool: dict[int, Candidate]) -> Scored:  # fmt: skip
+    """Score the scope and put its best `options.pool` memories into the pool."""
     import numpy as np
 
-    from .affect import Affect, resonance
+    from .scoring import score_pool, score_table
+
+    table = index.scoring_table()
+    if table is not None:
+        mask = table.created <= int(now.timestamp())
+        if analysis.window is not None:
+            mask &= (table.created >= int(analysis.window.start.timestamp())) & (
+                table.created < int(analysis.window.end.timestamp())
+            )
+        scored = score_table(index, table, analysis, vector, mask)
+        total = _blend(scored, weights)
+        best = np.argsort(-total, kind="stable")[: max(options.pool, options.k * 10)]
+        memories = index.catalog.memories_by_iid(scored.iids[i] for i in best)
+        for i in best:
+            _add(pool, memories[scored.iids[i]], "scored")
+        return scored
+    size = max(options.pool * 4, options.k * 20)
+    for iid, _ in index.vector_hits(vector, size):
+        pool.setdefault(iid, Candidate(index.catalog.memories_by_iid([iid])[iid])).channels.add(
+            "vector"
+        )
+    for name in ("text", "context"):
+        for iid in index.fulltext.scores(analysis.bm25_query, size, name):
+            found = index.catalog.memories_by_iid([iid]).get(iid)
+            if found is not None:
+                _add(pool, found, "fulltext" if name == "text" else "context")
+    if analysis.names:
+        names = " ".join(f'"{name}"' for name in analysis.names)
+        for iid in index.fulltext.scores(names, options.pool, "text"):
+            found = index.catalog.memories_by_iid([iid]).get(iid)
+            if found is not None:
+                _add(pool, found, "lexical")
+    return score_pool(index, [c.memory for c in pool.values()], analysis, vector)
+
+
+def _blend(scored: Scored, weights: dict[str, float]) -> np.ndarray:
+    import numpy as np
+
+    total = np.zeros(len(scored.iids), dtype=np.float32)
+    for name in RELEVANCE:
+        total += weights.get(name, 0.0) * scored.normalised[name]
+    return total
+
+
+def _attach(pool: dict[int, Candidate], scored: Scored, weights: dict[str, float]) -> None:
+    """Give each pooled candidate its relevance components (0 for those outside the scope)."""
+    position = {iid: i for i, iid in enumerate(scored.iids)}
+    relevance_weight = sum(weights.get(name, 0.0) for name in RELEVANCE) or 1.0
+    for candidate in pool.values():
+        i = position.get(candidate.memory.iid)
+        for name in RELEVANCE:
+            candidate.components[name] = float(scored.normalised[name][i]) if i is not None else 0.0
+        candidate.raw["cosine"] = float(scored.raw["semantic"][i]) if i is not None else 0.0
+        candidate.raw["bm25"] = float(scored.raw["bm25"][i]) if i is not None else 0.0
+        candidate.relevance = (
+            sum(weights.get(n, 0.0) * candidate.components[n] for n in RELEVANCE) / relevance_weight
+        )
+
+
+def _priors(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnalysis, now: datetime,
+            weights: dict[str, float], settings: dict[str, Any]) -> None:  # fmt: skip
+    """Add affect resonance, relational degree, recency, importance and keyword components, and
+    compute each score: Σ weight × component over all components, ÷ the relevance weights."""
+    from .affect import resonance
 
     if not candidates:
         return
-    iids = [c.memory.iid for c in candidates]
-    neighbours = index.catalog.neighbours(iids)
-    all_iids = sorted({i for group in neighbours.values() for i in group})
-    everyone = index.catalog.memories_by_iid(all_iids)
-    vectors = index.vectors_for([everyone[i] for i in all_iids if i in everyone])
-    query_vec = vector if vector is not None else np.zeros(index.embedder.dim, dtype=np.float32)
-    semantic: dict[str, float] = {}
-    context_semantic: dict[str, float] = {}
-    for candidate in candidates:
-        own = vectors.get(candidate.memory.iid)
-        semantic[candidate.id] = float(own @ query_vec) if own is not None else 0.0
-        group = [vectors[i] for i in neighbours[candidate.memory.iid] if i in vectors]
-        if group:
-            mixed = np.sum(group, axis=0)
-            norm = float(np.linalg.norm(mixed)) or 1.0
-            context_semantic[candidate.id] = float(mixed @ query_vec) / norm
-    neighbour_ids = {i: everyone[i].id for i in all_iids if i in everyone}
-    neighbour_bm25 = index.fulltext.scores_for(
-        analysis.query, list({*neighbour_ids.values(), *(c.id for c in candidates)})
-    )
-    bm25 = {c.id: neighbour_bm25[c.id] for c in candidates if c.id in neighbour_bm25}
-    context_bm25 = {
-        c.id: sum(
-            neighbour_bm25.get(neighbour_ids.get(i, ""), 0.0) for i in neighbours[c.memory.iid]
-        )
-        for c in candidates
-    }
-    norm_semantic = _minmax(semantic)
-    norm_bm25 = _minmax({c.id: bm25.get(c.id, 0.0) for c in candidates})
-    norm_context = {
-        key: 0.5 * value + 0.5 * other
-        for (key, value), other in zip(
-            _minmax({c.id: context_semantic.get(c.id, semantic[c.id]) for c in candidates}).items(),
-            _minmax(context_bm25).values(),
-            strict=True,
-        )
-    }
     degrees = index.catalog.link_degrees()
     top_degree = max([degrees.get(c.id, 0) for c in candidates] + [1])
     query_affect = _as_affect(analysis.affect)
     neutral_query = abs(query_affect.valence) < 0.05 and not any(query_affect.chord.values())
     half_lives = {**DEFAULT_HALF_LIVES, **(settings.get("recall", {}).get("half_lives_days") or {})}
     affects = index.affects_of([c.memory for c in candidates])
+    relevance_weight = sum(weights.get(name, 0.0) for name in RELEVANCE) or 1.0
     for candidate in candidates:
         line = candidate.memory.line
         candidate.affect = affects[candidate.id]
         age_days = max(0.0, (now - parse_time(line["created"])).total_seconds() / 86400)
-        type_key = str(line.get("type") or "").lower()
-        half_life = float(half_lives.get(type_key, weights.get("half_life_days", 30.0)))
-        keyword_hit = 1.0 if bm25.get(candidate.id, 0.0) > 0 else 0.0
-        candidate.raw = {"cosine": semantic[candidate.id], "bm25": bm25.get(candidate.id, 0.0),
-                         "age_days": age_days, "degree": degrees.get(candidate.id, 0)}  # fmt: skip
-        candidate.components = {
-            "semantic": norm_semantic.get(candidate.id, 0.0),
-            "bm25": norm_bm25.get(candidate.id, 0.0),
-            "context": norm_context.get(candidate.id, 0.0),
-            "affect": 0.0
-            if neutral_query
-            else resonance(query_affect, _as_affect(candidate.affect)),
-            "degree": math.log1p(degrees.get(candidate.id, 0)) / math.log1p(top_degree),
-            "recency": 0.5 ** (age_days / half_life),
-            "importance": (int(line.get("importance", 5)) - 1) / 9,
-            "keyword": keyword_hit * norm_bm25.get(candidate.id, 0.0),
-        }
-        relevance_parts = ("semantic", "bm25", "context")
-        total = sum(weights.get(p, 0.0) for p in relevance_parts) or 1.0
-        candidate.relevance = (
-            sum(weights.get(p, 0.0) * candidate.components[p] for p in relevance_parts) / total
+        half_life = float(
+            half_lives.get(str(line.get("type") or "").lower(), weights.get("half_life_days", 30.0))
         )
-        candidate.score = sum(
-            weights.get(name, 0.0) * candidate.components[name] for name in COMPONENTS
+        candidate.raw.update({"age_days": age_days, "degree": degrees.get(candidate.id, 0)})
+        bm25 = candidate.components.get("bm25", 0.0)
+        candidate.components.update(
+            {
+                "affect": 0.0
+                if neutral_query
+                else resonance(query_affect, _as_affect(candidate.affect)),
+                "degree": math.log1p(degrees.get(candidate.id, 0)) / math.log1p(top_degree),
+                "recency": 0.5 ** (age_days / half_life),
+                "importance": (int(line.get("importance", 5)) - 1) / 9,
+                "keyword": bm25 if candidate.raw.get("bm25", 0.0) > 0 else 0.0,
+            }
+        )
+        candidate.score = (
+            sum(weights.get(name, 0.0) * candidate.components[name] for name in COMPONENTS)
+            / relevance_weight
         )
 
 

@@ -16,8 +16,11 @@ from .lifecycle import read_text
 if TYPE_CHECKING:
     from indexers.recall import RecallResult
 
-SHOWN = ("semantic", "bm25", "context", "affect", "degree", "recency", "importance", "keyword",
-         "decay")  # fmt: skip
+SHOWN = {  # explain-table column → component
+    "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
+    "spk": "speaker", "sess": "session", "aff": "affect", "deg": "degree", "rec": "recency",
+    "imp": "importance", "kw": "keyword", "decay": "decay",
+}  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
@@ -160,7 +163,7 @@ def render_explain(result: RecallResult) -> None:
     texts = {row["id"]: row["text"] for row in pool}
     for row in stages["score"].rows[:15]:
         table.add_row(row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}",
-                      *[f"{row[name]:.2f}" for name in SHOWN], shorten(texts.get(row["id"]), 40))  # fmt: skip
+                      *[f"{row.get(name, 0.0):.2f}" for name in SHOWN.values()], shorten(texts.get(row["id"]), 40))  # fmt: skip
     out.print(table)
     for number, name in ((5, "counterweights"), (6, "diversity"), (7, "budget")):
         stage = stages[name]
