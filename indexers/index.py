@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "3"
+INDEX_VERSION = "4"
 FINGERPRINT_WINDOW = 1 << 16
 CONTEXT = 2  # same-session neighbours on each side in a memory's context (docs/RECALL.md)
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
@@ -118,6 +118,7 @@ class MemoryIndex:
         self._fulltext: FullText | None = None
         self._sessions: FullText | None = None
         self._table: Any = None
+        self._generation: int | None = None
         self._base: BaseIndex | None = None
 
     # components, loaded lazily --------------------------------------------------------------
@@ -146,14 +147,14 @@ class MemoryIndex:
     @property
     def fulltext(self) -> FullText:
         if self._fulltext is None:
-            self._fulltext = FullText(self.root / "tantivy")
+            self._fulltext = FullText(self.root / f"tantivy-{self.generation}")
         return self._fulltext
 
     @property
     def sessions(self) -> FullText:
         """One document per session (its memories joined): recall's session prior."""
         if self._sessions is None:
-            self._sessions = FullText(self.root / "sessions")
+            self._sessions = FullText(self.root / f"sessions-{self.generation}")
         return self._sessions
 
     @property
@@ -181,9 +182,18 @@ class MemoryIndex:
         self.catalog.close()
 
     # keeping up with the shelves ------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """Which Tantivy directories are current. A rebuild writes the next generation beside
+        the old one and switches in one catalog commit, so readers never see it half-built."""
+        if self._generation is None:
+            self._generation = int(self.catalog.manifest().get("generation", "0"))
+        return self._generation
+
     def _expected_manifest(self) -> dict[str, str]:
         return {
             "version": INDEX_VERSION,
+            "generation": str(self.generation),
             "model": self.embedder.model_id,
             "dim": str(self.embedder.dim),
             "annotator": f"{self.annotator.name}/{self.annotator.version}",
@@ -222,7 +232,7 @@ class MemoryIndex:
 
     def _files_missing(self) -> str | None:
         """Cheap check (no model load) for index files deleted from under the catalog."""
-        if not (self.root / "tantivy" / "meta.json").is_file():
+        if not (self.root / f"tantivy-{self.generation}" / "meta.json").is_file():
             return "full-text index missing"
         if not (self.root / "faiss" / "base.index").is_file():
             return "vector index missing"
@@ -234,7 +244,19 @@ class MemoryIndex:
         return last is not None and last >= self.store.count()
 
     def needs_update(self) -> bool:
-        """Cheap check: has any shelf changed since the last update?"""
+        """Cheap check: has any shelf changed since the last update?
+
+        Also notices a rebuild made by another process (a new generation) and reopens.
+        """
+        current = self.catalog.manifest().get("generation")
+        if (
+            self._generation is not None
+            and current is not None
+            and int(current) != self._generation
+        ):
+            self._fulltext = self._sessions = self._base = None
+            self._generation = None
+            self._table = None
         checkpoints = self.catalog.checkpoints()
         if self.catalog.manifest().get("version") != INDEX_VERSION:
             return True  # no index yet, or one written by another memdir version
@@ -260,9 +282,19 @@ class MemoryIndex:
             self._maybe_merge(report)
             return report
 
-    def _apply_appended(self, progress: Progress | None) -> UpdateReport:
+    def _reset_catalog(self) -> None:
+        """Empty the catalog for a rebuild, keeping the caches that still apply."""
+        manifest = self.catalog.manifest()
+        self.catalog.clear()
+        if manifest.get("model") not in (None, self.embedder.model_id) or self._vector_cache_lost():
+            self.catalog.db.execute("DELETE FROM vectors")
+        if manifest.get("annotator") != self._expected_manifest()["annotator"]:
+            self.catalog.db.execute("DELETE FROM affect")
+        self.catalog.db.execute("DELETE FROM manifest")
+
+    def _apply_appended(self, progress: Progress | None, reset: bool = False) -> UpdateReport:
         report = UpdateReport()
-        checkpoints = self.catalog.checkpoints()
+        checkpoints = {} if reset else self.catalog.checkpoints()
         new_memories: list[dict[str, Any]] = []
         new_events: list[dict[str, Any]] = []
         tombstoned: list[str] = []
@@ -281,6 +313,8 @@ class MemoryIndex:
                 end = item.end
             positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
         with self.catalog.transaction():
+            if reset:
+                self._reset_catalog()
             try:
                 self._ingest(new_memories, new_events, tombstoned, report, progress)
                 self.fulltext.commit()
@@ -435,20 +469,15 @@ class MemoryIndex:
             if opened is not None:
                 opened.rollback()
         self._fulltext = self._sessions = None
-        FullText.wipe(self.root / "tantivy")
-        FullText.wipe(self.root / "sessions")
+        previous = self.generation
+        self._generation = previous + 1
+        for name in ("tantivy", "sessions"):
+            FullText.wipe(self.root / f"{name}-{self._generation}")
         self.base.remove()
-        with self.catalog.transaction():
-            self.catalog.clear()
-            if (
-                self.catalog.manifest().get("model") not in (None, self.embedder.model_id)
-                or self._vector_cache_lost()
-            ):
-                self.catalog.db.execute("DELETE FROM vectors")
-            if self.catalog.manifest().get("annotator") != self._expected_manifest()["annotator"]:
-                self.catalog.db.execute("DELETE FROM affect")
-            self.catalog.db.execute("DELETE FROM manifest")
-        report = self._apply_appended(progress)
+        report = self._apply_appended(progress, reset=True)
+        for stale in (*self.root.glob("tantivy*"), *self.root.glob("sessions*")):
+            if stale.name not in (f"tantivy-{self._generation}", f"sessions-{self._generation}"):
+                FullText.wipe(stale)
         report.rebuilt, report.reason = True, reason
         self._compact_caches()
         self._merge_delta(full=True)

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -454,6 +455,34 @@ def test_manifest_version_mismatch_rebuilds(md: Memdir, hashing: Any) -> None:
     index.close()
 
 
+def test_cli_search_after_an_index_version_change_rebuilds(md: Memdir) -> None:
+    md = configure(md, embedder={"kind": "hashing"})
+    for number, text in enumerate(TEXTS):
+        lifecycle.teach(md, text, at(number))
+    cli_json("index", root=md.root)
+    with sqlite3.connect(md.cache_dir / "index" / "catalog.sqlite") as db:
+        db.execute("UPDATE manifest SET value = '0' WHERE name = 'version'")
+    # and a Tantivy index with another schema, as an older memdir would have left it
+    import tantivy
+
+    current = next((md.cache_dir / "index").glob("tantivy-*"))
+    shutil.rmtree(current)
+    current.mkdir()
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True)
+    old = tantivy.Index(builder.build(), path=str(current))
+    writer = old.writer()
+    writer.add_document(tantivy.Document(id="m-0000000000000000"))
+    writer.commit()
+    del writer, old
+
+    assert run_cli("index", "--status", root=md.root).returncode == 0
+    done = run_cli("search", "Lisbon", "--json", root=md.root)
+    assert done.returncode == 0, done.stderr
+    assert "rebuilding the index: index version 0" in done.stderr
+    assert len(json.loads(done.stdout)) == 2
+
+
 def test_embedding_model_change_rebuilds_every_vector(md: Memdir, minilm: Any) -> None:
     ids = [lifecycle.teach(md, text, at(n)).id for n, text in enumerate(TEXTS)]
     index = MemoryIndex(md, embedder=minilm)
@@ -501,7 +530,7 @@ def test_embeddings_are_cached_by_content_hash(md: Memdir, hashing: Any) -> None
     before = results(index)
     index.close()
 
-    shutil.rmtree(index.root / "tantivy")
+    shutil.rmtree(index.root / f"tantivy-{index.generation}")
     index = MemoryIndex(md, embedder=hashing)
     assert index.needs_update()
     report = index.update()
@@ -578,7 +607,7 @@ def test_deleting_the_tantivy_dir_is_repaired_even_after_status(md: Memdir) -> N
     for number, text in enumerate(TEXTS[:3]):
         lifecycle.teach(md, text, at(number))
     assert cli_json("index", root=md.root)["embedded"] == 3
-    shutil.rmtree(md.cache_dir / "index" / "tantivy")
+    shutil.rmtree(next((md.cache_dir / "index").glob("tantivy-*")))
     status = cli_json("index", "--status", root=md.root)  # opens (recreates) an empty one
     assert status["fulltext_documents"] == 0 and status["searchable"] == 3
     report = cli_json("index", root=md.root)
