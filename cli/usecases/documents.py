@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from archive_format import journal, ring
-from archive_format.clock import format_duration, parse_time
+from archive_format.clock import format_duration, format_time, parse_time
 from archive_format.documents import write_text
 from archive_format.errors import BadInputError
 from archive_format.fold import ArchiveView, MemoryState
@@ -31,6 +31,7 @@ from archive_format.state import read_yaml
 RECENT_TEACHINGS_DAYS = 14
 RECENT_EVENTS_DAYS = 7
 LIST_LIMIT = 12
+BOOT_LIMIT = 50  # entries per boot section; the rest are counted
 TEXT_WIDTH = 160
 DAY_PARTS = ((0, "night"), (6, "morning"), (12, "afternoon"), (18, "evening"))
 SECTION_TITLES = {
@@ -79,6 +80,12 @@ class Section:
     items: list[dict[str, Any]] = field(default_factory=list)
     empty: str = "none"
     more: str = ""  # how to see what a budget left out
+    total: int = 0  # entries before any limit
+
+    def cap(self, limit: int = BOOT_LIMIT) -> Section:
+        self.total = max(self.total, len(self.items))
+        self.lines, self.items = self.lines[:limit], self.items[:limit]
+        return self
 
     @property
     def title(self) -> str:
@@ -98,6 +105,14 @@ class Briefing:
 
 def _local(moment: datetime, zone: Any) -> str:
     return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
+def _since(text: str, start: str) -> bool:
+    """`text` (a time from a line) is at or after `start` (canonical); canonical UTC strings
+    compare as strings, which matters when a boot document walks every memory."""
+    if len(text) == 20 and text.endswith("Z"):
+        return text >= start
+    return parse_time(text) >= parse_time(start)
 
 
 def _last_session(book: journal.Journal, now: datetime, zone: Any) -> tuple[str, dict[str, Any]]:
@@ -164,19 +179,21 @@ def _hard_facts(view: ArchiveView) -> Section:
         section.lines.append(f"- {state.memory.key}: {short_text(state.memory.text)} ({state.id})")
         section.items.append({"key": state.memory.key, "id": state.id, "text": state.memory.text,
                               "since": state.durable_since})  # fmt: skip
-    return section
+    return section.cap()
 
 
 def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
     section = Section("teachings", empty=f"nothing taught in the last {RECENT_TEACHINGS_DAYS} days",
                       more="memdir list --source teaching")  # fmt: skip
-    start = now - timedelta(days=RECENT_TEACHINGS_DAYS)
+    start = format_time(now - timedelta(days=RECENT_TEACHINGS_DAYS))
     recent = [
         s for s in view
         if s.status == "durable" and shown(s) and s.memory and s.memory.source == "teaching"
-        and parse_time(s.created) >= start
+        and _since(s.created, start)
     ]  # fmt: skip
-    for state in sorted(recent, key=lambda s: s.created, reverse=True):
+    recent.sort(key=lambda s: s.created, reverse=True)
+    section.total = len(recent)
+    for state in recent[:BOOT_LIMIT]:
         assert state.memory is not None
         when = _local(parse_time(state.created), zone)[:10]
         section.lines.append(f"- {when}: {short_text(state.memory.text)} ({state.id})")
@@ -188,7 +205,9 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
     queue = [s for s in view if s.status == "provisional" and shown(s)]
-    for state in sorted(queue, key=lambda s: s.created, reverse=True):
+    queue.sort(key=lambda s: s.created, reverse=True)
+    section.total = len(queue)
+    for state in queue[:BOOT_LIMIT]:
         assert state.memory is not None
         expires = state.memory.expires
         left = format_duration(parse_time(expires) - now) if expires else "never"
@@ -207,7 +226,7 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
 def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
     """What happened lately, teachings aside: episodes, inferences, decisions, expiries."""
     section = Section("events", empty=f"nothing in the last {RECENT_EVENTS_DAYS} days")
-    start = now - timedelta(days=RECENT_EVENTS_DAYS)
+    start = format_time(now - timedelta(days=RECENT_EVENTS_DAYS))
     rows: list[tuple[str, str, str]] = []
     verbs = {"derived": "dreamt", "observation": "observed", "inference": "inferred"}
     for state in view:
@@ -217,12 +236,12 @@ def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
         assert memory is not None
         # a promoted summary repeats its episode
         promoted = memory.source == "derived" and memory.store == "semantic"
-        if memory.source in verbs and not promoted and parse_time(state.created) >= start:
+        if memory.source in verbs and not promoted and _since(state.created, start):
             rows.append(
                 (state.created, verbs[memory.source], f"{short_text(memory.text)} ({state.id})")
             )
         for event in state.events:
-            if event.op in ("confirm", "reject", "expire") and parse_time(event.at) >= start:
+            if event.op in ("confirm", "reject", "expire") and _since(event.at, start):
                 rows.append(
                     (event.at, DONE[event.op], f"{short_text(memory.text, 100)} ({state.id})")
                 )
@@ -316,6 +335,8 @@ def _render(title: str, header: list[str], sections: list[Section]) -> str:
     out = [f"# {title}", "", *header]
     for section in sections:
         out += ["", f"## {section.title}", *(section.lines or [f"_{section.empty}_"])]
+        if section.total > len(section.items):
+            out.append(f"_… {section.total - len(section.items)} more: `{section.more}`_")
     return "\n".join(out) + "\n"
 
 
@@ -386,13 +407,14 @@ def wake(
             continue
         body = section.lines or [f"_{section.empty}_"]
         chosen: list[str] = []
+        beyond = max(0, section.total - len(section.items))  # already cut by the boot limit
         for position, line in enumerate(body):
-            left = len(body) - position - 1
+            left = len(body) - position - 1 + beyond
             tail = [f"_… {left} more: `{section.more}`_"] if left and section.more else []
             if used + _cost(lines + chosen + [line] + tail) > limit:
                 break
             chosen.append(line)
-        omitted = len(body) - len(chosen)
+        omitted = len(body) - len(chosen) + beyond
         if omitted and section.more:
             note = f"_… {omitted} more: `{section.more}`_"
             if used + _cost(lines + chosen + [note]) <= limit:
@@ -407,7 +429,8 @@ def wake(
     sections = {
         name: {
             "items": kept_items.get(name, []),
-            "omitted": len(briefing.sections[name].items) - len(kept_items.get(name, [])),
+            "omitted": max(briefing.sections[name].total, len(briefing.sections[name].items))
+            - len(kept_items.get(name, [])),
         }
         for name in WAKE_ORDER
     }
