@@ -39,6 +39,7 @@ DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", 
 TRUSTED_CHANNELS = ("cli",)
 TRUSTED_PREFIXES = ("import:",)
 RAW_WINDOW_TURNS = 6
+SUMMARY_LINK = "summarises"  # a summary memory's link to each turn it summarises
 RAW_WINDOW_HOURS = 48.0
 
 
@@ -440,6 +441,6 @@ def check(
                 continue
             if target not in turns:
                 found.append(f"{memory_id}: link to unknown journal turn {target}")
-            elif target not in backlinked.get(memory_id, set()):
+            elif link["type"] == SUMMARY_LINK and target not in backlinked.get(memory_id, set()):
                 found.append(f"{memory_id}: turn {target} has no digest linking back to it")
     return checked, found, set(turns)

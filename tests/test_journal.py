@@ -13,7 +13,7 @@ from conftest import T0, T0_DT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archive_format import journal
+from archive_format import journal, lifecycle
 from archive_format.errors import BadInputError, ExitStatus
 from archive_format.journal import Turn, new_turn
 from archive_format.memdir import Memdir
@@ -197,6 +197,13 @@ def test_cli_write_and_list_narrative_entries(cli, md: Memdir) -> None:
 # verify ----------------------------------------------------------------------------------
 def test_verify_checks_journal_lines_and_backlinks(md: Memdir) -> None:
     turn = add(md, 0, "user", "hello there")
+    lifecycle.teach(md, "the user greeted", T0_DT, links=[{"type": "said-in", "to": turn.id}])
+    assert verify(md).clean  # a plain link to a turn needs no digest, only the turn
+    lifecycle.teach(
+        md, "a bad quote", T0_DT, links=[{"type": "said-in", "to": "t-00000000000000ee"}]
+    )
+    assert any("unknown journal turn t-00000000000000ee" in p for p in verify(md).problems)
+    md.memory_shelf.write_bytes(md.memory_shelf.read_bytes().rsplit(b"\n", 2)[0] + b"\n")
     assert verify(md).clean
     path = md.journal_dir / "turns.jsonl"
     original = path.read_bytes()

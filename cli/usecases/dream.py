@@ -41,7 +41,7 @@ log = logging.getLogger("memdir")
 
 MAX_SENTENCES = 3
 MAX_SENTENCE_CHARS = 200
-SUMMARY_LINK = "summarises"
+SUMMARY_LINK = journal.SUMMARY_LINK
 PROMOTED_LINK = "promoted-from"
 ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
