@@ -118,18 +118,22 @@ class FullText:
         return query
 
     def scores(self, text: str, limit: int, field: str = "text") -> dict[int, float]:
-        """BM25 score of the best `limit` documents for the query on one field, by catalog iid
-        (read from a fast field, so thousands of hits cost no document fetches)."""
+        """BM25 score of the best `limit` documents for the query on one field, by catalog iid."""
+        iids, values = self.score_lists(text, limit, field)
+        return dict(zip(iids, values, strict=True))
+
+    def score_lists(
+        self, text: str, limit: int, field: str = "text"
+    ) -> tuple[list[int], list[float]]:
+        """(iids, scores) of the best `limit` documents; the iids come from a fast field, so
+        thousands of hits cost no document fetches."""
         if not text.strip() or limit <= 0:
-            return {}
+            return [], []
         searcher = self.index.searcher()
         hits = searcher.search(self._query(text, field), limit=limit, count=False).hits
         iids = searcher.fast_field_values("iid", [address for _, address in hits])
-        return {
-            int(iid): float(score)
-            for (score, _), iid in zip(hits, iids, strict=True)
-            if iid is not None
-        }
+        kept = [(int(i), float(s)) for (s, _), i in zip(hits, iids, strict=True) if i is not None]
+        return [iid for iid, _ in kept], [score for _, score in kept]
 
     def scores_by_id(self, text: str, limit: int) -> dict[str, float]:
         """BM25 score of the best `limit` documents by their `id` field (small indexes)."""

@@ -184,7 +184,17 @@ def _zone(name: str) -> Any:
 def recall(
     index: MemoryIndex, query: str, now: datetime, options: RecallOptions | None = None
 ) -> RecallResult:
-    """Run the whole pipeline; the index should be up to date (see MemoryIndex.update)."""
+    """Run the whole pipeline; the index should be up to date (see MemoryIndex.update).
+
+    One query is many small matrix products: one BLAS thread does them fastest.
+    """
+    with single_thread():
+        return _recall(index, query, now, options)
+
+
+def _recall(
+    index: MemoryIndex, query: str, now: datetime, options: RecallOptions | None
+) -> RecallResult:
 
     options = options or RecallOptions()
     began = time.perf_counter()
@@ -201,8 +211,7 @@ def recall(
     stages = [Stage("query analysis", [analysis.to_dict()])]
 
     # 2. candidate pool: the whole archive while it is small, else the top of each index --------
-    with single_thread():
-        vector = index.embedder.embed([analysis.dense_query])[0]
+    vector = index.embedder.embed([analysis.dense_query])[0]
     pool: dict[int, Candidate] = {}
     scored = _relevance(index, analysis, vector, now, options, weights, pool)
     for memory in index.catalog.guaranteed(options.guaranteed_slots * 5):
@@ -395,7 +404,7 @@ def _blend(scored: Scored, weights: dict[str, float]) -> np.ndarray:
 
 def _attach(pool: dict[int, Candidate], scored: Scored, weights: dict[str, float]) -> None:
     """Give each pooled candidate its relevance components (0 for those outside the scope)."""
-    position = {iid: i for i, iid in enumerate(scored.iids)}
+    position = scored.positions({c.memory.iid for c in pool.values()})
     relevance_weight = sum(weights.get(name, 0.0) for name in RELEVANCE) or 1.0
     for candidate in pool.values():
         i = position.get(candidate.memory.iid)

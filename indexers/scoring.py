@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
 CONTEXT = 2
 CENTRE_WEIGHT = 2.0
+BM25_DEPTH = 2000
 
 
 @dataclass
@@ -38,14 +39,36 @@ class ScoringTable:
 
     iids: np.ndarray
     created: np.ndarray  # epoch seconds
-    sessions: list[str | None]
-    speakers: list[str | None]
+    session_codes: np.ndarray  # index into session_names, -1 without a session
+    session_names: list[str]
+    speaker_codes: np.ndarray  # index into speaker_names, -1 when nobody in particular
+    speaker_names: list[str]
     vectors: np.ndarray
     context: np.ndarray
-    row: dict[int, int]
+    row_of_iid: np.ndarray  # iid → row, -1 when not in the table
 
     def __len__(self) -> int:
         return len(self.iids)
+
+    def rows(self, iids: list[int]) -> np.ndarray:
+        """Table rows of these iids (-1 for those not in it)."""
+        import numpy as np
+
+        found = np.asarray(iids, dtype=np.int64)
+        inside = found < len(self.row_of_iid)
+        rows = np.full(len(found), -1, dtype=np.int64)
+        rows[inside] = self.row_of_iid[found[inside]]
+        return rows
+
+
+def _codes(values: list[str | None]) -> tuple[np.ndarray, list[str]]:
+    import numpy as np
+
+    names = sorted({value for value in values if value})
+    code = {name: number for number, name in enumerate(names)}
+    return np.asarray(
+        [code.get(value, -1) if value else -1 for value in values], dtype=np.int32
+    ), names
 
 
 def build_table(index: MemoryIndex) -> ScoringTable:
@@ -64,16 +87,21 @@ def build_table(index: MemoryIndex) -> ScoringTable:
     if present:
         vectors[[p for p, _ in present]] = index.store.rows([r for _, r in present])
     sessions = [row[1] for row in rows]
-    context = context_vectors(vectors, sessions)
+    session_codes, session_names = _codes(sessions)
+    speaker_codes, speaker_names = _codes([speaker_of(str(row[3])) for row in rows])
     iids = np.asarray([row[0] for row in rows], dtype=np.int64)
+    row_of_iid = np.full(int(iids.max()) + 1 if len(iids) else 0, -1, dtype=np.int64)
+    row_of_iid[iids] = np.arange(len(iids))
     return ScoringTable(
         iids=iids,
         created=np.asarray([row[2] for row in rows], dtype=np.int64),
-        sessions=sessions,
-        speakers=[speaker_of(str(row[3])) for row in rows],
+        session_codes=session_codes,
+        session_names=session_names,
+        speaker_codes=speaker_codes,
+        speaker_names=speaker_names,
         vectors=vectors,
-        context=context,
-        row={int(iid): position for position, iid in enumerate(iids)},
+        context=context_vectors(vectors, sessions),
+        row_of_iid=row_of_iid,
     )
 
 
@@ -116,6 +144,15 @@ class Scored:
     normalised: dict[str, np.ndarray]
     exact: bool
 
+    def positions(self, wanted: set[int]) -> dict[int, int]:
+        """Where these iids are in the scope (those outside it are left out)."""
+        import numpy as np
+
+        if not wanted:
+            return {}
+        found = np.nonzero(np.isin(np.asarray(self.iids, dtype=np.int64), list(wanted)))[0]
+        return {self.iids[i]: int(i) for i in found}
+
 
 def _session_scores(index: MemoryIndex, analysis: QueryAnalysis) -> dict[str, float]:
     return index.sessions.scores_by_id(analysis.bm25_query, limit=100_000)
@@ -128,33 +165,35 @@ def score_table(
     """Every memory in the table (where `mask` holds) scored; normalised over those."""
     import numpy as np
 
-    keep = np.nonzero(mask)[0]
     n = len(table)
-    bm_text = np.zeros(n, dtype=np.float32)
-    bm_context = np.zeros(n, dtype=np.float32)
-    for field, target in (("text", bm_text), ("context", bm_context)):
-        for iid, score in index.fulltext.scores(analysis.bm25_query, n, field).items():
-            position = table.row.get(iid)
-            if position is not None:
-                target[position] = score
-    sessions = _session_scores(index, analysis)
-    session = np.asarray(
-        [sessions.get(name, 0.0) if name else 0.0 for name in table.sessions], dtype=np.float32
+    bm25 = {}
+    for field in ("text", "context"):
+        values = np.zeros(n, dtype=np.float32)
+        # beyond the best BM25_DEPTH matches a score is too small to matter; they count as 0
+        iids, scores = index.fulltext.score_lists(analysis.bm25_query, min(n, BM25_DEPTH), field)
+        rows = table.rows(iids)
+        known = rows >= 0
+        values[rows[known]] = np.asarray(scores, dtype=np.float32)[known]
+        bm25[field] = values
+    by_session = _session_scores(index, analysis)
+    session_values = np.asarray(
+        [by_session.get(name, 0.0) for name in table.session_names] + [0.0], dtype=np.float32
     )
-    speaker = np.asarray([1.0 if analysis.speaker and s == analysis.speaker else 0.0 for s in table.speakers],
-                         dtype=np.float32)  # fmt: skip
+    speaker = np.zeros(n, dtype=np.float32)
+    if analysis.speaker in table.speaker_names:
+        speaker[table.speaker_codes == table.speaker_names.index(analysis.speaker)] = 1.0
+    keep = np.nonzero(mask)[0]
     raw = {
-        "semantic": table.vectors @ query,
-        "bm25": bm_text,
-        "context_semantic": table.context @ query,
-        "context_bm25": bm_context,
-        "speaker": speaker,
-        "session": session,
+        "semantic": (table.vectors @ query)[keep],  # multiply the whole table: no copies
+        "bm25": bm25["text"][keep],
+        "context_semantic": (table.context @ query)[keep],
+        "context_bm25": bm25["context"][keep],
+        "speaker": speaker[keep],
+        "session": session_values[table.session_codes[keep]],  # -1 picks the trailing 0
     }
-    raw = {name: values[keep] for name, values in raw.items()}
     normalised = {name: minmax(values) for name, values in raw.items()}
     normalised["speaker"] = raw["speaker"]
-    return Scored([int(i) for i in table.iids[keep]], raw, normalised, exact=True)
+    return Scored(table.iids[keep].tolist(), raw, normalised, exact=True)
 
 
 def score_pool(
