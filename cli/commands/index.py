@@ -141,8 +141,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
         json_: JsonOpt = False,
     ) -> None:
-        """Affect annotations (valence, arousal, Plutchik chord) of the memories; affect given by
-        the user wins over the annotator.
+        """Affect annotations (valence, arousal, Plutchik chord) of the memories.
+
+        Affect given by the user wins over the annotator.
 
         Example: memdir annotate --recompute
         """
