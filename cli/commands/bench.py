@@ -51,5 +51,45 @@ def locomo(
     )
 
 
+@bench_app.command("safety")
+def safety(
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
+    sessions: Annotated[
+        int, typer.Option("--sessions", min=10, help="Simulated sessions (experiments 2, 5, 6).")
+    ] = 100,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """False memories, corrections, adversarial insertion, affective amplification, write
+    discipline and drift: each metric with the safeguards on and in an unrestricted ablation.
+
+    Example: memdir bench safety --seed 0 --json
+    """
+    from cli.usecases.safety import run
+
+    with progress_bar() as advance:
+        report = run(seed, sessions, progress=advance)
+    if json_:
+        emit_json(report)
+        return
+    from rich.table import Table
+
+    table = Table("experiment", "metric", "safeguarded", "unrestricted", "better")
+    for row in report["metrics"]:
+        better = "lower" if row["lower_is_better"] else "higher"
+        mark = (
+            "✓"
+            if row["safeguard_wins"]
+            else ("=" if row["safeguarded"] == row["unrestricted"] else "✗")
+        )
+        table.add_row(row["experiment"], row["metric"], f"{row['safeguarded']:g}",
+                      f"{row['unrestricted']:g}", f"{mark} {better}")  # fmt: skip
+    out = console()
+    out.print(table)
+    out.print(
+        f"seed {report['seed']}, {report['sessions']} sessions, top-{report['k']}, "
+        f"{report['embedder']}, {report['seconds']} s; series: --json (details)"
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
