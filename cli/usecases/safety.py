@@ -708,7 +708,7 @@ def write_discipline(
     """Each session the assistant concludes two things about the user, one of them wrong; the
     user confirms a right one now and then and rejects a wrong one now and then."""
     truths = {key: rng.choice(values) for key, _, _, values in ATTRIBUTES}
-    plan = []
+    plan: list[dict[str, Any]] = []
     for _ in range(sessions):
         key, _, template, values = rng.choice(ATTRIBUTES)
         wrong = rng.choice([v for v in values if v != truths[key]])
@@ -825,8 +825,8 @@ def drift(
 ) -> tuple[list[Metric], dict[str, Any]]:
     """The wake document's behavioural signature across sessions: the user's life is stable,
     the assistant's conclusions lean to stressed work."""
-    plan = []
-    topics, weights = zip(*USER_MIX.items(), strict=True)
+    plan: list[dict[str, Any]] = []
+    topics, weights = list(USER_MIX), list(USER_MIX.values())
     for session in range(sessions):
         topic = rng.choices(topics, weights)[0]
         words = DRIFT_TOPICS[topic]
