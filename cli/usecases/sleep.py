@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from archive_format import journal
 from archive_format.clock import format_time, parse_time
-from archive_format.decay import DecaySettings
-from archive_format.fold import ArchiveView
+from archive_format.decay import DecaySettings, intensity
+from archive_format.fold import ArchiveView, MemoryState
 from archive_format.lifecycle import add_links, expire, load_view
 from archive_format.memdir import Memdir
 from archive_format.state import read_yaml, write_yaml
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from indexers.index import MemoryIndex
 
 NEIGHBOURS = 5
+RELINK_LIMIT = 5000  # fresh memories compared per run (the newest)
 RESONANCE_COSINE = 0.55  # MiniLM cosine: clearly about the same thing
 RESONANCE_AFFECT = 0.6
 MIN_INTENSITY = 0.3
@@ -132,54 +133,69 @@ def _opposed(a_text: str, b_text: str, a: dict[str, Any], b: dict[str, Any]) -> 
 def relink(
     index: MemoryIndex, view: ArchiveView, since: datetime | None
 ) -> list[tuple[str, str, str]]:
-    """New typed links (from, to, type) between live memories written since `since`
-    (all of them when None) and their nearest neighbours; pairs already linked are skipped."""
-    from archive_format.decay import intensity
-    from indexers.affect import Affect, resonance
+    """New typed links (from, to, type) between live memories written since `since` (all of
+    them when None; at most RELINK_LIMIT, newest first) and their nearest live neighbours.
+    Pairs already linked, and pairs sharing a supersede key, are skipped."""
+    import numpy as np
 
     live = {state.id: state for state in view.live() if state.memory is not None}
-    linked: set[frozenset[str]] = set()
-    for state in view:
-        for link in state.links:
-            linked.add(frozenset((state.id, link["to"])))
-    fresh = [s.id for s in live.values() if since is None or parse_time(s.created) > since]
-    memories = index.catalog.memories_by_id(fresh)
-    vectors = index.vectors_for(list(memories.values()))
+    catalogued = index.catalog.memories_by_id(live)
+    vectors = index.vectors_for(list(catalogued.values()))
+    ids = [memory_id for memory_id, m in catalogued.items() if m.iid in vectors]
+    if len(ids) < 2:
+        return []
+    matrix = np.stack([vectors[catalogued[memory_id].iid] for memory_id in ids]).astype(np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    fresh = [row for row, memory_id in enumerate(ids)
+             if since is None or parse_time(live[memory_id].created) > since]  # fmt: skip
+    fresh = sorted(fresh, key=lambda row: live[ids[row]].created)[-RELINK_LIMIT:]
+    linked = {frozenset((state.id, link["to"])) for state in view for link in state.links}
+    affects = index.affects_of(list(catalogued.values()))
     found: list[tuple[str, str, str]] = []
-    for memory in sorted(memories.values(), key=lambda m: m.iid):
-        vector = vectors.get(memory.iid)
-        if vector is None:
-            continue
-        hits = index.vector_hits(vector, NEIGHBOURS + 1)
-        others = index.catalog.memories_by_iid(iid for iid, _ in hits)
-        for iid, cosine in hits:
-            other = others.get(iid)
-            if other is None or other.id == memory.id or other.id not in live:
-                continue
-            pair = frozenset((memory.id, other.id))
-            if pair in linked:
-                continue  # linked already, by a dream (summary ↔ promotion), the user or us
-            mine, theirs = live[memory.id].memory, live[other.id].memory
-            assert mine is not None and theirs is not None
-            if mine.key and mine.key == theirs.key:
-                continue  # supersede handles these
-            affects = index.affects_of([memory, other])
-            a, b = affects[memory.id], affects[other.id]
-            kind = None
-            if cosine >= CONTRADICTION_COSINE and _opposed(mine.text, theirs.text, a, b):
-                kind = "contradiction-candidate"
-            elif (
-                cosine >= RESONANCE_COSINE
-                and min(intensity(a), intensity(b)) >= MIN_INTENSITY
-                and resonance(Affect.from_dict(a), Affect.from_dict(b)) >= RESONANCE_AFFECT
-            ):
-                kind = "resonates"
-            if kind is None:
-                continue
-            newer, older = sorted((live[memory.id], live[other.id]), key=lambda s: s.created)[::-1]
-            linked.add(pair)
-            found.append((newer.id, older.id, kind))
+    neighbours = min(NEIGHBOURS, len(ids) - 1)
+    for begin in range(0, len(fresh), 512):
+        rows = fresh[begin : begin + 512]
+        similarity = matrix[rows] @ matrix.T
+        similarity[np.arange(len(rows)), rows] = -np.inf  # not oneself
+        nearest = np.argpartition(-similarity, neighbours - 1, axis=1)[:, :neighbours]
+        for position, row in enumerate(rows):
+            for other in nearest[position]:
+                cosine = float(similarity[position, other])
+                kind = _link_kind(live[ids[row]], live[ids[other]], cosine, affects, linked)
+                if kind is None:
+                    continue
+                pair = (live[ids[row]], live[ids[other]])
+                newer, older = sorted(pair, key=lambda state: state.created, reverse=True)
+                linked.add(frozenset((newer.id, older.id)))
+                found.append((newer.id, older.id, kind))
     return found
+
+
+def _link_kind(
+    mine: MemoryState,
+    theirs: MemoryState,
+    cosine: float,
+    affects: dict[str, dict[str, Any]],
+    linked: set[frozenset[str]],
+) -> str | None:
+    """The link type for a close pair of live memories, or None."""
+    from indexers.affect import Affect, resonance
+
+    assert mine.memory is not None and theirs.memory is not None
+    if frozenset((mine.id, theirs.id)) in linked:
+        return None  # linked already: by a dream (summary and promotion), the user or us
+    if mine.memory.key and mine.memory.key == theirs.memory.key:
+        return None  # supersede handles these
+    a, b = affects.get(mine.id, {}), affects.get(theirs.id, {})
+    if cosine >= CONTRADICTION_COSINE and _opposed(mine.memory.text, theirs.memory.text, a, b):
+        return "contradiction-candidate"
+    if (
+        cosine >= RESONANCE_COSINE
+        and min(intensity(a), intensity(b)) >= MIN_INTENSITY
+        and resonance(Affect.from_dict(a), Affect.from_dict(b)) >= RESONANCE_AFFECT
+    ):
+        return "resonates"
+    return None
 
 
 def sleep(memdir: Memdir, now: datetime, dry_run: bool = False) -> SleepReport:
