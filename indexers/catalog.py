@@ -326,21 +326,23 @@ class Catalog:
         return list(self._select(where, (limit,)))
 
     def link_degrees(self) -> dict[str, int]:
-        """How many links touch each memory id (written links plus link events)."""
+        """How many links between memories touch each memory id (written links plus link
+        events). Links to journal turns (a dream summary's backlinks) do not count: they would
+        make every summary look well connected."""
         if self._degrees is not None:
             return self._degrees
-        degrees: dict[str, int] = {}
+        pairs: list[tuple[str, str]] = []
         for target, line in self.db.execute("SELECT target, line FROM events WHERE op = 'link'"):
-            degrees[target] = degrees.get(target, 0) + 1
-            other = json.loads(line).get("to")
-            if other:
-                degrees[other] = degrees.get(other, 0) + 1
+            pairs.append((target, str(json.loads(line).get("to") or "")))
         for memory_id, line in self.db.execute(
             "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
         ):
-            for link in json.loads(line).get("links", ()):
-                degrees[memory_id] = degrees.get(memory_id, 0) + 1
-                degrees[link["to"]] = degrees.get(link["to"], 0) + 1
+            pairs.extend((memory_id, str(link["to"])) for link in json.loads(line).get("links", ()))
+        degrees: dict[str, int] = {}
+        for one, other in pairs:
+            if one.startswith("m-") and other.startswith("m-"):
+                degrees[one] = degrees.get(one, 0) + 1
+                degrees[other] = degrees.get(other, 0) + 1
         self._degrees = degrees
         return degrees
 

@@ -22,6 +22,9 @@ def locomo(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Only the first N samples.")
     ] = None,
+    decay: Annotated[
+        bool, typer.Option("--decay", help="Let decay lower old memories (off: no rehearsals).")
+    ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Turn-level recall@k on LoCoMo conversations, no LLM, through `memdir recall`.
@@ -31,7 +34,7 @@ def locomo(
     from cli.usecases.locomo import run
 
     with progress_bar() as advance:
-        report = run(file, profile, limit, advance)
+        report = run(file, profile, limit, advance, decay=decay)
     if json_:
         emit_json(report)
         return
