@@ -10,6 +10,6 @@ export MEMDIR="$scratch/memory" MEMDIR_NOW=2026-11-22T09:00:00Z
 run() { printf '\n$ %s\n' "$*"; "$@"; }
 run "$memdir" list
 run "$memdir" index
-run "$memdir" search "coffee"
+run "$memdir" search "Lisbon"
 run "$memdir" similar "who in my family works in healthcare?" --k 3
 run "$memdir" recall "what should I know before planning Sam's week?" --explain
