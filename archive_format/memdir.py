@@ -6,8 +6,8 @@ import copy
 import os
 import uuid
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 

@@ -61,7 +61,8 @@ def _is_date_time(value: str) -> bool:
     if offset_hours is not None and (int(offset_hours) > 23 or int(offset_minutes) > 59):
         return False
     try:
-        datetime(*(int(part) for part in match.groups()[:6]))
+        year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+        datetime(year, month, day, hour, minute, second)
     except ValueError:
         return False
     return True

@@ -66,7 +66,9 @@ def main() -> None:
         wall_time([*memdir, "init", str(root)], runs=1)
         python_pass = wall_time([sys.executable, "-c", "pass"], args.runs)
         help_time = wall_time([*memdir, "--help"], args.runs)
-        teach_time = wall_time([*memdir, "--dir", str(root), "teach", "I take my coffee black"], args.runs)
+        teach_time = wall_time(
+            [*memdir, "--dir", str(root), "teach", "I take my coffee black"], args.runs
+        )
         samples = [
             wall_time([*memdir, "--dir", str(root), "teach", f"fact number {i}"], 1)
             for i in range(args.runs)
@@ -82,7 +84,8 @@ def main() -> None:
             ["`memdir teach` new memory, cold process (median)", f"{teach_new * 1000:.0f} ms"],
             ["`memdir teach` already stored (no-op), cold (median)", f"{teach_time * 1000:.0f} ms"],
             ["teach ÷ python -c pass", f"{teach_new / python_pass:.1f}×"],
-            [f"append {args.records:,} records via add_memories", f"{elapsed:.2f} s = {args.records / elapsed:,.0f} records/s"],
+            [f"append {args.records:,} records via add_memories",
+             f"{elapsed:.2f} s = {args.records / elapsed:,.0f} records/s"],
             ["shelf size", f"{size / 1e6:.1f} MB"],
         ],
     ))  # fmt: skip

@@ -11,7 +11,6 @@ import typer
 from archive_format import clock
 from archive_format.memdir import Memdir, find_root
 
-
 NowOpt = Annotated[
     str | None,
     typer.Option("--now", help="Pretend it is this ISO date-time (also $MEMDIR_NOW)."),

@@ -40,6 +40,8 @@ UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _NUMBER = r"\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_YEAR = r",?\s*(?P<year>(?:19|20)\d\d)?"
 
 
 @dataclass(frozen=True)
@@ -195,8 +197,9 @@ _RULES: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(r"\blast night\b"), _last_night),
     (re.compile(rf"\b({_NUMBER})\s+(day|week|month|year)s?\s+ago\b"), _ago),
     (re.compile(r"\b(last|this|past)\s+(week|month|year)\b"), _relative_period),
-    (re.compile(rf"\b(?:on\s+)?(?:the\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\b,?\s*(?P<year>(?:19|20)\d\d)?"), _day_month),
-    (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b,?\s*(?P<year>(?:19|20)\d\d)?"), _day_month),
+    (re.compile(rf"\b(?:on\s+)?(?:the\s+)?(?P<day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<month>{_MONTH})\b{_YEAR}"),
+     _day_month),
+    (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<day>\d{{1,2}}){_ORDINAL}\b{_YEAR}"), _day_month),
     (re.compile(rf"\b(?:in|during)\s+(?P<month>{_MONTH})\b,?\s*(?P<year>(?:19|20)\d\d)?"), _month_year),
     (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<year>(?:19|20)\d\d)\b"), _month_year),
     (re.compile(r"\b(last|this)\s+(spring|summer|autumn|fall|winter)\b"), _season),

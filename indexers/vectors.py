@@ -132,6 +132,7 @@ class BaseIndex:
         import numpy as np
 
         faiss.omp_set_num_threads(os.cpu_count() or 1)
+        inner: Any
         if len(vectors) > self.settings.hnsw_above:
             inner = faiss.IndexHNSWFlat(self.dim, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = self.settings.ef_construction

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -30,7 +30,7 @@ def progress_bar() -> Iterator[Progress]:
     from rich.progress import Progress as RichProgress
 
     with RichProgress(console=Console(stderr=True), transient=True) as bar:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, Any] = {}
 
         def advance(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
@@ -159,5 +159,6 @@ def register(app: typer.Typer) -> None:
             return
         for row in rows:
             typer.echo(
-                f"{row['id']}  v={row['valence']:+.2f} a={row['arousal']:.2f}  {row['annotator']:<12} {shorten(row['text'], 60)}"
+                f"{row['id']}  v={row['valence']:+.2f} a={row['arousal']:.2f}  "
+                f"{row['annotator']:<12} {shorten(row['text'], 60)}"
             )

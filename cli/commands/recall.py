@@ -162,8 +162,11 @@ def render_explain(result: RecallResult) -> None:
     table = Table("id", "score", "×w", *SHOWN, "text", box=None)
     texts = {row["id"]: row["text"] for row in pool}
     for row in stages["score"].rows[:15]:
-        table.add_row(row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}",
-                      *[f"{row.get(name, 0.0):.2f}" for name in SHOWN.values()], shorten(texts.get(row["id"]), 40))  # fmt: skip
+        components = [f"{row.get(name, 0.0):.2f}" for name in SHOWN.values()]
+        text = shorten(texts.get(row["id"]), 40)
+        table.add_row(
+            row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}", *components, text
+        )
     out.print(table)
     for number, name in ((5, "counterweights"), (6, "diversity"), (7, "budget")):
         stage = stages[name]

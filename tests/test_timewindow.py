@@ -1,0 +1,46 @@
+"""Time expressions → windows, relative to a fixed now (Sunday 2026-11-29 15:00 UTC)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pytest
+
+from indexers.timewindow import find_time_window
+
+NOW = datetime(2026, 11, 29, 15, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("what did I do yesterday?", date(2026, 11, 28), date(2026, 11, 29)),
+        ("meetings last week", date(2026, 11, 16), date(2026, 11, 23)),
+        ("anything this month", date(2026, 11, 1), date(2026, 12, 1)),
+        ("where did we go in May 2023", date(2023, 5, 1), date(2023, 6, 1)),
+        ("in may", date(2026, 5, 1), date(2026, 6, 1)),
+        ("in december", date(2025, 12, 1), date(2026, 1, 1)),
+        ("on 8 May, 2023", date(2023, 5, 8), date(2023, 5, 9)),
+        ("May 8 2023", date(2023, 5, 8), date(2023, 5, 9)),
+        ("what happened in 2024", date(2024, 1, 1), date(2025, 1, 1)),
+        ("our trip last summer", date(2026, 6, 1), date(2026, 9, 1)),
+        ("last monday", date(2026, 11, 23), date(2026, 11, 24)),
+        ("two weeks ago", date(2026, 11, 12), date(2026, 11, 19)),
+        ("3 days ago", date(2026, 11, 25), date(2026, 11, 27)),
+    ],
+)
+def test_expressions(query: str, start: date, end: date) -> None:
+    window = find_time_window(query, NOW)
+    assert window is not None
+    assert (window.start.date(), window.end.date()) == (start, end)
+
+
+def test_past_year_is_rolling() -> None:
+    window = find_time_window("the past year", NOW)
+    assert window is not None and window.contains(datetime(2026, 1, 15, tzinfo=timezone.utc))
+    assert not window.contains(datetime(2025, 11, 1, tzinfo=timezone.utc))
+
+
+@pytest.mark.parametrize("query", ["what is my sister's name?", "I may go later", "coffee order"])
+def test_no_window(query: str) -> None:
+    assert find_time_window(query, NOW) is None
