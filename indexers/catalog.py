@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS memories (
     status TEXT NOT NULL,              -- as of the last update (recall re-folds at its own now)
     searchable INTEGER NOT NULL,       -- 0 once rejected, superseded or forgotten
     content_hash TEXT NOT NULL,        -- sha256 of the embedded text
-    in_base INTEGER NOT NULL DEFAULT 0 -- 1 when its vector is in the FAISS base index
+    in_base INTEGER NOT NULL DEFAULT 0, -- 1 when its vector is in the FAISS base index
+    neighbours TEXT NOT NULL DEFAULT '' -- iids of same-session memories within ±2, comma-separated
 );
 CREATE INDEX IF NOT EXISTS memories_key ON memories(key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_session ON memories(session, created, iid)
@@ -97,6 +98,7 @@ class CatalogMemory:
     status: str
     searchable: bool
     content_hash: str
+    neighbours: tuple[int, ...] = ()  # same-session memories within ±2, for context scores
 
 
 class Catalog:
@@ -216,14 +218,15 @@ class Catalog:
 
     def _select(self, where: str, values: Iterable[Any]) -> Iterator[CatalogMemory]:
         query = (
-            "SELECT iid, id, line, text, status, searchable, content_hash FROM memories WHERE "
-            + where
+            "SELECT iid, id, line, text, status, searchable, content_hash, neighbours"
+            " FROM memories WHERE " + where
         )
-        for iid, memory_id, line, text, status, searchable, content_hash in self.db.execute(
+        for iid, memory_id, line, text, status, searchable, digest, near in self.db.execute(
             query, list(values)
         ):
+            around = tuple(int(n) for n in near.split(",")) if near else ()
             yield CatalogMemory(
-                iid, memory_id, json.loads(line), text, status, bool(searchable), content_hash
+                iid, memory_id, json.loads(line), text, status, bool(searchable), digest, around
             )
 
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
@@ -302,6 +305,13 @@ class Catalog:
             )
             found[session] = [(int(iid), text) for iid, text in rows]
         return found
+
+    def set_neighbours(self, items: Iterable[tuple[int, list[int]]]) -> None:
+        self._forget_cache()
+        self.db.executemany(
+            "UPDATE memories SET neighbours = ? WHERE iid = ?",
+            ((",".join(map(str, near)), iid) for iid, near in items),
+        )
 
     def speakers(self) -> list[str]:
         """Names of the people who said the memories (from authors such as 'user:Sam')."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "4"
+INDEX_VERSION = "5"
 FINGERPRINT_WINDOW = 1 << 16
 CONTEXT = 2  # same-session neighbours on each side in a memory's context (docs/RECALL.md)
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
@@ -392,11 +392,16 @@ class MemoryIndex:
         sessions = {m.line["session"] for m in touched if m.line.get("session")}
         rows = self.catalog.session_rows(sessions)
         context: dict[int, str] = {}
+        around: list[tuple[int, list[int]]] = []
         wanted = {memory.iid for memory in searchable}
         for members in rows.values():
             texts = [text for _, text in members]
             for position, (iid, _) in enumerate(members):
-                context[iid] = " ".join(texts[max(0, position - CONTEXT) : position + CONTEXT + 1])
+                window = range(
+                    max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
+                )
+                context[iid] = " ".join(texts[i] for i in window)
+                around.append((iid, [members[i][0] for i in window if i != position]))
             changed = [
                 p
                 for p, (iid, _) in enumerate(members)
@@ -407,6 +412,7 @@ class MemoryIndex:
                     max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
                 ):
                     wanted.add(members[near][0])
+        self.catalog.set_neighbours(around)
         memories = self.catalog.memories_by_iid(wanted)
         self.fulltext.upsert(
             [

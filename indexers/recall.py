@@ -376,22 +376,19 @@ def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, 
         for i in best:
             _add(pool, memories[scored.iids[i]], "scored")
         return scored
-    size = max(options.pool * 4, options.k * 20)
-    for iid, _ in index.vector_hits(vector, size):
-        pool.setdefault(iid, Candidate(index.catalog.memories_by_iid([iid])[iid])).channels.add(
-            "vector"
-        )
+    size = max(options.pool * 2, options.k * 10)
+    found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
     for name in ("text", "context"):
         for iid in index.fulltext.scores(analysis.bm25_query, size, name):
-            found = index.catalog.memories_by_iid([iid]).get(iid)
-            if found is not None:
-                _add(pool, found, "fulltext" if name == "text" else "context")
+            found.setdefault(iid, "fulltext" if name == "text" else "context")
     if analysis.names:
         names = " ".join(f'"{name}"' for name in analysis.names)
         for iid in index.fulltext.scores(names, options.pool, "text"):
-            found = index.catalog.memories_by_iid([iid]).get(iid)
-            if found is not None:
-                _add(pool, found, "lexical")
+            found.setdefault(iid, "lexical")
+    memories = index.catalog.memories_by_iid(found)
+    for iid, channel in found.items():
+        if iid in memories:
+            _add(pool, memories[iid], channel)
     return score_pool(index, [c.memory for c in pool.values()], analysis, vector)
 
 

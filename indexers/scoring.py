@@ -203,23 +203,21 @@ def score_pool(
     import numpy as np
 
     iids = [memory.iid for memory in memories]
-    neighbours = index.catalog.neighbours(iids, window=CONTEXT)
-    everyone = index.catalog.memories_by_iid({i for group in neighbours.values() for i in group})
-    vectors = index.vectors_for(list(everyone.values()))
+    around = {i for memory in memories for i in memory.neighbours} - set(iids)
+    vectors = index.vectors_for(memories + list(index.catalog.memories_by_iid(around).values()))
     zero = np.zeros(index.embedder.dim, dtype=np.float32)
     semantic, context_semantic = [], []
     for memory in memories:
         own = vectors.get(memory.iid, zero)
         semantic.append(float(own @ query))
-        mixed = own * CENTRE_WEIGHT + sum(
-            (vectors.get(i, zero) for i in neighbours[memory.iid] if i != memory.iid), zero
-        )
+        mixed = own * CENTRE_WEIGHT + sum((vectors.get(i, zero) for i in memory.neighbours), zero)
         norm = float(np.linalg.norm(mixed)) or 1.0
         context_semantic.append(float(mixed @ query) / norm)
     ids = [memory.id for memory in memories]
     text = index.fulltext.scores_for(analysis.bm25_query, ids, "text")
     context = index.fulltext.scores_for(analysis.bm25_query, ids, "context")
-    sessions = _session_scores(index, analysis)
+    names = sorted({m.line["session"] for m in memories if m.line.get("session")})
+    sessions = index.sessions.scores_for(analysis.bm25_query, names)
     raw = {
         "semantic": np.asarray(semantic, dtype=np.float32),
         "bm25": np.asarray([text.get(i, 0.0) for i in ids], dtype=np.float32),
