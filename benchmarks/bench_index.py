@@ -281,14 +281,15 @@ def measure(built: Path, runs: int, embedder: Any, workdir: Path) -> dict[str, A
     size = memdir.memory_shelf.read_bytes().count(b"\n")
     out["size"] = size
     out["shelves_bytes"] = size_of(memdir.shelves_dir)
-    out["cache_bytes"] = size_of(memdir.cache_dir)
-    out["cache_parts"] = {
-        part: size_of(memdir.cache_dir / "index" / part)
-        for part in ("catalog.sqlite", "tantivy", "faiss", "vectors")
-    }
     # A copy has new inodes, so its first update is a rebuild: every vector comes from the cache.
     out["rebuild_cached"] = timed_update(memdir, embedder)
     assert out["rebuild_cached"]["rebuilt"] and out["rebuild_cached"]["embedded"] == 0
+    out["cache_bytes"] = size_of(memdir.cache_dir)
+    parts = ("catalog.sqlite*", "tantivy*", "sessions*", "faiss", "vectors")
+    out["cache_parts"] = {
+        part.rstrip("*"): sum(size_of(path) for path in (memdir.cache_dir / "index").glob(part))
+        for part in parts
+    }
     index = MemoryIndex(memdir, embedder=embedder)
     out["base_kind"] = index.status()["vector_base"]["kind"]
     index.close()
@@ -400,7 +401,7 @@ def report(results: list[dict[str, Any]]) -> str:
     ):
         row(f"cold `{name}` (median)", lambda r, name=name: ms(r["cold"][name]))
     row("shelves on disk", lambda r: mb(r["shelves_bytes"]))
-    row(".memdir on disk (catalog / tantivy / faiss / vectors)", cache)
+    row(".memdir on disk (catalog / Tantivy / sessions / FAISS / vector store)", cache)
     row("FAISS base index", lambda r: r["base_kind"])
     lines = [
         f"machine: {machine()}",

@@ -106,8 +106,10 @@ class BaseIndex:
             import faiss
 
             faiss.omp_set_num_threads(1)  # as fast as two for single queries, kinder to the machine
+            # MMAP_IFC maps the stored arrays in place; plain MMAP still reads an IDMap2/HNSW
+            # file whole (100k vectors: 8 ms instead of 160 ms). Never add to it (see build).
             self._index = faiss.read_index(
-                str(self.path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
+                str(self.path), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY
             )
             inner = faiss.downcast_index(self._index.index)
             if hasattr(inner, "hnsw"):
