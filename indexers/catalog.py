@@ -44,6 +44,7 @@ CREATE INDEX IF NOT EXISTS memories_session ON memories(session, created, iid)
     WHERE session IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_guaranteed ON memories(importance, created)
     WHERE guaranteed = 1;
+CREATE INDEX IF NOT EXISTS memories_hidden ON memories(iid) WHERE searchable = 0 AND in_base = 1;
 CREATE INDEX IF NOT EXISTS memories_delta ON memories(in_base) WHERE in_base = 0;
 CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL

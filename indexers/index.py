@@ -592,11 +592,12 @@ class MemoryIndex:
         limit = int((self.memdir.settings.get("recall") or {}).get("exact_below", 20_000))
         if self._table is None:
             if self.catalog.counts()["searchable"] > limit:
-                return None
-            from .scoring import build_table
+                self._table = False  # too large: remembered until the next update
+            else:
+                from .scoring import build_table
 
-            self._table = build_table(self)
-        return self._table
+                self._table = build_table(self)
+        return self._table or None
 
     def vectors_for(self, memories: list[CatalogMemory]) -> dict[int, np.ndarray]:
         """Each memory's cached vector, by iid (memories without one are left out)."""
