@@ -376,20 +376,27 @@ def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, 
         for i in best:
             _add(pool, memories[scored.iids[i]], "scored")
         return scored
-    size = max(options.pool * 2, options.k * 10)
+    size = max(options.pool, options.k * 5)
     found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
-    for name in ("text", "context"):
-        for iid in index.fulltext.scores(analysis.bm25_query, size, name):
+    bm25 = {
+        name: index.fulltext.scores(analysis.bm25_query, size, name) for name in ("text", "context")
+    }
+    for name, hits in bm25.items():
+        for iid in hits:
             found.setdefault(iid, "fulltext" if name == "text" else "context")
     if analysis.names:
         names = " ".join(f'"{name}"' for name in analysis.names)
         for iid in index.fulltext.scores(names, options.pool, "text"):
             found.setdefault(iid, "lexical")
     memories = index.catalog.memories_by_iid(found)
-    for iid, channel in found.items():
-        if iid in memories:
-            _add(pool, memories[iid], channel)
-    return score_pool(index, [c.memory for c in pool.values()], analysis, vector)
+    listed = [memories[iid] for iid in found if iid in memories]
+    scored = score_pool(index, listed, analysis, vector, bm25["text"], bm25["context"])
+    # as with the exact scope: only the best go on to the filters and priors
+    for i in np.argsort(-_blend(scored, weights), kind="stable")[
+        : max(options.pool, options.k * 10)
+    ]:
+        _add(pool, listed[i], found[listed[i].iid])
+    return scored
 
 
 def _blend(scored: Scored, weights: dict[str, float]) -> np.ndarray:

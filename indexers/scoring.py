@@ -197,32 +197,46 @@ def score_table(
 
 
 def score_pool(
-    index: MemoryIndex, memories: list[CatalogMemory], analysis: QueryAnalysis, query: np.ndarray
+    index: MemoryIndex,
+    memories: list[CatalogMemory],
+    analysis: QueryAnalysis,
+    query: np.ndarray,
+    text: dict[int, float],
+    context: dict[int, float],
 ) -> Scored:
-    """Candidates from a pool scored, and normalised over the pool (large archives)."""
+    """Candidates from a pool scored, and normalised over the pool (large archives).
+
+    `text` and `context` are the BM25 scores of the best matches on each field; a candidate
+    below them counts 0 there.
+    """
     import numpy as np
 
     iids = [memory.iid for memory in memories]
     around = {i for memory in memories for i in memory.neighbours} - set(iids)
     vectors = index.vectors_for(memories + list(index.catalog.memories_by_iid(around).values()))
-    zero = np.zeros(index.embedder.dim, dtype=np.float32)
-    semantic, context_semantic = [], []
-    for memory in memories:
-        own = vectors.get(memory.iid, zero)
-        semantic.append(float(own @ query))
-        mixed = own * CENTRE_WEIGHT + sum((vectors.get(i, zero) for i in memory.neighbours), zero)
-        norm = float(np.linalg.norm(mixed)) or 1.0
-        context_semantic.append(float(mixed @ query) / norm)
-    ids = [memory.id for memory in memories]
-    text = index.fulltext.scores_for(analysis.bm25_query, ids, "text")
-    context = index.fulltext.scores_for(analysis.bm25_query, ids, "context")
+    dim = index.embedder.dim
+    zero = np.zeros(dim, dtype=np.float32)
+    own = (
+        np.stack([vectors.get(memory.iid, zero) for memory in memories])
+        if memories
+        else np.zeros((0, dim), np.float32)
+    )
+    mixed = own * CENTRE_WEIGHT
+    for row, memory in enumerate(memories):
+        for i in memory.neighbours:
+            if i in vectors:
+                mixed[row] += vectors[i]
+    norms = np.linalg.norm(mixed, axis=1)
+    norms[norms == 0] = 1.0
+    semantic = own @ query
+    context_semantic = (mixed @ query) / norms
     names = sorted({m.line["session"] for m in memories if m.line.get("session")})
     sessions = index.sessions.scores_for(analysis.bm25_query, names)
     raw = {
         "semantic": np.asarray(semantic, dtype=np.float32),
-        "bm25": np.asarray([text.get(i, 0.0) for i in ids], dtype=np.float32),
+        "bm25": np.asarray([text.get(i, 0.0) for i in iids], dtype=np.float32),
         "context_semantic": np.asarray(context_semantic, dtype=np.float32),
-        "context_bm25": np.asarray([context.get(i, 0.0) for i in ids], dtype=np.float32),
+        "context_bm25": np.asarray([context.get(i, 0.0) for i in iids], dtype=np.float32),
         "speaker": np.asarray(
             [
                 1.0

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "tests" / "fixtures" / "minilm_reference.json"
@@ -83,6 +84,17 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def to_json(fixture: dict[str, Any]) -> str:
+    """Pretty JSON with one line per sentence, so the file reads and diffs by sentence."""
+    lines = ["{"]
+    for key, value in fixture.items():
+        if key != "sentences":
+            lines.append(f" {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
+    records = [json.dumps(record, ensure_ascii=False) for record in fixture["sentences"]]
+    lines += [' "sentences": [', ",\n".join(f"  {record}" for record in records), " ]", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     """Encode SENTENCES with sentence-transformers and write the fixture."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -124,7 +136,7 @@ def main() -> None:
         "sentences": records,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(fixture, ensure_ascii=False, indent=1) + "\n")
+    args.output.write_text(to_json(fixture))
     print(f"wrote {len(records)} reference vectors to {args.output}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -76,6 +77,8 @@ def cosine(first: np.ndarray, second: np.ndarray) -> float:
 
 def test_matches_sentence_transformers_on_the_fixture(minilm: MiniLMEmbedder) -> None:
     fixture = json.loads(FIXTURE.read_text())
+    weights = hashlib.sha256((minilm.model_dir / "model.safetensors").read_bytes()).hexdigest()
+    assert weights == fixture["model_safetensors_sha256"], "not the fixture's weights"
     texts = [entry["text"] for entry in fixture["sentences"]]
     reference = np.array([entry["vector"] for entry in fixture["sentences"]])
     assert any(
