@@ -130,7 +130,7 @@ def main() -> None:
     ):
         rate = throughput(embedder, sentences, args.runs)
         latency = query_latency(embedder, sentences[:50])
-        rows.append([name, f"{rate:,.0f}", f"{rate * mean_pieces:,.0f}", f"{latency:.1f}"])
+        rows.append([name, f"{rate:,.0f}", f"{rate * mean_pieces:,.0f}", f"{latency:.2f}"])
     print(
         table(
             ["embedder", f"sentences/s (median of {args.runs})", "word pieces/s", "one query, ms"],
@@ -144,7 +144,7 @@ def main() -> None:
             ["fresh process", "median ms"],
             [
                 ["import numpy + tokenizers + safetensors", f"{imported * 1000:.0f}"],
-                ["load weights + tokenizer + checksum", f"{loaded * 1000:.0f}"],
+                ["load weights + tokenizer + model id", f"{loaded * 1000:.0f}"],
             ],
         )
     )
