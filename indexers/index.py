@@ -74,6 +74,15 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def past_blank_lines(path: Path, end: int) -> int:
+    """`end`, moved over trailing blank lines (which the reader skips): otherwise the checkpoint
+    never reaches the end of the shelf and every command would run an update."""
+    with open(path, "rb") as handle:
+        handle.seek(end)
+        tail = handle.read(1 << 16)
+    return end + len(tail) if tail.endswith(b"\n") and not tail.strip() else end
+
+
 def fingerprint(path: Path, length: int) -> str:
     """A cheap fingerprint of a shelf's first `length` bytes: its head and tail windows.
 
@@ -311,6 +320,7 @@ class MemoryIndex:
                 elif kind == "tombstone":
                     tombstoned.append(item.data["id"])
                 end = item.end
+            end = past_blank_lines(path, end)
             positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
         with self.catalog.transaction():
             if reset:

@@ -436,6 +436,19 @@ def test_appended_line_in_process_reads_only_the_tail(md: Memdir, hashing: Any) 
     index.close()
 
 
+def test_trailing_blank_lines_do_not_keep_the_index_stale(md: Memdir, hashing: Any) -> None:
+    lifecycle.teach(md, TEXTS[0], at(0))
+    with open(md.memory_shelf, "ab") as handle:
+        handle.write(b"\n  \n")  # a hand edit; the reader skips blank lines
+    index = MemoryIndex(md, embedder=hashing)
+    index.update()
+    assert not index.needs_update()  # else every search would take the lock and update
+    lifecycle.teach(md, TEXTS[1], at(1))
+    report = index.update()
+    assert (report.rebuilt, report.memories) == (False, 1) and not index.needs_update()
+    index.close()
+
+
 # --- rebuild triggers and the embedding cache -----------------------------------------------
 
 
