@@ -27,7 +27,7 @@ from .clock import format_time, parse_time
 from .documents import write_text
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
-from .records import content_id, encode_line
+from .records import content_id, encode_line, ordered_line
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 
 ROLES = ("user", "assistant", "tool")
@@ -41,16 +41,6 @@ TRUSTED_PREFIXES = ("import:",)
 RAW_WINDOW_TURNS = 6
 SUMMARY_LINK = "summarises"  # a summary memory's link to each turn it summarises
 RAW_WINDOW_HOURS = 48.0
-
-
-def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    """Schema key order; optional fields that are absent (None or empty) are left out."""
-    required = set(load_schema(values["kind"])["required"])
-    return {
-        name: values[name]
-        for name in order
-        if name in required or values.get(name) not in (None, [], {}, "")
-    }
 
 
 @dataclass(frozen=True)
@@ -94,7 +84,7 @@ class Turn:
             "secrecy": self.secrecy,
             "channel": self.channel,
         }
-        return _ordered(values, TURN_FIELDS)
+        return ordered_line(values, TURN_FIELDS)
 
     @classmethod
     def from_line(cls, line: dict[str, Any]) -> Turn:
@@ -160,7 +150,7 @@ class Digest:
             "promoted": self.promoted,
             "method": self.method,
         }
-        return _ordered(values, DIGEST_FIELDS)
+        return ordered_line(values, DIGEST_FIELDS)
 
     @classmethod
     def from_line(cls, line: dict[str, Any]) -> Digest:

@@ -84,7 +84,7 @@ def _required(kind: str) -> frozenset[str]:
     return frozenset(load_schema(kind)["required"])
 
 
-def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+def ordered_line(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     """Keep the schema's key order; drop absent (None/empty) optional fields.
 
     A required field is kept even when empty, so validation names it instead of the line
@@ -156,7 +156,7 @@ class Memory:
             "pinned": self.pinned or None,
             "origin": self.origin,
         }
-        return _ordered(values, MEMORY_FIELDS)
+        return ordered_line(values, MEMORY_FIELDS)
 
     @classmethod
     def from_line(cls, line: dict[str, Any]) -> Memory:
@@ -222,7 +222,7 @@ class Event:
             "link_type": self.link_type,
             "redacted": self.redacted or None,
         }
-        return _ordered(values, EVENT_FIELDS)
+        return ordered_line(values, EVENT_FIELDS)
 
     @classmethod
     def from_line(cls, line: dict[str, Any]) -> Event:
