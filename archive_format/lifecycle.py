@@ -62,6 +62,11 @@ def read_lines(memdir: Memdir) -> Iterable[dict[str, Any]]:
                     f"{path}:{item.number}: {kind} line lacks {', '.join(sorted(missing))}",
                     hint="fix or remove that line; `memdir verify` lists every problem",
                 )
+            if kind == "memory" and not isinstance(item.data["text"], str):
+                raise FormatError(
+                    f"{path}:{item.number}: text: expected a string",
+                    hint="fix or remove that line; `memdir verify` lists every problem",
+                )
             yield item.data
 
 

@@ -9,6 +9,7 @@ a test checks it agrees with the reference `jsonschema` package.
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime
 from functools import cache
@@ -81,6 +82,8 @@ def problems(value: Any, schema: dict[str, Any], where: str = "") -> list[str]:
         ok = isinstance(value, _TYPES[expected])
         if ok and expected in ("integer", "number") and isinstance(value, bool):
             ok = False
+        if ok and isinstance(value, float) and not math.isfinite(value):
+            return [f"{label}: {value} is not a finite number (JSON has no NaN or infinity)"]
         if expected == "integer" and isinstance(value, float):
             ok = value.is_integer()  # JSON Schema: 5.0 is an integer
         if not ok:

@@ -345,3 +345,28 @@ def test_cli_now_in_the_past_hides_later_memories(cli, home: Path) -> None:
     assert hidden.code == ExitStatus.NOT_FOUND, hidden
     stats = json.loads(cli("stats", "--json", cwd=home, now=at(DAY)).out)
     assert stats["memories"] == 1 and stats["status"] == {"durable": 1}
+
+
+def test_a_wrongly_typed_text_is_a_format_error_not_a_traceback(tmp_path: Path) -> None:
+    from archive_format.errors import FormatError
+    from archive_format.lifecycle import load_view
+    from archive_format.memdir import init
+
+    memdir, _ = init(tmp_path / "m", T0_DT)
+    lifecycle.teach(memdir, "a fine memory", T0_DT)
+    with memdir.memory_shelf.open("a", encoding="utf-8") as handle:
+        handle.write('{"kind":"memory","id":"m-0000000000000000","created":"2026-05-01T09:00:00Z",'
+                     '"text":5,"source":"teaching","author":"user","store":"semantic",'
+                     '"importance":5,"temporal":"persistent","visibility":"normal"}\n')  # fmt: skip
+    with pytest.raises(FormatError, match="text: expected a string"):
+        load_view(memdir, T0_DT)
+
+
+def test_nan_is_refused_at_the_write_boundary(tmp_path: Path) -> None:
+    from archive_format.errors import BadInputError
+    from archive_format.memdir import init
+
+    memdir, _ = init(tmp_path / "m", T0_DT)
+    with pytest.raises(BadInputError, match="finite"):
+        lifecycle.teach(memdir, "nan affect", T0_DT, affect={"valence": float("nan")})
+    assert memdir.memory_shelf.read_text() == ""
