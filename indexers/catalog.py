@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -109,7 +110,7 @@ class Catalog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
+        self._use_wal()
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA secure_delete=ON")
         if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
@@ -120,6 +121,20 @@ class Catalog:
         self._neighbours: dict[tuple[int, int], list[int]] = {}
         self._degrees: dict[str, int] | None = None
         self._speakers: list[str] | None = None
+
+    def _use_wal(self) -> None:
+        """Switch to WAL once. Changing the journal mode ignores the busy timeout, so while
+        another process is creating the database, wait and retry instead of failing."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _forget_cache(self) -> None:
         self._memories.clear()
