@@ -19,3 +19,9 @@ def write_text(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, path)
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (≈ 4 characters a token): enough to keep recall results and the wake
+    document inside a prompt budget."""
+    return max(1, (len(text) + 3) // 4)

@@ -118,7 +118,6 @@ class Catalog:
         # Read caches for long-lived processes (MCP server, daemon, benchmarks); any write
         # through this instance clears them, and a new process starts empty.
         self._memories: dict[int, CatalogMemory] = {}
-        self._neighbours: dict[tuple[int, int], list[int]] = {}
         self._degrees: dict[str, int] | None = None
         self._speakers: list[str] | None = None
 
@@ -138,7 +137,6 @@ class Catalog:
 
     def _forget_cache(self) -> None:
         self._memories.clear()
-        self._neighbours.clear()
         self._degrees = None
         self._speakers = None
 
@@ -280,35 +278,6 @@ class Catalog:
             )
             lines.extend(json.loads(row[0]) for row in rows)
         return lines
-
-    def neighbours(self, iids: Iterable[int], window: int = 1) -> dict[int, list[int]]:
-        """For each iid, the iids of up to `window` memories before and after it in its session
-        (ordered by time, then by position), itself included, in order."""
-        found: dict[int, list[int]] = {}
-        for iid in dict.fromkeys(int(i) for i in iids):
-            if (iid, window) in self._neighbours:
-                found[iid] = self._neighbours[(iid, window)]
-                continue
-            row = self.db.execute(
-                "SELECT session, created FROM memories WHERE iid = ?", (iid,)
-            ).fetchone()
-            if row is None or row[0] is None:
-                found[iid] = [iid]
-                continue
-            session, created = row
-            before = self.db.execute(
-                "SELECT iid FROM memories WHERE session = ? AND (created < ? OR (created = ? AND iid < ?))"
-                " AND searchable = 1 ORDER BY created DESC, iid DESC LIMIT ?",
-                (session, created, created, iid, window),
-            ).fetchall()
-            after = self.db.execute(
-                "SELECT iid FROM memories WHERE session = ? AND (created > ? OR (created = ? AND iid > ?))"
-                " AND searchable = 1 ORDER BY created, iid LIMIT ?",
-                (session, created, created, iid, window),
-            ).fetchall()
-            found[iid] = [r[0] for r in reversed(before)] + [iid] + [r[0] for r in after]
-            self._neighbours[(iid, window)] = found[iid]
-        return found
 
     def session_rows(self, sessions: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
         """Each session's searchable memories as (iid, text), in time order."""

@@ -27,7 +27,7 @@ from archive_format.lock import WriterLock
 from archive_format.memdir import Memdir
 
 from .catalog import Catalog, CatalogMemory, Checkpoint
-from .fulltext import FullText, TextHit
+from .fulltext import FullText
 from .vectors import BaseIndex, VectorSettings, VectorStore, exact_search, safe_name
 
 if TYPE_CHECKING:
@@ -560,9 +560,6 @@ class MemoryIndex:
             for h in hits
             if h.id in found and found[h.id].searchable
         ]
-
-    def text_hits(self, query: str, k: int) -> list[TextHit]:
-        return self.fulltext.search(query, k)
 
     def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top-k (iid, cosine) over the base index and the delta, skipping unsearchable ones."""

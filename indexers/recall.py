@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from archive_format.clock import format_time, parse_duration, parse_time
+from archive_format.clock import format_time, local_zone, parse_duration, parse_time
+from archive_format.documents import estimate_tokens
 from archive_format.fold import fold
 
 from .blas import single_thread
@@ -175,14 +176,6 @@ def profile_weights(settings: dict[str, Any], name: str | None) -> tuple[str, di
     return chosen, weights
 
 
-def _zone(name: str) -> Any:
-    if name.upper() == "UTC":
-        return timezone.utc
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(name)
-
-
 def recall(
     index: MemoryIndex, query: str, now: datetime, options: RecallOptions | None = None
 ) -> RecallResult:
@@ -208,7 +201,7 @@ def _recall(
         index.annotator,
         index.catalog.speakers(),
         index.catalog.keys(),
-        _zone(str(settings.get("timezone", "UTC"))),
+        local_zone(settings),
     )
     stages = [Stage("query analysis", [analysis.to_dict()])]
 
@@ -596,11 +589,6 @@ def _mmr(candidates: list[Candidate], vectors: dict[int, Any], balance: float) -
         picked.append(best)
         remaining.remove(best)
     return picked
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count (≈ 4 characters a token), enough to respect a prompt budget."""
-    return max(1, (len(text) + 3) // 4)
 
 
 def _fit_budget(chosen: list[Candidate], budget: int | None, stage: Stage) -> list[Candidate]:

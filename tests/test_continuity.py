@@ -15,11 +15,12 @@ from conftest import MEMDIR_BIN, T0_DT, clean_env, shelf_lines
 from test_cold_start import heavy_in, imported_modules
 
 from archive_format import journal, lifecycle
+from archive_format.documents import estimate_tokens
 from archive_format.journal import new_turn
 from archive_format.memdir import Memdir
 from archive_format.state import read_yaml, write_yaml
 from archive_format.verify import verify
-from cli.usecases.documents import estimate_tokens, wake
+from cli.usecases.documents import wake
 from cli.usecases.sleep import sleep
 
 

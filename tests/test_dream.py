@@ -13,12 +13,12 @@ import pytest
 from conftest import T0_DT
 
 from archive_format import journal
+from archive_format.clock import local_zone
 from archive_format.journal import Turn, new_turn
 from archive_format.lifecycle import add_memories, load_view
 from archive_format.memdir import Memdir
 from archive_format.state import read_yaml, write_yaml
 from archive_format.verify import verify
-from cli.usecases.documents import local_zone
 from cli.usecases.dream import GroupingRules, dream, group_turns, plan_group
 
 SECRETS = ("ZEBRA-private", "OKAPI-sealed", "LYNX-secret")

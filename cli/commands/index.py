@@ -40,15 +40,12 @@ def progress_bar() -> Iterator[Progress]:
         yield advance
 
 
-def open_index(ctx: typer.Context, refresh: bool = True) -> MemoryIndex:
+def open_index(ctx: typer.Context) -> MemoryIndex:
     """The memdir's index, brought up to date from the checkpoints first."""
-    from indexers.index import MemoryIndex
+    from cli.usecases.recall import fresh_index
 
-    index = MemoryIndex(context.open_memdir(ctx))
-    if refresh and index.needs_update():
-        with progress_bar() as advance:
-            index.update(advance)
-    return index
+    with progress_bar() as advance:
+        return fresh_index(context.open_memdir(ctx), advance)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from archive_format import journal, ring
-from archive_format.clock import format_duration, format_time, parse_time
-from archive_format.documents import write_text
-from archive_format.errors import BadInputError
+from archive_format.clock import format_duration, format_time, local_zone, parse_time
+from archive_format.documents import estimate_tokens, write_text
 from archive_format.fold import ArchiveView, MemoryState
 from archive_format.lifecycle import load_view
 from archive_format.memdir import Memdir
@@ -48,22 +47,6 @@ WAKE_ORDER = ("hard_facts", "teachings", "review", "threads", "arc", "entry", "r
 WAKE_PRIORITY = ("review", "hard_facts", "teachings", "raw_window", "threads", "arc", "entry")
 BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review")
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
-
-
-def local_zone(settings: dict[str, Any]) -> Any:
-    """The user's time zone (`timezone` in memdir.yaml) for documents and dream headings."""
-    from zoneinfo import ZoneInfo
-
-    name = str(settings.get("timezone") or "UTC")
-    try:
-        return ZoneInfo(name)
-    except (KeyError, ValueError):
-        raise BadInputError(f"unknown timezone {name!r} in memdir.yaml") from None
-
-
-def estimate_tokens(text: str) -> int:
-    """≈ 4 characters a token, as recall's budget counts (indexers.recall.estimate_tokens)."""
-    return max(1, (len(text) + 3) // 4)
 
 
 def short_text(text: str | None, width: int = TEXT_WIDTH) -> str:

@@ -28,14 +28,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from archive_format import journal
-from archive_format.clock import parse_duration
+from archive_format.clock import local_zone, parse_duration
 from archive_format.errors import BadInputError
 from archive_format.journal import Digest, Turn
 from archive_format.lifecycle import add_memories, load_view
 from archive_format.lock import WriterLock
 from archive_format.memdir import Memdir
 from archive_format.records import Memory, new_memory
-from cli.usecases.documents import local_zone
 
 log = logging.getLogger("memdir")
 
