@@ -9,14 +9,16 @@ text does not linger in free pages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,6 +33,7 @@ CREATE TABLE IF NOT EXISTS memories (
     text TEXT NOT NULL,
     key TEXT,                          -- supersede key
     session TEXT,                      -- conversation session, for neighbour context
+    author TEXT NOT NULL,              -- who said it ('user:Sam'): recall's speaker component
     guaranteed INTEGER NOT NULL,       -- 1 when pinned or a milestone (recall's bounded channel)
     importance INTEGER NOT NULL,
     created INTEGER NOT NULL,          -- epoch seconds
@@ -68,6 +71,12 @@ SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
 MIRROR_TABLES = ("checkpoints", "memories", "events")
 
 
+def session_code(name: str) -> int:
+    """A session's number in the sessions index (its documents' iid fast field): 56 bits of a
+    hash of its name, so scores come back without fetching the stored session text."""
+    return int.from_bytes(hashlib.blake2b(name.encode("utf-8"), digest_size=7).digest(), "big")
+
+
 def speaker_of(author: str) -> str | None:
     """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
 
@@ -89,18 +98,48 @@ class Checkpoint:
     fingerprint: str
 
 
-@dataclass(frozen=True)
+class MemoryRow(NamedTuple):
+    """The columns recall scores a large pool by, before it reads the best memories whole."""
+
+    iid: int
+    session: str | None
+    author: str
+    created: int  # epoch seconds
+    neighbours: tuple[int, ...]
+
+
+@dataclass
 class CatalogMemory:
-    """A catalogued memory: enough to score and show it without reading the shelves."""
+    """A catalogued memory: enough to score and show it without reading the shelves.
+
+    The shelf line is parsed on first use: recall scores a pool of memories by their columns
+    and reads the lines of only the best of them.
+    """
 
     iid: int
     id: str
-    line: dict[str, Any]
+    stored_line: str  # the line's JSON
     text: str
     status: str
     searchable: bool
     content_hash: str
+    session: str | None = None
+    author: str = ""
     neighbours: tuple[int, ...] = ()  # same-session memories within ±2, for context scores
+    annotator: str | None = None  # who annotated its affect, None when nobody has
+    stored_affect: str = ""  # that annotation's JSON
+
+    @cached_property
+    def line(self) -> dict[str, Any]:
+        line: dict[str, Any] = json.loads(self.stored_line)
+        return line
+
+    @cached_property
+    def annotation(self) -> tuple[str, dict[str, Any]] | None:
+        """(annotator, affect) of the derived annotation, when there is one."""
+        if self.annotator is None:
+            return None
+        return self.annotator, json.loads(self.stored_affect)
 
 
 class Catalog:
@@ -188,14 +227,16 @@ class Catalog:
     def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
         """Insert a memory line; returns its iid, or None when it was already there."""
         cursor = self.db.execute(
-            "INSERT OR IGNORE INTO memories (id, line, text, key, session, guaranteed, importance,"
-            " created, status, searchable, content_hash) VALUES (?,?,?,?,?,?,?,?,'durable',1,?)",
+            "INSERT OR IGNORE INTO memories (id, line, text, key, session, author, guaranteed,"
+            " importance, created, status, searchable, content_hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?,'durable',1,?)",
             (
                 line["id"],
                 json.dumps(line, ensure_ascii=False),
                 line["text"],
                 line.get("key"),
                 line.get("session"),
+                str(line.get("author", "")),
                 int(bool(line.get("pinned")) or line.get("temporal") == "milestone"),
                 int(line.get("importance", 5)),
                 created,
@@ -232,15 +273,27 @@ class Catalog:
 
     def _select(self, where: str, values: Iterable[Any]) -> Iterator[CatalogMemory]:
         query = (
-            "SELECT iid, id, line, text, status, searchable, content_hash, neighbours"
-            " FROM memories WHERE " + where
+            "SELECT m.iid, m.id, m.line, m.text, m.status, m.searchable, m.content_hash,"
+            " m.session, m.author, m.neighbours, a.annotator, a.value"
+            " FROM memories AS m LEFT JOIN affect AS a ON a.content_hash = m.content_hash"
+            " WHERE " + where
         )
-        for iid, memory_id, line, text, status, searchable, digest, near in self.db.execute(
-            query, list(values)
-        ):
-            around = tuple(int(n) for n in near.split(",")) if near else ()
+        for row in self.db.execute(query, list(values)):
+            iid, memory_id, line, text, status, searchable, digest, session, author = row[:9]
+            near, annotator, affect = row[9:]
             yield CatalogMemory(
-                iid, memory_id, json.loads(line), text, status, bool(searchable), digest, around
+                iid,
+                memory_id,
+                line,
+                text,
+                status,
+                bool(searchable),
+                digest,
+                session,
+                author,
+                tuple(map(int, near.split(","))) if near else (),
+                annotator,
+                affect or "",
             )
 
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
@@ -262,6 +315,22 @@ class Catalog:
             marks = ",".join("?" * len(chunk))
             for memory in self._select(f"iid IN ({marks})", chunk):
                 found[memory.iid] = self._memories[memory.iid] = memory
+        return found
+
+    def rows_by_iid(self, iids: Iterable[int]) -> dict[int, MemoryRow]:
+        wanted = [int(iid) for iid in dict.fromkeys(iids)]
+        found: dict[int, MemoryRow] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT iid, session, author, created, neighbours FROM memories"
+                f" WHERE iid IN ({marks})",
+                chunk,
+            )
+            for iid, session, author, created, near in rows:
+                around = tuple(map(int, near.split(","))) if near else ()
+                found[iid] = MemoryRow(iid, session, author, created, around)
         return found
 
     def all_memories(self) -> Iterator[CatalogMemory]:
@@ -301,9 +370,7 @@ class Catalog:
     def speakers(self) -> list[str]:
         """Names of the people who said the memories (from authors such as 'user:Sam')."""
         if self._speakers is None:
-            rows = self.db.execute(
-                "SELECT DISTINCT json_extract(line, '$.author') FROM memories WHERE searchable = 1"
-            )
+            rows = self.db.execute("SELECT DISTINCT author FROM memories WHERE searchable = 1")
             names = {speaker_of(str(row[0])) for row in rows}
             self._speakers = sorted(name for name in names if name)
         return self._speakers
@@ -363,6 +430,7 @@ class Catalog:
         return found
 
     def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
+        self._forget_cache()
         self.db.executemany(
             "INSERT OR REPLACE INTO affect(content_hash, annotator, value) VALUES (?, ?, ?)",
             ((h, annotator, json.dumps(value)) for h, annotator, value in items),
@@ -385,12 +453,10 @@ class Catalog:
             "INSERT OR REPLACE INTO vectors(content_hash, row) VALUES (?, ?)", items
         )
 
-    def delta_iids(self) -> list[tuple[int, str]]:
-        """(iid, content_hash) of searchable memories whose vectors are not in the base index."""
-        rows = self.db.execute(
-            "SELECT iid, content_hash FROM memories WHERE in_base = 0 AND searchable = 1"
-        )
-        return list(rows)
+    def delta_iids(self) -> list[int]:
+        """Searchable memories whose vectors are not in the base index."""
+        rows = self.db.execute("SELECT iid FROM memories WHERE in_base = 0 AND searchable = 1")
+        return [row[0] for row in rows]
 
     def mark_in_base(self, iids: Iterable[int]) -> None:
         self.db.executemany(

@@ -117,31 +117,54 @@ class FullText:
         query, _errors = self.index.parse_query_lenient(text, [field])
         return query
 
-    def scores(self, text: str, limit: int, field: str = "text") -> dict[int, float]:
-        """BM25 score of the best `limit` documents for the query on one field, by catalog iid."""
-        iids, values = self.score_lists(text, limit, field)
+    def scores(
+        self,
+        text: str,
+        limit: int,
+        field: str = "text",
+        within: list[str] | None = None,
+        between: tuple[int, int] | None = None,
+    ) -> dict[int, float]:
+        """BM25 score of the best `limit` documents for the query on one field, by catalog iid
+        (a session document's iid is its session_code); `within` limits them to these ids,
+        `between` to times in [start, end) (epoch seconds)."""
+        iids, values = self.score_lists(text, limit, field, within, between)
         return dict(zip(iids, values, strict=True))
 
     def score_lists(
-        self, text: str, limit: int, field: str = "text"
+        self,
+        text: str,
+        limit: int,
+        field: str = "text",
+        within: list[str] | None = None,
+        between: tuple[int, int] | None = None,
     ) -> tuple[list[int], list[float]]:
         """(iids, scores) of the best `limit` documents; the iids come from a fast field, so
         thousands of hits cost no document fetches."""
-        if not text.strip() or limit <= 0:
+        import tantivy
+
+        if not text.strip() or limit <= 0 or within == []:
             return [], []
         searcher = self.index.searcher()
-        hits = searcher.search(self._query(text, field), limit=limit, count=False).hits
+        query = self._query(text, field)
+        required = []
+        if within is not None:
+            required.append(tantivy.Query.term_set_query(self.schema, "id", within))
+        if between is not None:
+            required.append(
+                tantivy.Query.range_query(
+                    self.schema, "time", tantivy.FieldType.Integer, between[0], between[1],
+                    include_upper=False,
+                )
+            )  # fmt: skip
+        if required:
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, clause) for clause in (query, *required)]
+            )
+        hits = searcher.search(query, limit=limit, count=False).hits
         iids = searcher.fast_field_values("iid", [address for _, address in hits])
         kept = [(int(i), float(s)) for (s, _), i in zip(hits, iids, strict=True) if i is not None]
         return [iid for iid, _ in kept], [score for _, score in kept]
-
-    def scores_by_id(self, text: str, limit: int) -> dict[str, float]:
-        """BM25 score of the best `limit` documents by their `id` field (small indexes)."""
-        if not text.strip() or limit <= 0:
-            return {}
-        searcher = self.index.searcher()
-        hits = searcher.search(self._query(text), limit=limit, count=False).hits
-        return {searcher.doc(address)["id"][0]: float(score) for score, address in hits}
 
     def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
         """Best `k` documents for a free-text query (BM25), optionally with highlighted snippets."""
@@ -166,22 +189,6 @@ class FullText:
                 snippet = _highlight(fragment) or document["text"][0][:160]
             hits.append(TextHit(document["id"][0], float(score), snippet))
         return hits
-
-    def scores_for(self, text: str, ids: list[str], field: str = "text") -> dict[str, float]:
-        """BM25 scores of these documents for the query (absent when they do not match)."""
-        import tantivy
-
-        if not text.strip() or not ids:
-            return {}
-        searcher = self.index.searcher()
-        restricted = tantivy.Query.boolean_query(
-            [
-                (tantivy.Occur.Must, self._query(text, field)),
-                (tantivy.Occur.Must, tantivy.Query.term_set_query(self.schema, "id", ids)),
-            ]
-        )
-        result = searcher.search(restricted, limit=len(ids))
-        return {searcher.doc(address)["id"][0]: float(score) for score, address in result.hits}
 
 
 def _highlight(snippet: Any) -> str:

@@ -26,9 +26,9 @@ from archive_format.fold import ArchiveView, fold
 from archive_format.lock import WriterLock
 from archive_format.memdir import Memdir
 
-from .catalog import Catalog, CatalogMemory, Checkpoint
+from .catalog import Catalog, CatalogMemory, Checkpoint, session_code
 from .fulltext import FullText
-from .vectors import BaseIndex, VectorSettings, VectorStore, exact_search, safe_name
+from .vectors import BaseIndex, RowMap, VectorSettings, VectorStore, exact_search, safe_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "5"
+INDEX_VERSION = "6"
 FINGERPRINT_WINDOW = 1 << 16
 CONTEXT = 2  # same-session neighbours on each side in a memory's context (docs/RECALL.md)
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
@@ -129,6 +129,8 @@ class MemoryIndex:
         self._table: Any = None
         self._generation: int | None = None
         self._base: BaseIndex | None = None
+        self._store: VectorStore | None = None
+        self._row_map: RowMap | None = None
 
     # components, loaded lazily --------------------------------------------------------------
     @property
@@ -168,9 +170,20 @@ class MemoryIndex:
 
     @property
     def store(self) -> VectorStore:
-        return VectorStore(
-            self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32", self.embedder.dim
-        )
+        """The embedding cache: the model's vectors, one row per distinct text."""
+        if self._store is None:
+            self._store = VectorStore(
+                self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32",
+                self.embedder.dim,
+            )
+        return self._store
+
+    @property
+    def row_map(self) -> RowMap:
+        """Each catalogued memory's row in the store (of the manifest's model), by iid."""
+        if self._row_map is None:
+            self._row_map = RowMap(self.root / "vectors" / "rows.i32")
+        return self._row_map
 
     @property
     def base(self) -> BaseIndex:
@@ -230,13 +243,13 @@ class MemoryIndex:
             return f"embedding model changed ({manifest.get('model')} → {self.embedder.model_id})"
         if manifest.get("annotator") != self._expected_manifest()["annotator"]:
             return "affect annotator changed"
+        if self._vector_cache_lost():
+            return "vector cache missing"
         missing = self._files_missing()
         if missing:
             return missing
         if self.fulltext.count() != self.catalog.counts()["searchable"]:
             return "full-text index out of step with the catalog"
-        if self._vector_cache_lost():
-            return "vector cache missing"
         return None
 
     def _files_missing(self) -> str | None:
@@ -245,6 +258,8 @@ class MemoryIndex:
             return "full-text index missing"
         if not (self.root / "faiss" / "base.index").is_file():
             return "vector index missing"
+        if not self.row_map.path.is_file():
+            return "vector row map missing"
         return None
 
     def _vector_cache_lost(self) -> bool:
@@ -349,10 +364,13 @@ class MemoryIndex:
     ) -> None:
         affected: set[str] = set(tombstoned)
         fresh: list[tuple[dict[str, Any], str]] = []
+        iids: list[int] = []
         for line in memories:
             digest = content_hash(line["text"])
-            if self.catalog.add_memory(line, _epoch(line["created"]), digest) is not None:
+            iid = self.catalog.add_memory(line, _epoch(line["created"]), digest)
+            if iid is not None:
                 fresh.append((line, digest))
+                iids.append(iid)
                 affected.add(line["id"])
         for line in events:
             if self.catalog.add_event(line):
@@ -366,6 +384,10 @@ class MemoryIndex:
         self._annotate([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
         report.embedded = self._embed(
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
+        )
+        rows = self.catalog.vector_rows(digest for _, digest in fresh)
+        self.row_map.set(
+            [(iid, rows[digest]) for iid, (_, digest) in zip(iids, fresh, strict=True)]
         )
         self._resettle(affected)
 
@@ -434,7 +456,12 @@ class MemoryIndex:
         self.sessions.delete(list(sessions))
         self.sessions.upsert(
             [
-                {"id": name, "text": " ".join(text for _, text in members), "time": 0}
+                {
+                    "id": name,
+                    "iid": session_code(name),
+                    "text": " ".join(text for _, text in members),
+                    "time": 0,
+                }
                 for name, members in rows.items()
                 if members
             ]
@@ -524,6 +551,16 @@ class MemoryIndex:
             self.catalog.db.execute("DELETE FROM vectors")
             self.catalog.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
             self.store.rewrite(vectors)
+            renumbered = {digest: new for new, (digest, _) in enumerate(ordered)}
+            self.row_map.rewrite(
+                [
+                    (iid, renumbered[digest])
+                    for iid, digest in self.catalog.db.execute(
+                        "SELECT iid, content_hash FROM memories"
+                    )
+                    if digest in renumbered
+                ]
+            )
 
     def _maybe_merge(self, report: UpdateReport) -> None:
         counts = self.catalog.counts()
@@ -535,20 +572,18 @@ class MemoryIndex:
         """Write a new base index holding every searchable vector (delta becomes empty)."""
         import numpy as np
 
-        rows = [
-            (iid, digest)
-            for iid, digest, searchable in self.catalog.db.execute(
-                "SELECT iid, content_hash, searchable FROM memories ORDER BY iid"
-            )
-            if searchable
-        ]
-        vector_rows = self.catalog.vector_rows(digest for _, digest in rows)
-        usable = [(iid, vector_rows[digest]) for iid, digest in rows if digest in vector_rows]
-        vectors = self.store.rows([row for _, row in usable])
-        self.base.build(vectors, np.asarray([iid for iid, _ in usable], dtype=np.int64))
+        iids = np.asarray(
+            [row[0] for row in self.catalog.db.execute(
+                "SELECT iid FROM memories WHERE searchable = 1 ORDER BY iid"
+            )],
+            dtype=np.int64,
+        )  # fmt: skip
+        rows = self.row_map.get(iids)
+        usable = rows >= 0
+        self.base.build(self.store.rows(rows[usable]), iids[usable])
         with self.catalog.transaction():
             self.catalog.db.execute("UPDATE memories SET in_base = 0")
-            self.catalog.mark_in_base(iid for iid, _ in usable)
+            self.catalog.mark_in_base(iids[usable].tolist())
 
     # reading --------------------------------------------------------------------------------
     def search(self, query: str, k: int = 10) -> list[Hit]:
@@ -575,10 +610,9 @@ class MemoryIndex:
             hit for hit in self.base.search(vector, k + len(hidden)) if hit[0] not in hidden
         ]
         delta = self.catalog.delta_iids()
-        rows = self.catalog.vector_rows(digest for _, digest in delta)
-        usable = [(iid, rows[digest]) for iid, digest in delta if digest in rows]
+        matrix, found = self.vector_matrix(delta)
         from_delta = exact_search(
-            vector, self.store.rows([row for _, row in usable]), [iid for iid, _ in usable], k
+            vector, matrix[found], [i for i, f in zip(delta, found, strict=True) if f], k
         )
         merged = sorted(from_base[:k] + from_delta, key=lambda hit: -hit[1])
         return merged[:k]
@@ -606,28 +640,34 @@ class MemoryIndex:
                 self._table = build_table(self)
         return self._table or None
 
+    def vector_matrix(self, iids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of these memories as rows (zeros where a memory has none), and a mask
+        of those that have one."""
+        import numpy as np
+
+        rows = self.row_map.get(np.asarray(iids, dtype=np.int64))
+        found = rows >= 0
+        matrix = np.zeros((len(rows), self.embedder.dim), dtype=np.float32)
+        if found.any():
+            matrix[found] = self.store.rows(rows[found])
+        return matrix, found
+
     def vectors_for(self, memories: list[CatalogMemory]) -> dict[int, np.ndarray]:
         """Each memory's cached vector, by iid (memories without one are left out)."""
-        rows = self.catalog.vector_rows(memory.content_hash for memory in memories)
-        usable = [
-            (memory.iid, rows[memory.content_hash])
-            for memory in memories
-            if memory.content_hash in rows
-        ]
-        matrix = self.store.rows([row for _, row in usable])
-        return {iid: matrix[position] for position, (iid, _) in enumerate(usable)}
+        iids = [memory.iid for memory in memories]
+        matrix, found = self.vector_matrix(iids)
+        return {iid: matrix[i] for i, iid in enumerate(iids) if found[i]}
 
     def affect_of(self, memory: CatalogMemory) -> dict[str, Any]:
         """A memory's affect: what the user gave wins, else the annotator's annotation."""
         return self.affects_of([memory])[memory.id]
 
     def affects_of(self, memories: list[CatalogMemory]) -> dict[str, dict[str, Any]]:
-        """Affect for several memories at once (one catalog query)."""
-        derived = self.catalog.affect_for(memory.content_hash for memory in memories)
+        """Affect for several memories at once (annotations come with the catalog rows)."""
         found: dict[str, dict[str, Any]] = {}
         for memory in memories:
             given = memory.line.get("affect") or {}
-            annotation = derived.get(memory.content_hash)
+            annotation = memory.annotation
             value: dict[str, Any] = dict(annotation[1]) if annotation else {}
             value.update({k: given[k] for k in ("valence", "arousal", "chord") if k in given})
             if given:

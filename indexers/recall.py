@@ -85,7 +85,7 @@ class RecallOptions:
     budget: int | None = None
     counterweights: bool = True
     mmr: bool = False
-    pool: int = 60  # candidates kept after relevance, for the filters and priors
+    pool: int = 30  # the best-scored memories that go on to the filters and priors (≥ 3·k)
     guaranteed_slots: int = 2
     perfect: bool = False  # ignore decay (`memdir recall --perfect`)
 
@@ -350,7 +350,7 @@ def _add(pool: dict[int, Candidate], memory: CatalogMemory, channel: str) -> Can
 def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, now: datetime,
                options: RecallOptions, weights: dict[str, float],
                pool: dict[int, Candidate]) -> Scored:  # fmt: skip
-    """Score the scope and put its best `options.pool` memories into the pool."""
+    """Score the scope and put its best memories (see _shortlist) into the pool."""
     import numpy as np
 
     from .scoring import score_pool, score_table
@@ -364,32 +364,51 @@ def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, 
             )
         scored = score_table(index, table, analysis, vector, mask)
         total = _blend(scored, weights)
-        best = np.argsort(-total, kind="stable")[: max(options.pool, options.k * 10)]
+        best = np.argsort(-total, kind="stable")[: _shortlist(options)]
         memories = index.catalog.memories_by_iid(scored.iids[i] for i in best)
         for i in best:
             _add(pool, memories[scored.iids[i]], "scored")
         return scored
-    size = max(options.pool, options.k * 5)
+    size = 2 * _shortlist(options)
+    # as in the exact scope, memories from after `now` or outside the time window are not scored
+    # (Tantivy searches only within them; FAISS cannot, so its hits are filtered)
+    start, end = 0, int(now.timestamp()) + 1
+    between = None
+    if analysis.window is not None:
+        start = int(analysis.window.start.timestamp())
+        end = min(end, int(analysis.window.end.timestamp()))
+        between = (start, end)
     found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
     bm25 = {
-        name: index.fulltext.scores(analysis.bm25_query, size, name) for name in ("text", "context")
+        name: index.fulltext.scores(analysis.bm25_query, size, name, between=between)
+        for name in ("text", "context")
     }
     for name, hits in bm25.items():
         for iid in hits:
             found.setdefault(iid, "fulltext" if name == "text" else "context")
     if analysis.names:
         names = " ".join(f'"{name}"' for name in analysis.names)
-        for iid in index.fulltext.scores(names, options.pool, "text"):
+        for iid in index.fulltext.scores(names, size, "text", between=between):
             found.setdefault(iid, "lexical")
-    memories = index.catalog.memories_by_iid(found)
-    listed = [memories[iid] for iid in found if iid in memories]
+    rows = index.catalog.rows_by_iid(found)
+    listed = [rows[iid] for iid in found if iid in rows and start <= rows[iid].created < end]
     scored = score_pool(index, listed, analysis, vector, bm25["text"], bm25["context"])
     # as with the exact scope: only the best go on to the filters and priors
-    for i in np.argsort(-_blend(scored, weights), kind="stable")[
-        : max(options.pool, options.k * 10)
-    ]:
-        _add(pool, listed[i], found[listed[i].iid])
+    shortlist = [
+        listed[i].iid
+        for i in np.argsort(-_blend(scored, weights), kind="stable")[: _shortlist(options)]
+    ]
+    memories = index.catalog.memories_by_iid(shortlist)
+    for iid in shortlist:
+        _add(pool, memories[iid], found[iid])
     return scored
+
+
+def _shortlist(options: RecallOptions) -> int:
+    """How many of the best-scored memories go on to the filters and priors (in a pool scope,
+    each index contributes twice as many). 20, 30, 60 or 100 for k = 10 score the same on the
+    LoCoMo dev file; the margin is for provenance weights and filters that reorder or drop."""
+    return max(options.pool, options.k * 3)
 
 
 def _blend(scored: Scored, weights: dict[str, float]) -> np.ndarray:

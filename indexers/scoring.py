@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .catalog import CatalogMemory, speaker_of
+from .catalog import MemoryRow, session_code, speaker_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,6 +41,7 @@ class ScoringTable:
     created: np.ndarray  # epoch seconds
     session_codes: np.ndarray  # index into session_names, -1 without a session
     session_names: list[str]
+    session_keys: list[int]  # session_code of each name, as in the sessions index
     speaker_codes: np.ndarray  # index into speaker_names, -1 when nobody in particular
     speaker_names: list[str]
     vectors: np.ndarray
@@ -76,16 +77,11 @@ def build_table(index: MemoryIndex) -> ScoringTable:
 
     rows = list(
         index.catalog.db.execute(
-            "SELECT iid, session, created, json_extract(line, '$.author'), content_hash"
+            "SELECT iid, session, created, author"
             " FROM memories WHERE searchable = 1 ORDER BY session, created, iid"
         )
     )
-    hashes = index.catalog.vector_rows(row[4] for row in rows)
-    dim = index.embedder.dim
-    vectors = np.zeros((len(rows), dim), dtype=np.float32)
-    present = [(position, hashes[row[4]]) for position, row in enumerate(rows) if row[4] in hashes]
-    if present:
-        vectors[[p for p, _ in present]] = index.store.rows([r for _, r in present])
+    vectors, _ = index.vector_matrix([row[0] for row in rows])
     sessions = [row[1] for row in rows]
     session_codes, session_names = _codes(sessions)
     speaker_codes, speaker_names = _codes([speaker_of(str(row[3])) for row in rows])
@@ -97,6 +93,7 @@ def build_table(index: MemoryIndex) -> ScoringTable:
         created=np.asarray([row[2] for row in rows], dtype=np.int64),
         session_codes=session_codes,
         session_names=session_names,
+        session_keys=[session_code(name) for name in session_names],
         speaker_codes=speaker_codes,
         speaker_names=speaker_names,
         vectors=vectors,
@@ -154,10 +151,6 @@ class Scored:
         return {self.iids[i]: int(i) for i in found}
 
 
-def _session_scores(index: MemoryIndex, analysis: QueryAnalysis) -> dict[str, float]:
-    return index.sessions.scores_by_id(analysis.bm25_query, limit=100_000)
-
-
 def score_table(
     index: MemoryIndex, table: ScoringTable, analysis: QueryAnalysis, query: np.ndarray,
     mask: np.ndarray,
@@ -175,9 +168,9 @@ def score_table(
         known = rows >= 0
         values[rows[known]] = np.asarray(scores, dtype=np.float32)[known]
         bm25[field] = values
-    by_session = _session_scores(index, analysis)
+    by_session = index.sessions.scores(analysis.bm25_query, len(table.session_keys))
     session_values = np.asarray(
-        [by_session.get(name, 0.0) for name in table.session_names] + [0.0], dtype=np.float32
+        [by_session.get(key, 0.0) for key in table.session_keys] + [0.0], dtype=np.float32
     )
     speaker = np.zeros(n, dtype=np.float32)
     if analysis.speaker in table.speaker_names:
@@ -198,7 +191,7 @@ def score_table(
 
 def score_pool(
     index: MemoryIndex,
-    memories: list[CatalogMemory],
+    memories: list[MemoryRow],
     analysis: QueryAnalysis,
     query: np.ndarray,
     text: dict[int, float],
@@ -212,26 +205,22 @@ def score_pool(
     import numpy as np
 
     iids = [memory.iid for memory in memories]
-    around = {i for memory in memories for i in memory.neighbours} - set(iids)
-    vectors = index.vectors_for(memories + list(index.catalog.memories_by_iid(around).values()))
-    dim = index.embedder.dim
-    zero = np.zeros(dim, dtype=np.float32)
-    own = (
-        np.stack([vectors.get(memory.iid, zero) for memory in memories])
-        if memories
-        else np.zeros((0, dim), np.float32)
-    )
-    mixed = own * CENTRE_WEIGHT
+    around = sorted({iid for memory in memories for iid in memory.neighbours} - set(iids))
+    # a memory without a vector counts as 0; the last row is 0 for padding
+    matrix, _ = index.vector_matrix(iids + around + [-1])
+    own = matrix[: len(iids)]
+    row_of = {iid: row for row, iid in enumerate(iids + around)}
+    width = max((len(memory.neighbours) for memory in memories), default=0)
+    near = np.full((len(iids), width), len(matrix) - 1, dtype=np.int64)
     for row, memory in enumerate(memories):
-        for i in memory.neighbours:
-            if i in vectors:
-                mixed[row] += vectors[i]
+        near[row, : len(memory.neighbours)] = [row_of[iid] for iid in memory.neighbours]
+    mixed = own * CENTRE_WEIGHT + matrix[near].sum(axis=1)
     norms = np.linalg.norm(mixed, axis=1)
     norms[norms == 0] = 1.0
     semantic = own @ query
     context_semantic = (mixed @ query) / norms
-    names = sorted({m.line["session"] for m in memories if m.line.get("session")})
-    sessions = index.sessions.scores_for(analysis.bm25_query, names)
+    names = sorted({memory.session for memory in memories if memory.session})
+    sessions = index.sessions.scores(analysis.bm25_query, len(names), within=names)
     raw = {
         "semantic": np.asarray(semantic, dtype=np.float32),
         "bm25": np.asarray([text.get(i, 0.0) for i in iids], dtype=np.float32),
@@ -239,15 +228,14 @@ def score_pool(
         "context_bm25": np.asarray([context.get(i, 0.0) for i in iids], dtype=np.float32),
         "speaker": np.asarray(
             [
-                1.0
-                if analysis.speaker and speaker_of(m.line["author"]) == analysis.speaker
-                else 0.0
+                1.0 if analysis.speaker and speaker_of(m.author) == analysis.speaker else 0.0
                 for m in memories
             ],
             dtype=np.float32,
-        ),  # fmt: skip
+        ),
         "session": np.asarray(
-            [sessions.get(m.line.get("session") or "", 0.0) for m in memories], dtype=np.float32
+            [sessions.get(session_code(m.session), 0.0) if m.session else 0.0 for m in memories],
+            dtype=np.float32,
         ),
     }
     normalised = {name: minmax(values) for name, values in raw.items()}

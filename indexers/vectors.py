@@ -31,6 +31,8 @@ class VectorStore:
         self.path = path
         self.dim = dim
         self.row_bytes = dim * 4
+        self._map: Any = None
+        self._map_key: tuple[int, int] | None = None
 
     def count(self) -> int:
         try:
@@ -51,13 +53,28 @@ class VectorStore:
             handle.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
         return start
 
-    def rows(self, numbers: list[int]) -> np.ndarray:
+    def rows(self, numbers: list[int] | np.ndarray) -> np.ndarray:
         import numpy as np
 
-        if not numbers:
+        wanted = np.asarray(numbers, dtype=np.int64)
+        if not len(wanted):
             return np.zeros((0, self.dim), dtype=np.float32)
-        table = np.memmap(self.path, dtype=np.float32, mode="r", shape=(self.count(), self.dim))
-        return np.asarray(table[np.asarray(numbers, dtype=np.int64)], dtype=np.float32)
+        table = self._mapped(int(wanted.max()) + 1)
+        return np.asarray(table[wanted], dtype=np.float32)
+
+    def _mapped(self, rows: int) -> np.ndarray:
+        """The file memory-mapped, re-mapped only when it was replaced or is too short."""
+        import numpy as np
+
+        stat = self.path.stat()
+        key = (stat.st_ino, stat.st_size)
+        if self._map is None or self._map_key != key or len(self._map) < rows:
+            count = stat.st_size // self.row_bytes
+            if count < rows:
+                raise IndexError(f"vector row {rows - 1} beyond the end of {self.path}")
+            self._map = np.memmap(self.path, dtype=np.float32, mode="r", shape=(count, self.dim))
+            self._map_key = key
+        return self._map
 
     def rewrite(self, vectors: np.ndarray) -> None:
         """Replace the store (rebuild compaction: only vectors still referenced survive)."""
@@ -67,6 +84,80 @@ class VectorStore:
         temp.parent.mkdir(parents=True, exist_ok=True)
         with open(temp, "wb") as handle:
             handle.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        os.replace(temp, self.path)
+
+
+class RowMap:
+    """Which row of the vector store holds each memory's vector: one int32 per catalog iid
+    (-1 for none), so recall finds a pool's vectors without asking the catalog.
+
+    Entries for new iids are written in place before the catalog commits them; a rebuild or a
+    compaction replaces the file whole. Readers treat a missing or short file as unknown rows.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._map: Any = None
+        self._map_key: tuple[int, int] | None = None
+
+    def get(self, iids: np.ndarray) -> np.ndarray:
+        """The store row of each iid, -1 where unknown."""
+        import numpy as np
+
+        found = np.full(len(iids), -1, dtype=np.int64)
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return found
+        key = (stat.st_ino, stat.st_size)
+        if self._map is None or self._map_key != key:
+            count = stat.st_size // 4
+            self._map = (
+                np.memmap(self.path, dtype="<i4", mode="r", shape=(count,))
+                if count
+                else np.zeros(0, dtype="<i4")
+            )
+            self._map_key = key
+        inside = (iids >= 0) & (iids < len(self._map))
+        found[inside] = self._map[iids[inside]]
+        return found
+
+    def set(self, pairs: list[tuple[int, int]]) -> None:
+        """Record (iid, row) pairs, growing the file (with -1) as needed: one write covering
+        the span they touch (new memories have consecutive iids)."""
+        import numpy as np
+
+        if not pairs:
+            return
+        low = min(iid for iid, _ in pairs)
+        top = max(iid for iid, _ in pairs) + 1
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "r+b" if self.path.exists() else "w+b") as handle:
+            length = handle.seek(0, os.SEEK_END) // 4
+            handle.truncate(length * 4)  # a torn entry from a crash is cut off
+            span = np.full(top - low, -1, dtype="<i4")
+            if low < length:
+                handle.seek(low * 4)
+                known = np.frombuffer(handle.read((min(top, length) - low) * 4), dtype="<i4")
+                span[: len(known)] = known
+            for iid, row in pairs:
+                span[iid - low] = row
+            if low > length:
+                handle.seek(length * 4)
+                handle.write(np.full(low - length, -1, dtype="<i4").tobytes())
+            handle.seek(low * 4)
+            handle.write(span.tobytes())
+
+    def rewrite(self, pairs: list[tuple[int, int]]) -> None:
+        """Replace the whole map (rebuild, compaction)."""
+        import numpy as np
+
+        table = np.full(max((iid for iid, _ in pairs), default=-1) + 1, -1, dtype="<i4")
+        for iid, row in pairs:
+            table[iid] = row
+        temp = self.path.with_name(self.path.name + ".tmp")
+        temp.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_bytes(table.tobytes())
         os.replace(temp, self.path)
 
 

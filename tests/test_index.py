@@ -91,6 +91,17 @@ def results(index: MemoryIndex, queries: tuple[str, ...] = QUERIES) -> dict[str,
     return found
 
 
+def assert_vectors_match_texts(index: MemoryIndex, embedder: Any) -> None:
+    """Each catalogued memory's vector, found by iid through the row map, is its text's."""
+    import numpy as np
+
+    memories = list(index.catalog.all_memories())
+    matrix, found = index.vector_matrix([memory.iid for memory in memories])
+    assert found.all()
+    expected = embedder.embed([memory.text for memory in memories])
+    assert np.allclose(matrix, expected, atol=1e-6)
+
+
 def search_ids(index: MemoryIndex, query: str) -> set[str]:
     return {hit.id for hit in index.search(query, k=100)}
 
@@ -184,6 +195,7 @@ def test_incremental_updates_match_a_rebuild(md: Memdir, hashing: Any, base: str
         step()
         report = index.update()
         assert report.rebuilt == (number == 0), report
+        assert_vectors_match_texts(index, hashing)
     assert index.status()["vector_base"]["kind"] == base
     assert index.catalog.counts()["delta"] > 0  # later rounds live in the delta
     incremental = results(index)
@@ -202,10 +214,12 @@ def test_incremental_updates_match_a_rebuild(md: Memdir, hashing: Any, base: str
     report = index.update(rebuild=True)
     assert report.rebuilt and report.embedded == 0
     assert results(index) == incremental
+    assert_vectors_match_texts(index, hashing)  # the store was compacted: rows renumbered
     index.close()
 
     rebuilt = fresh_index(memdir, hashing)
     assert results(rebuilt) == incremental
+    assert_vectors_match_texts(rebuilt, hashing)
     rebuilt.close()
 
 
@@ -612,6 +626,30 @@ def test_lost_vector_store_is_re_embedded(md: Memdir, hashing: Any) -> None:
     report = index.update()
     assert (report.reason, report.embedded) == ("vector cache missing", len(TEXTS))
     assert results(index) == before
+    index.close()
+
+
+def test_lost_or_torn_row_map_is_rebuilt_without_embedding(md: Memdir, hashing: Any) -> None:
+    for number, text in enumerate(TEXTS):
+        lifecycle.teach(md, text, at(number))
+    index = MemoryIndex(md, embedder=hashing)
+    index.update()
+    before = results(index)
+    index.close()
+    row_map = index.root / "vectors" / "rows.i32"
+    row_map.unlink()
+    index = MemoryIndex(md, embedder=hashing)
+    assert index.needs_update()
+    report = index.update()
+    assert (report.reason, report.embedded) == ("vector row map missing", 0)
+    assert results(index) == before
+    assert_vectors_match_texts(index, hashing)
+    # a crash while growing the map leaves a torn entry: the next append cuts it off
+    with open(row_map, "ab") as handle:
+        handle.write(b"\x07\x00")
+    lifecycle.teach(md, "The car needs new tyres before winter", at(40))
+    assert not index.update().rebuilt
+    assert_vectors_match_texts(index, hashing)
     index.close()
 
 

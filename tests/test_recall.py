@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 
 from archive_format import lifecycle
 from archive_format.memdir import Memdir, init
@@ -82,6 +83,69 @@ def test_time_expression_filters_by_date(tmp_path: Path) -> None:
     assert june not in ids(result)
     unfiltered = run(memdir, "where did we go hiking?", now)
     assert {may, june} <= set(ids(unfiltered))
+
+
+CHAT = (
+    # (session, day counted from 1 May 2026, speaker, text)
+    ("s1", 2, "Sam", "I finally booked the trip to Lisbon for the conference"),
+    ("s1", 2, "Ana", "Nice! Are you taking the train or flying?"),
+    ("s1", 2, "Sam", "Flying, the train takes two days from here"),
+    ("s1", 2, "Ana", "Bring me some pastel de nata please"),
+    ("s2", 20, "Ana", "My sister starts her nursing job next week"),
+    ("s2", 20, "Sam", "She must be nervous, the hospital is huge"),
+    ("s2", 20, "Ana", "She is, but she loved the night shifts during training"),
+    ("s3", 40, "Sam", "The conference talk in Lisbon went really well"),
+    ("s3", 40, "Ana", "Did anyone ask about the database migration?"),
+    ("s3", 40, "Sam", "Yes, two people want the slides about the migration"),
+)
+
+
+def chat_memdir(tmp_path: Path, **recall_settings: object) -> Memdir:
+    memdir = fresh(tmp_path)
+    if recall_settings:
+        path = memdir.root / "memdir.yaml"
+        config = yaml.safe_load(path.read_text())
+        config.setdefault("settings", {})["recall"] = recall_settings
+        path.write_text(yaml.safe_dump(config))
+        memdir = Memdir.open(memdir.root)
+    for minute, (session, day, speaker, text) in enumerate(CHAT):
+        when = datetime(2026, 5, 1, 18, minute, tzinfo=timezone.utc) + timedelta(days=day - 1)
+        lifecycle.observe(memdir, f"{speaker}: {text}", when, f"chat:{speaker}", session=session)
+    return memdir
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["how did Sam travel to Lisbon?", "what does Ana's sister do?", "slides about the migration"],
+)
+def test_pool_scope_scores_a_small_archive_like_the_exact_scope(tmp_path: Path, query: str) -> None:
+    """Large archives are scored from a pool (FAISS and Tantivy top-N, neighbours from the
+    catalog, vectors by iid); on an archive smaller than the pool that scores every memory,
+    so the two scopes must agree on every score."""
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    exact = run(chat_memdir(tmp_path / "exact"), query, now, k=5)
+    pooled = run(chat_memdir(tmp_path / "pool", exact_below=0), query, now, k=5)
+    notes = {s.name: " ".join(s.notes) for s in pooled.stages}
+    assert "a pool of" in notes["candidate pool"], notes
+    assert "every memory" in " ".join(
+        next(s for s in exact.stages if s.name == "candidate pool").notes
+    )
+    texts = [(c.memory.text, round(c.score, 5)) for c in exact.results]
+    assert [(c.memory.text, round(c.score, 5)) for c in pooled.results] == texts
+    for mine, theirs in zip(exact.results, pooled.results, strict=True):
+        assert mine.components == pytest.approx(theirs.components, abs=1e-5)
+
+
+def test_pool_scope_keeps_to_the_time_window_and_now(tmp_path: Path) -> None:
+    memdir = chat_memdir(tmp_path, exact_below=0)
+    june = datetime(2026, 6, 30, tzinfo=timezone.utc)
+    windowed = run(memdir, "what did Sam say about the Lisbon conference in May?", june, k=5)
+    assert windowed.analysis.window is not None
+    sessions = {c.memory.line["session"] for c in windowed.results}
+    assert "s1" in sessions and "s3" not in sessions  # s3 (the talk itself) is in June
+    before_s3 = datetime(2026, 6, 1, tzinfo=timezone.utc)  # session s3 is on 9 June
+    early = run(memdir, "the conference talk in Lisbon and the slides", before_s3, k=10)
+    assert early.results and not any(c.memory.line["session"] == "s3" for c in early.results)
 
 
 def test_counterweights_change_affect_mix_only_for_negative_queries(tmp_path: Path) -> None:
