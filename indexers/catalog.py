@@ -9,7 +9,6 @@ text does not linger in free pages.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -18,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,8 +39,7 @@ CREATE TABLE IF NOT EXISTS memories (
     status TEXT NOT NULL,              -- as of the last update (recall re-folds at its own now)
     searchable INTEGER NOT NULL,       -- 0 once rejected, superseded or forgotten
     content_hash TEXT NOT NULL,        -- sha256 of the embedded text
-    in_base INTEGER NOT NULL DEFAULT 0, -- 1 when its vector is in the FAISS base index
-    neighbours TEXT NOT NULL DEFAULT '' -- iids of same-session memories within ±2, comma-separated
+    in_base INTEGER NOT NULL DEFAULT 0 -- 1 when its vector is in the FAISS base index
 );
 CREATE INDEX IF NOT EXISTS memories_key ON memories(key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_session ON memories(session, created, iid)
@@ -71,12 +69,6 @@ SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
 MIRROR_TABLES = ("checkpoints", "memories", "events")
 
 
-def session_code(name: str) -> int:
-    """A session's number in the sessions index (its documents' iid fast field): 56 bits of a
-    hash of its name, so scores come back without fetching the stored session text."""
-    return int.from_bytes(hashlib.blake2b(name.encode("utf-8"), digest_size=7).digest(), "big")
-
-
 def speaker_of(author: str) -> str | None:
     """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
 
@@ -98,16 +90,6 @@ class Checkpoint:
     fingerprint: str
 
 
-class MemoryRow(NamedTuple):
-    """The columns recall scores a large pool by, before it reads the best memories whole."""
-
-    iid: int
-    session: str | None
-    author: str
-    created: int  # epoch seconds
-    neighbours: tuple[int, ...]
-
-
 @dataclass
 class CatalogMemory:
     """A catalogued memory: enough to score and show it without reading the shelves.
@@ -125,7 +107,6 @@ class CatalogMemory:
     content_hash: str
     session: str | None = None
     author: str = ""
-    neighbours: tuple[int, ...] = ()  # same-session memories within ±2, for context scores
     annotator: str | None = None  # who annotated its affect, None when nobody has
     stored_affect: str = ""  # that annotation's JSON
 
@@ -274,13 +255,13 @@ class Catalog:
     def _select(self, where: str, values: Iterable[Any]) -> Iterator[CatalogMemory]:
         query = (
             "SELECT m.iid, m.id, m.line, m.text, m.status, m.searchable, m.content_hash,"
-            " m.session, m.author, m.neighbours, a.annotator, a.value"
+            " m.session, m.author, a.annotator, a.value"
             " FROM memories AS m LEFT JOIN affect AS a ON a.content_hash = m.content_hash"
             " WHERE " + where
         )
         for row in self.db.execute(query, list(values)):
             iid, memory_id, line, text, status, searchable, digest, session, author = row[:9]
-            near, annotator, affect = row[9:]
+            annotator, affect = row[9:]
             yield CatalogMemory(
                 iid,
                 memory_id,
@@ -291,7 +272,6 @@ class Catalog:
                 digest,
                 session,
                 author,
-                tuple(map(int, near.split(","))) if near else (),
                 annotator,
                 affect or "",
             )
@@ -315,22 +295,6 @@ class Catalog:
             marks = ",".join("?" * len(chunk))
             for memory in self._select(f"iid IN ({marks})", chunk):
                 found[memory.iid] = self._memories[memory.iid] = memory
-        return found
-
-    def rows_by_iid(self, iids: Iterable[int]) -> dict[int, MemoryRow]:
-        wanted = [int(iid) for iid in dict.fromkeys(iids)]
-        found: dict[int, MemoryRow] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.execute(
-                f"SELECT iid, session, author, created, neighbours FROM memories"
-                f" WHERE iid IN ({marks})",
-                chunk,
-            )
-            for iid, session, author, created, near in rows:
-                around = tuple(map(int, near.split(","))) if near else ()
-                found[iid] = MemoryRow(iid, session, author, created, around)
         return found
 
     def all_memories(self) -> Iterator[CatalogMemory]:
@@ -359,13 +323,6 @@ class Catalog:
             )
             found[session] = [(int(iid), text) for iid, text in rows]
         return found
-
-    def set_neighbours(self, items: Iterable[tuple[int, list[int]]]) -> None:
-        self._forget_cache()
-        self.db.executemany(
-            "UPDATE memories SET neighbours = ? WHERE iid = ?",
-            ((",".join(map(str, near)), iid) for iid, near in items),
-        )
 
     def speakers(self) -> list[str]:
         """Names of the people who said the memories (from authors such as 'user:Sam')."""

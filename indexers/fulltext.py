@@ -36,7 +36,8 @@ def _schema() -> Any:
     builder.add_text_field("persona", stored=True, tokenizer_name="raw")
     builder.add_text_field("session", stored=True, tokenizer_name="raw")
     builder.add_integer_field("time", stored=True, indexed=True, fast=True)
-    builder.add_integer_field("iid", stored=True, indexed=False, fast=True)  # the catalog's id
+    # the catalog's iid (a session document's: its name_code); indexed to restrict searches
+    builder.add_integer_field("iid", stored=True, indexed=True, fast=True)
     return builder.build()
 
 
@@ -122,11 +123,11 @@ class FullText:
         text: str,
         limit: int,
         field: str = "text",
-        within: list[str] | None = None,
+        within: list[int] | None = None,
         between: tuple[int, int] | None = None,
     ) -> dict[int, float]:
         """BM25 score of the best `limit` documents for the query on one field, by catalog iid
-        (a session document's iid is its session_code); `within` limits them to these ids,
+        (a session document's iid is its name_code); `within` limits them to these iids,
         `between` to times in [start, end) (epoch seconds)."""
         iids, values = self.score_lists(text, limit, field, within, between)
         return dict(zip(iids, values, strict=True))
@@ -136,7 +137,7 @@ class FullText:
         text: str,
         limit: int,
         field: str = "text",
-        within: list[str] | None = None,
+        within: list[int] | None = None,
         between: tuple[int, int] | None = None,
     ) -> tuple[list[int], list[float]]:
         """(iids, scores) of the best `limit` documents; the iids come from a fast field, so
@@ -149,7 +150,7 @@ class FullText:
         query = self._query(text, field)
         required = []
         if within is not None:
-            required.append(tantivy.Query.term_set_query(self.schema, "id", within))
+            required.append(tantivy.Query.term_set_query(self.schema, "iid", within))
         if between is not None:
             required.append(
                 tantivy.Query.range_query(

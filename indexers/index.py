@@ -26,9 +26,10 @@ from archive_format.fold import ArchiveView, fold
 from archive_format.lock import WriterLock
 from archive_format.memdir import Memdir
 
-from .catalog import Catalog, CatalogMemory, Checkpoint, session_code
+from .catalog import Catalog, CatalogMemory, Checkpoint, speaker_of
 from .fulltext import FullText
-from .vectors import BaseIndex, RowMap, VectorSettings, VectorStore, exact_search, safe_name
+from .memorytable import CONTEXT, MemoryTable, name_code
+from .vectors import BaseIndex, VectorSettings, VectorStore, exact_search, safe_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,9 +37,8 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "6"
+INDEX_VERSION = "7"
 FINGERPRINT_WINDOW = 1 << 16
-CONTEXT = 2  # same-session neighbours on each side in a memory's context (docs/RECALL.md)
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
 
@@ -130,7 +130,7 @@ class MemoryIndex:
         self._generation: int | None = None
         self._base: BaseIndex | None = None
         self._store: VectorStore | None = None
-        self._row_map: RowMap | None = None
+        self._table_file: MemoryTable | None = None
 
     # components, loaded lazily --------------------------------------------------------------
     @property
@@ -179,11 +179,11 @@ class MemoryIndex:
         return self._store
 
     @property
-    def row_map(self) -> RowMap:
-        """Each catalogued memory's row in the store (of the manifest's model), by iid."""
-        if self._row_map is None:
-            self._row_map = RowMap(self.root / "vectors" / "rows.i32")
-        return self._row_map
+    def table(self) -> MemoryTable:
+        """What recall needs of each memory at scale, by iid (indexers/memorytable.py)."""
+        if self._table_file is None:
+            self._table_file = MemoryTable(self.root / "memories.table")
+        return self._table_file
 
     @property
     def base(self) -> BaseIndex:
@@ -258,8 +258,8 @@ class MemoryIndex:
             return "full-text index missing"
         if not (self.root / "faiss" / "base.index").is_file():
             return "vector index missing"
-        if not self.row_map.path.is_file():
-            return "vector row map missing"
+        if not self.table.exists():
+            return "memory table missing"
         return None
 
     def _vector_cache_lost(self) -> bool:
@@ -340,6 +340,7 @@ class MemoryIndex:
         with self.catalog.transaction():
             if reset:
                 self._reset_catalog()
+                self.table.clear()
             try:
                 self._ingest(new_memories, new_events, tombstoned, report, progress)
                 self.fulltext.commit()
@@ -386,8 +387,12 @@ class MemoryIndex:
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
         )
         rows = self.catalog.vector_rows(digest for _, digest in fresh)
-        self.row_map.set(
-            [(iid, rows[digest]) for iid, (_, digest) in zip(iids, fresh, strict=True)]
+        self.table.set(
+            iids,
+            row=[rows.get(digest, -1) for _, digest in fresh],
+            created=[_epoch(line["created"]) for line, _ in fresh],
+            session=[name_code(line["session"]) if line.get("session") else 0 for line, _ in fresh],
+            speaker=[_speaker_code(line) for line, _ in fresh],
         )
         self._resettle(affected)
 
@@ -444,7 +449,11 @@ class MemoryIndex:
                     max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
                 ):
                     wanted.add(members[near][0])
-        self.catalog.set_neighbours(around)
+        if around:
+            self.table.set(
+                [iid for iid, _ in around],
+                near=[near + [-1] * (2 * CONTEXT - len(near)) for _, near in around],
+            )
         memories = self.catalog.memories_by_iid(wanted)
         self.fulltext.upsert(
             [
@@ -458,7 +467,7 @@ class MemoryIndex:
             [
                 {
                     "id": name,
-                    "iid": session_code(name),
+                    "iid": name_code(name),
                     "text": " ".join(text for _, text in members),
                     "time": 0,
                 }
@@ -552,15 +561,11 @@ class MemoryIndex:
             self.catalog.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
             self.store.rewrite(vectors)
             renumbered = {digest: new for new, (digest, _) in enumerate(ordered)}
-            self.row_map.rewrite(
-                [
-                    (iid, renumbered[digest])
-                    for iid, digest in self.catalog.db.execute(
-                        "SELECT iid, content_hash FROM memories"
-                    )
-                    if digest in renumbered
-                ]
-            )
+            memories = list(self.catalog.db.execute("SELECT iid, content_hash FROM memories"))
+            by_iid = np.full(max((iid for iid, _ in memories), default=-1) + 1, -1, np.int32)
+            for iid, digest in memories:
+                by_iid[iid] = renumbered.get(digest, -1)
+            self.table.set_rows(by_iid)
 
     def _maybe_merge(self, report: UpdateReport) -> None:
         counts = self.catalog.counts()
@@ -578,7 +583,7 @@ class MemoryIndex:
             )],
             dtype=np.int64,
         )  # fmt: skip
-        rows = self.row_map.get(iids)
+        rows = self.table.get(iids)["row"]
         usable = rows >= 0
         self.base.build(self.store.rows(rows[usable]), iids[usable])
         with self.catalog.transaction():
@@ -645,7 +650,7 @@ class MemoryIndex:
         of those that have one."""
         import numpy as np
 
-        rows = self.row_map.get(np.asarray(iids, dtype=np.int64))
+        rows = self.table.get(np.asarray(iids, dtype=np.int64))["row"]
         found = rows >= 0
         matrix = np.zeros((len(rows), self.embedder.dim), dtype=np.float32)
         if found.any():
@@ -736,6 +741,11 @@ class _IndexLock(WriterLock):
                 hint="wait for the other `memdir index` to finish, or raise "
                 "$MEMDIR_INDEX_TIMEOUT (seconds)",
             ) from None
+
+
+def _speaker_code(line: dict[str, Any]) -> int:
+    speaker = speaker_of(str(line.get("author", "")))
+    return name_code(speaker) if speaker else 0
 
 
 def index_status(view: ArchiveView, memory_id: str) -> str:

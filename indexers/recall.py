@@ -371,36 +371,39 @@ def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, 
         return scored
     size = 2 * _shortlist(options)
     # as in the exact scope, memories from after `now` or outside the time window are not scored
-    # (Tantivy searches only within them; FAISS cannot, so its hits are filtered)
+    # (Tantivy searches only within the window; FAISS cannot, so its hits are filtered)
     start, end = 0, int(now.timestamp()) + 1
-    between = None
+    window = None
     if analysis.window is not None:
         start = int(analysis.window.start.timestamp())
         end = min(end, int(analysis.window.end.timestamp()))
-        between = (start, end)
-    found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
+        window = (start, end)
     bm25 = {
-        name: index.fulltext.scores(analysis.bm25_query, size, name, between=between)
+        name: index.fulltext.scores(analysis.bm25_query, size, name, between=window)
         for name in ("text", "context")
     }
+    lexical: list[int] = []
+    if analysis.names:
+        names = " ".join(f'"{name}"' for name in analysis.names)
+        lexical = list(index.fulltext.scores(names, size, "text", between=window))
+    found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
     for name, hits in bm25.items():
         for iid in hits:
             found.setdefault(iid, "fulltext" if name == "text" else "context")
-    if analysis.names:
-        names = " ".join(f'"{name}"' for name in analysis.names)
-        for iid in index.fulltext.scores(names, size, "text", between=between):
-            found.setdefault(iid, "lexical")
-    rows = index.catalog.rows_by_iid(found)
-    listed = [rows[iid] for iid in found if iid in rows and start <= rows[iid].created < end]
-    scored = score_pool(index, listed, analysis, vector, bm25["text"], bm25["context"])
+    for iid in lexical:
+        found.setdefault(iid, "lexical")
+    scored = score_pool(
+        index, list(found), analysis, vector, bm25["text"], bm25["context"], (start, end)
+    )
     # as with the exact scope: only the best go on to the filters and priors
     shortlist = [
-        listed[i].iid
+        scored.iids[i]
         for i in np.argsort(-_blend(scored, weights), kind="stable")[: _shortlist(options)]
     ]
     memories = index.catalog.memories_by_iid(shortlist)
     for iid in shortlist:
-        _add(pool, memories[iid], found[iid])
+        if iid in memories:  # (another process may have rebuilt the catalog meanwhile)
+            _add(pool, memories[iid], found[iid])
     return scored
 
 

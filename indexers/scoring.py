@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .catalog import MemoryRow, session_code, speaker_of
+from .memorytable import name_code
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from .query import QueryAnalysis
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
-CONTEXT = 2
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
@@ -39,11 +38,9 @@ class ScoringTable:
 
     iids: np.ndarray
     created: np.ndarray  # epoch seconds
-    session_codes: np.ndarray  # index into session_names, -1 without a session
-    session_names: list[str]
-    session_keys: list[int]  # session_code of each name, as in the sessions index
-    speaker_codes: np.ndarray  # index into speaker_names, -1 when nobody in particular
-    speaker_names: list[str]
+    session_keys: np.ndarray  # the distinct session codes (name_code; 0: no session)
+    session_of: np.ndarray  # each memory's index into session_keys
+    speakers: np.ndarray  # name_code of who said each memory (0: nobody in particular)
     vectors: np.ndarray
     context: np.ndarray
     row_of_iid: np.ndarray  # iid → row, -1 when not in the table
@@ -62,63 +59,53 @@ class ScoringTable:
         return rows
 
 
-def _codes(values: list[str | None]) -> tuple[np.ndarray, list[str]]:
-    import numpy as np
-
-    names = sorted({value for value in values if value})
-    code = {name: number for number, name in enumerate(names)}
-    return np.asarray(
-        [code.get(value, -1) if value else -1 for value in values], dtype=np.int32
-    ), names
-
-
 def build_table(index: MemoryIndex) -> ScoringTable:
     import numpy as np
 
-    rows = list(
-        index.catalog.db.execute(
-            "SELECT iid, session, created, author"
-            " FROM memories WHERE searchable = 1 ORDER BY session, created, iid"
-        )
-    )
-    vectors, _ = index.vector_matrix([row[0] for row in rows])
-    sessions = [row[1] for row in rows]
-    session_codes, session_names = _codes(sessions)
-    speaker_codes, speaker_names = _codes([speaker_of(str(row[3])) for row in rows])
-    iids = np.asarray([row[0] for row in rows], dtype=np.int64)
+    iids = np.asarray(
+        [row[0] for row in index.catalog.db.execute(
+            "SELECT iid FROM memories WHERE searchable = 1 ORDER BY iid"
+        )],
+        dtype=np.int64,
+    )  # fmt: skip
+    records = index.table.get(iids)
+    vectors, context = vectors_with_context(index, iids, records["near"])
+    session_keys, session_of = np.unique(records["session"], return_inverse=True)
     row_of_iid = np.full(int(iids.max()) + 1 if len(iids) else 0, -1, dtype=np.int64)
     row_of_iid[iids] = np.arange(len(iids))
     return ScoringTable(
         iids=iids,
-        created=np.asarray([row[2] for row in rows], dtype=np.int64),
-        session_codes=session_codes,
-        session_names=session_names,
-        session_keys=[session_code(name) for name in session_names],
-        speaker_codes=speaker_codes,
-        speaker_names=speaker_names,
+        created=records["created"].astype(np.int64),
+        session_keys=session_keys,
+        session_of=session_of.reshape(-1),
+        speakers=records["speaker"].astype(np.int64),
         vectors=vectors,
-        context=context_vectors(vectors, sessions),
+        context=context,
         row_of_iid=row_of_iid,
     )
 
 
-def context_vectors(vectors: np.ndarray, sessions: list[str | None]) -> np.ndarray:
-    """normalise(2·v_i + Σ v_j) over same-session rows within ±CONTEXT (rows sorted by session
-    and time); a memory without a session is its own context."""
+def vectors_with_context(
+    index: MemoryIndex, iids: np.ndarray, near: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each memory's vector, and its context vector normalise(2·v_i + Σ v_j) over its
+    same-session neighbours j (`near`: their iids, -1 pads); zeros for a missing vector."""
     import numpy as np
 
-    total = vectors * CENTRE_WEIGHT
-    n = len(sessions)
-    for offset in range(1, CONTEXT + 1):
-        same = np.asarray([sessions[i] is not None and sessions[i] == sessions[i + offset]
-                           for i in range(n - offset)], dtype=bool)  # fmt: skip
-        if same.any():
-            index = np.nonzero(same)[0]
-            total[index] += vectors[index + offset]
-            total[index + offset] += vectors[index]
-    norms = np.linalg.norm(total, axis=1, keepdims=True)
+    others = np.setdiff1d(np.unique(near[near >= 0]), iids)
+    known = np.concatenate([iids, others])
+    matrix, _ = index.vector_matrix(known.tolist() + [-1])  # the last row stays zero
+    order = np.argsort(known, kind="stable")
+    position = np.full(near.shape, len(known), dtype=np.int64)
+    present = near >= 0
+    position[present] = order[np.searchsorted(known[order], near[present])]
+    own = matrix[: len(iids)]
+    mixed = own * CENTRE_WEIGHT
+    for column in range(near.shape[1]):
+        mixed += matrix[position[:, column]]
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (total / norms).astype(np.float32)
+    return own, (mixed / norms).astype(np.float32)
 
 
 def minmax(values: np.ndarray) -> np.ndarray:
@@ -151,6 +138,20 @@ class Scored:
         return {self.iids[i]: int(i) for i in found}
 
 
+def _speaker_matches(analysis: QueryAnalysis, speakers: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    if not analysis.speaker:
+        return np.zeros(len(speakers), dtype=np.float32)
+    return (speakers == name_code(analysis.speaker)).astype(np.float32)
+
+
+def _finish(iids: list[int], raw: dict[str, np.ndarray], exact: bool) -> Scored:
+    normalised = {name: minmax(values) for name, values in raw.items()}
+    normalised["speaker"] = raw["speaker"]
+    return Scored(iids, raw, normalised, exact)
+
+
 def score_table(
     index: MemoryIndex, table: ScoringTable, analysis: QueryAnalysis, query: np.ndarray,
     mask: np.ndarray,
@@ -170,74 +171,54 @@ def score_table(
         bm25[field] = values
     by_session = index.sessions.scores(analysis.bm25_query, len(table.session_keys))
     session_values = np.asarray(
-        [by_session.get(key, 0.0) for key in table.session_keys] + [0.0], dtype=np.float32
+        [by_session.get(int(key), 0.0) for key in table.session_keys], dtype=np.float32
     )
-    speaker = np.zeros(n, dtype=np.float32)
-    if analysis.speaker in table.speaker_names:
-        speaker[table.speaker_codes == table.speaker_names.index(analysis.speaker)] = 1.0
     keep = np.nonzero(mask)[0]
     raw = {
         "semantic": (table.vectors @ query)[keep],  # multiply the whole table: no copies
         "bm25": bm25["text"][keep],
         "context_semantic": (table.context @ query)[keep],
         "context_bm25": bm25["context"][keep],
-        "speaker": speaker[keep],
-        "session": session_values[table.session_codes[keep]],  # -1 picks the trailing 0
+        "speaker": _speaker_matches(analysis, table.speakers[keep]),
+        "session": session_values[table.session_of[keep]],
     }
-    normalised = {name: minmax(values) for name, values in raw.items()}
-    normalised["speaker"] = raw["speaker"]
-    return Scored(table.iids[keep].tolist(), raw, normalised, exact=True)
+    return _finish(table.iids[keep].tolist(), raw, exact=True)
 
 
 def score_pool(
     index: MemoryIndex,
-    memories: list[MemoryRow],
+    iids: list[int],
     analysis: QueryAnalysis,
     query: np.ndarray,
     text: dict[int, float],
     context: dict[int, float],
+    between: tuple[int, int],
 ) -> Scored:
-    """Candidates from a pool scored, and normalised over the pool (large archives).
+    """Candidates from a pool, those created in [start, end) scored and normalised over the
+    pool (large archives).
 
     `text` and `context` are the BM25 scores of the best matches on each field; a candidate
     below them counts 0 there.
     """
     import numpy as np
 
-    iids = [memory.iid for memory in memories]
-    around = sorted({iid for memory in memories for iid in memory.neighbours} - set(iids))
-    # a memory without a vector counts as 0; the last row is 0 for padding
-    matrix, _ = index.vector_matrix(iids + around + [-1])
-    own = matrix[: len(iids)]
-    row_of = {iid: row for row, iid in enumerate(iids + around)}
-    width = max((len(memory.neighbours) for memory in memories), default=0)
-    near = np.full((len(iids), width), len(matrix) - 1, dtype=np.int64)
-    for row, memory in enumerate(memories):
-        near[row, : len(memory.neighbours)] = [row_of[iid] for iid in memory.neighbours]
-    mixed = own * CENTRE_WEIGHT + matrix[near].sum(axis=1)
-    norms = np.linalg.norm(mixed, axis=1)
-    norms[norms == 0] = 1.0
-    semantic = own @ query
-    context_semantic = (mixed @ query) / norms
-    names = sorted({memory.session for memory in memories if memory.session})
-    sessions = index.sessions.scores(analysis.bm25_query, len(names), within=names)
+    wanted = np.asarray(iids, dtype=np.int64)
+    records = index.table.get(wanted)
+    inside = (records["created"] >= between[0]) & (records["created"] < between[1])
+    wanted, records = wanted[inside], records[inside]
+    own, mixed = vectors_with_context(index, wanted, records["near"])
+    sessions = records["session"]
+    codes = [int(code) for code in np.unique(sessions[sessions > 0])]
+    by_session = index.sessions.scores(analysis.bm25_query, len(codes), within=codes)
+    kept = wanted.tolist()
     raw = {
-        "semantic": np.asarray(semantic, dtype=np.float32),
-        "bm25": np.asarray([text.get(i, 0.0) for i in iids], dtype=np.float32),
-        "context_semantic": np.asarray(context_semantic, dtype=np.float32),
-        "context_bm25": np.asarray([context.get(i, 0.0) for i in iids], dtype=np.float32),
-        "speaker": np.asarray(
-            [
-                1.0 if analysis.speaker and speaker_of(m.author) == analysis.speaker else 0.0
-                for m in memories
-            ],
-            dtype=np.float32,
-        ),
+        "semantic": own @ query,
+        "bm25": np.asarray([text.get(i, 0.0) for i in kept], dtype=np.float32),
+        "context_semantic": mixed @ query,
+        "context_bm25": np.asarray([context.get(i, 0.0) for i in kept], dtype=np.float32),
+        "speaker": _speaker_matches(analysis, records["speaker"]),
         "session": np.asarray(
-            [sessions.get(session_code(m.session), 0.0) if m.session else 0.0 for m in memories],
-            dtype=np.float32,
+            [by_session.get(int(code), 0.0) for code in sessions], dtype=np.float32
         ),
     }
-    normalised = {name: minmax(values) for name, values in raw.items()}
-    normalised["speaker"] = raw["speaker"]
-    return Scored(iids, raw, normalised, exact=False)
+    return _finish(kept, raw, exact=False)

@@ -629,28 +629,64 @@ def test_lost_vector_store_is_re_embedded(md: Memdir, hashing: Any) -> None:
     index.close()
 
 
-def test_lost_or_torn_row_map_is_rebuilt_without_embedding(md: Memdir, hashing: Any) -> None:
+def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hashing: Any) -> None:
     for number, text in enumerate(TEXTS):
         lifecycle.teach(md, text, at(number))
     index = MemoryIndex(md, embedder=hashing)
     index.update()
     before = results(index)
     index.close()
-    row_map = index.root / "vectors" / "rows.i32"
-    row_map.unlink()
+    table = index.root / "memories.table"
+    table.unlink()
     index = MemoryIndex(md, embedder=hashing)
     assert index.needs_update()
     report = index.update()
-    assert (report.reason, report.embedded) == ("vector row map missing", 0)
+    assert (report.reason, report.embedded) == ("memory table missing", 0)
     assert results(index) == before
     assert_vectors_match_texts(index, hashing)
-    # a crash while growing the map leaves a torn entry: the next append cuts it off
-    with open(row_map, "ab") as handle:
+    # a crash while growing the table leaves a torn record: the next append cuts it off
+    with open(table, "ab") as handle:
         handle.write(b"\x07\x00")
     lifecycle.teach(md, "The car needs new tyres before winter", at(40))
     assert not index.update().rebuilt
     assert_vectors_match_texts(index, hashing)
     index.close()
+
+
+def test_memory_table_neighbours_follow_the_sessions(md: Memdir, hashing: Any) -> None:
+    """Each memory's context neighbours are its searchable same-session memories within ±2,
+    kept in step through appends and rejections, and the same after a rebuild."""
+    index = MemoryIndex(md, embedder=hashing)
+    said: dict[str, list[str]] = {"a": [], "b": []}
+    for number in range(7):
+        session = "a" if number % 3 else "b"
+        text = f"turn {number} of session {session} about {TEXTS[number]}"
+        said[session].append(
+            lifecycle.observe(md, text, at(number), "chat:Sam", session=session).id
+        )
+        index.update()
+    lifecycle.reject(md, said["a"][2], "never said", at(20))
+    index.update()
+
+    def neighbours(index: MemoryIndex) -> dict[str, set[str]]:
+        memories = [m for m in index.catalog.all_memories() if m.searchable]
+        by_iid = {m.iid: m.id for m in index.catalog.all_memories()}
+        import numpy as np
+
+        near = index.table.get(np.asarray([m.iid for m in memories]))["near"]
+        return {
+            m.id: {by_iid[i] for i in row if i >= 0} for m, row in zip(memories, near, strict=True)
+        }
+
+    expected: dict[str, set[str]] = {}
+    for ids in said.values():
+        live = [i for i in ids if i != said["a"][2]]
+        for position, memory_id in enumerate(live):
+            window = live[max(0, position - 2) : position + 3]
+            expected[memory_id] = set(window) - {memory_id}
+    assert neighbours(index) == expected
+    index.close()
+    assert neighbours(fresh_index(md, hashing)) == expected
 
 
 def test_deleting_the_tantivy_dir_is_repaired_even_after_status(md: Memdir) -> None:
