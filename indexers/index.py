@@ -180,9 +180,10 @@ class MemoryIndex:
 
     @property
     def table(self) -> MemoryTable:
-        """What recall needs of each memory at scale, by iid (indexers/memorytable.py)."""
+        """What recall needs of each memory at scale, by iid (indexers/memorytable.py); one file
+        per generation, like the Tantivy directories, since a rebuild renumbers the memories."""
         if self._table_file is None:
-            self._table_file = MemoryTable(self.root / "memories.table")
+            self._table_file = MemoryTable(self.root / f"memories-{self.generation}.table")
         return self._table_file
 
     @property
@@ -278,7 +279,7 @@ class MemoryIndex:
             and current is not None
             and int(current) != self._generation
         ):
-            self._fulltext = self._sessions = self._base = None
+            self._fulltext = self._sessions = self._base = self._table_file = None
             self._generation = None
             self._table = None
         checkpoints = self.catalog.checkpoints()
@@ -520,16 +521,20 @@ class MemoryIndex:
         for opened in (self._fulltext, self._sessions):  # (opening an old one may fail)
             if opened is not None:
                 opened.rollback()
-        self._fulltext = self._sessions = None
+        self._fulltext = self._sessions = self._table_file = None
         previous = self.generation
         self._generation = previous + 1
         for name in ("tantivy", "sessions"):
             FullText.wipe(self.root / f"{name}-{self._generation}")
         self.base.remove()
         report = self._apply_appended(progress, reset=True)
+        current = {f"{name}-{self._generation}" for name in ("tantivy", "sessions")}
         for stale in (*self.root.glob("tantivy*"), *self.root.glob("sessions*")):
-            if stale.name not in (f"tantivy-{self._generation}", f"sessions-{self._generation}"):
+            if stale.name not in current:
                 FullText.wipe(stale)
+        for stale in self.root.glob("memories-*.table"):
+            if stale != self.table.path:
+                stale.unlink(missing_ok=True)  # a reader still mapping it keeps its pages
         report.rebuilt, report.reason = True, reason
         self._compact_caches()
         self._merge_delta(full=True)

@@ -1,7 +1,7 @@
 """The memory table: what recall needs of each memory at scale, as fixed-size records by iid.
 
 One record per catalog iid (the integer id FAISS and Tantivy also use) in one memory-mapped
-file, `.memdir/index/memories.table`:
+file, `.memdir/index/memories-GENERATION.table`:
 
   row      the memory's row in the vector store (-1: none)
   near     the iids of its same-session neighbours within ±2 (-1 pads), for context scores
@@ -11,8 +11,9 @@ file, `.memdir/index/memories.table`:
 
 So a pool of candidates is scored with array look-ups instead of catalog queries. The table is
 a cache like the rest of the index: the writer fills records for new iids before the catalog
-commits them and rewrites neighbours and rows in place; a rebuild starts it empty. A missing or
-short file reads as empty records.
+commits them and rewrites neighbours in place; a rebuild renumbers every memory, so it writes
+the next generation's file while readers keep the current one. The file is never shortened
+under a reader's mapping. A missing or short file reads as empty records.
 """
 
 from __future__ import annotations
@@ -95,9 +96,11 @@ class MemoryTable:
         return self.path.is_file()
 
     def clear(self) -> None:
-        """Start empty (a rebuild renumbers every memory)."""
+        """Start empty: a new file swapped in, so a reader's mapping of the old one stays valid."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_bytes(b"")
+        temp = self.path.with_name(self.path.name + ".tmp")
+        temp.write_bytes(b"")
+        os.replace(temp, self.path)
 
     def _writable(self, size: int) -> np.memmap[Any, Any]:
         """The file mapped for writing, grown with empty records to hold `size` records; a torn

@@ -635,8 +635,8 @@ def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hash
     index = MemoryIndex(md, embedder=hashing)
     index.update()
     before = results(index)
+    table = index.table.path
     index.close()
-    table = index.root / "memories.table"
     table.unlink()
     index = MemoryIndex(md, embedder=hashing)
     assert index.needs_update()
@@ -649,6 +649,11 @@ def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hash
         handle.write(b"\x07\x00")
     lifecycle.teach(md, "The car needs new tyres before winter", at(40))
     assert not index.update().rebuilt
+    assert_vectors_match_texts(index, hashing)
+    # a rebuild writes the next generation's table and removes the old one
+    assert index.update(rebuild=True).rebuilt
+    assert not table.exists() and index.table.path.is_file()
+    assert [p.name for p in index.root.glob("memories-*.table")] == [index.table.path.name]
     assert_vectors_match_texts(index, hashing)
     index.close()
 

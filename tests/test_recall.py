@@ -136,6 +136,24 @@ def test_pool_scope_scores_a_small_archive_like_the_exact_scope(tmp_path: Path, 
         assert mine.components == pytest.approx(theirs.components, abs=1e-5)
 
 
+def test_a_reader_keeps_recalling_while_another_index_rebuilds(tmp_path: Path) -> None:
+    """A long-lived reader (an MCP server) has the memory table mapped while another process
+    rebuilds: the rebuild writes the next generation's table, the reader notices it and gets
+    the same answers (a table shortened under its mapping would kill it with SIGBUS)."""
+    memdir = chat_memdir(tmp_path, exact_below=0)
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    reader = MemoryIndex(memdir)
+    reader.update()
+    query = "how did Sam travel to Lisbon?"
+    before = [(c.id, round(c.score, 5)) for c in recall(reader, query, now).results]
+    writer = MemoryIndex(memdir)
+    assert writer.update(rebuild=True).rebuilt
+    writer.close()
+    assert reader.needs_update() is False  # it noticed the new generation and reopened
+    assert [(c.id, round(c.score, 5)) for c in recall(reader, query, now).results] == before
+    reader.close()
+
+
 def test_pool_scope_keeps_to_the_time_window_and_now(tmp_path: Path) -> None:
     memdir = chat_memdir(tmp_path, exact_below=0)
     june = datetime(2026, 6, 30, tzinfo=timezone.utc)
