@@ -521,21 +521,26 @@ def _counterweigh(
         stage.notes.append(f"already {have} non-negative memories among the results")
         return chosen
     # "Relevant" is judged on absolute similarity, not on pool-normalised scores (min-max
-    # would call the weakest candidate irrelevant however close it is).
+    # would call the weakest candidate irrelevant however close it is): a counterweight is at
+    # least half as close to the query as the best candidate, or at least as close as the
+    # result it replaces (by cosine or BM25), so no slot trades relevance for mood.
     best_cosine = max(c.raw.get("cosine", 0.0) for c in ranked)
     best_bm25 = max(c.raw.get("bm25", 0.0) for c in ranked)
 
-    def on_topic(c: Candidate) -> bool:
-        close = c.raw.get("cosine", 0.0) >= ON_TOPIC * best_cosine
-        return close or (best_bm25 > 0 and c.raw.get("bm25", 0.0) >= ON_TOPIC * best_bm25)
+    def cosine(c: Candidate) -> float:
+        return c.raw.get("cosine", 0.0)
 
-    balancing = [
-        c for c in ranked
-        if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0 and on_topic(c)
-    ]  # fmt: skip
-    needed = share - have
+    def bm25(c: Candidate) -> float:
+        return c.raw.get("bm25", 0.0)
+
+    def may_replace(c: Candidate, out: Candidate) -> bool:
+        if cosine(c) >= ON_TOPIC * best_cosine or cosine(c) >= cosine(out):
+            return True
+        return bm25(c) > 0 and (bm25(c) >= ON_TOPIC * best_bm25 or bm25(c) >= bm25(out))
+
+    balancing = [c for c in ranked if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0]
     result = list(chosen)
-    for candidate in balancing[:needed]:
+    for _ in range(share - have):
         negatives = [
             c
             for c in result
@@ -544,6 +549,10 @@ def _counterweigh(
         if not negatives:
             break
         out = negatives[-1]
+        candidate = next((c for c in balancing if may_replace(c, out)), None)
+        if candidate is None:
+            break
+        balancing.remove(candidate)
         result.remove(out)
         result.append(candidate)
         candidate.note = "counterweight: relevant and not negative"

@@ -195,6 +195,24 @@ def test_counterweights_change_affect_mix_only_for_negative_queries(tmp_path: Pa
     assert ids(neutral_on) == ids(neutral_off)
 
 
+def test_counterweights_never_trade_relevance_for_mood(tmp_path: Path) -> None:
+    """A cheerful memory about something else never replaces a relevant negative one."""
+    memdir = fresh(tmp_path)
+    sad = [
+        "My job interview went terribly and I feel awful",
+        "I failed the job interview, I am miserable and ashamed",
+        "The job interview was a disaster, I cried all evening",
+    ]
+    unrelated = "I love the sunny tomatoes growing happily on my balcony"
+    for number, text in enumerate([*sad, unrelated]):
+        lifecycle.teach(memdir, text, T0 + timedelta(minutes=number))
+    negative = "I feel terrible and hopeless about my awful job interview"
+    on = run(memdir, negative, T0 + timedelta(days=1), k=3)
+    assert on.analysis.negative
+    assert unrelated not in [c.memory.text for c in on.results]
+    assert ids(on) == ids(run(memdir, negative, T0 + timedelta(days=1), k=3, counterweights=False))
+
+
 def test_now_moves_recency_and_cutoffs(tmp_path: Path) -> None:
     memdir = fresh(tmp_path)
     mood = lifecycle.teach(memdir, "I feel anxious about the exam", T0, type="EMOTION").id
