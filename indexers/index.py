@@ -126,11 +126,11 @@ class MemoryIndex:
         self.vector_settings = VectorSettings.from_settings(memdir.settings)
         self._fulltext: FullText | None = None
         self._sessions: FullText | None = None
-        self._table: Any = None
+        self._scoring_table: Any = None
         self._generation: int | None = None
         self._base: BaseIndex | None = None
         self._store: VectorStore | None = None
-        self._table_file: MemoryTable | None = None
+        self._memory_table: MemoryTable | None = None
 
     # components, loaded lazily --------------------------------------------------------------
     @property
@@ -179,12 +179,12 @@ class MemoryIndex:
         return self._store
 
     @property
-    def table(self) -> MemoryTable:
+    def memory_table(self) -> MemoryTable:
         """What recall needs of each memory at scale, by iid (indexers/memorytable.py); one file
         per generation, like the Tantivy directories, since a rebuild renumbers the memories."""
-        if self._table_file is None:
-            self._table_file = MemoryTable(self.root / f"memories-{self.generation}.table")
-        return self._table_file
+        if self._memory_table is None:
+            self._memory_table = MemoryTable(self.root / f"memories-{self.generation}.table")
+        return self._memory_table
 
     @property
     def base(self) -> BaseIndex:
@@ -259,8 +259,11 @@ class MemoryIndex:
             return "full-text index missing"
         if not (self.root / "faiss" / "base.index").is_file():
             return "vector index missing"
-        if not self.table.exists():
+        if not self.memory_table.exists():
             return "memory table missing"
+        last = self.catalog.db.execute("SELECT MAX(iid) FROM memories").fetchone()[0]
+        if last is not None and len(self.memory_table) <= last:
+            return "memory table shorter than the catalog"
         return None
 
     def _vector_cache_lost(self) -> bool:
@@ -268,20 +271,25 @@ class MemoryIndex:
         last = self.catalog.db.execute("SELECT MAX(row) FROM vectors").fetchone()[0]
         return last is not None and last >= self.store.count()
 
-    def needs_update(self) -> bool:
-        """Cheap check: has any shelf changed since the last update?
-
-        Also notices a rebuild made by another process (a new generation) and reopens.
-        """
+    def follow_rebuilds(self) -> None:
+        """If another process rebuilt the index (a new generation), reopen its files: the old
+        generation's memory table numbers memories differently. One catalog read."""
         current = self.catalog.manifest().get("generation")
         if (
             self._generation is not None
             and current is not None
             and int(current) != self._generation
         ):
-            self._fulltext = self._sessions = self._base = self._table_file = None
+            self._fulltext = self._sessions = self._base = self._memory_table = None
             self._generation = None
-            self._table = None
+            self._scoring_table = None
+
+    def needs_update(self) -> bool:
+        """Cheap check: has any shelf changed since the last update?
+
+        Also notices a rebuild made by another process (a new generation) and reopens.
+        """
+        self.follow_rebuilds()
         checkpoints = self.catalog.checkpoints()
         if self.catalog.manifest().get("version") != INDEX_VERSION:
             return True  # no index yet, or one written by another memdir version
@@ -341,7 +349,7 @@ class MemoryIndex:
         with self.catalog.transaction():
             if reset:
                 self._reset_catalog()
-                self.table.clear()
+                self.memory_table.clear()
             try:
                 self._ingest(new_memories, new_events, tombstoned, report, progress)
                 self.fulltext.commit()
@@ -350,7 +358,7 @@ class MemoryIndex:
                 self.fulltext.rollback()
                 self.sessions.rollback()
                 raise
-            self._table = None  # the in-process scoring table no longer matches
+            self._scoring_table = None  # the in-process scoring table no longer matches
             for checkpoint in positions:
                 self.catalog.set_checkpoint(checkpoint)
             self.catalog.set_manifest(self._expected_manifest())
@@ -388,9 +396,10 @@ class MemoryIndex:
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
         )
         rows = self.catalog.vector_rows(digest for _, digest in fresh)
-        self.table.set(
+        self.memory_table.set(
             iids,
             row=[rows.get(digest, -1) for _, digest in fresh],
+            near=[[-1] * 2 * CONTEXT] * len(fresh),  # set below for those in a session
             created=[_epoch(line["created"]) for line, _ in fresh],
             session=[name_code(line["session"]) if line.get("session") else 0 for line, _ in fresh],
             speaker=[_speaker_code(line) for line, _ in fresh],
@@ -451,7 +460,7 @@ class MemoryIndex:
                 ):
                     wanted.add(members[near][0])
         if around:
-            self.table.set(
+            self.memory_table.set(
                 [iid for iid, _ in around],
                 near=[near + [-1] * (2 * CONTEXT - len(near)) for _, near in around],
             )
@@ -521,7 +530,7 @@ class MemoryIndex:
         for opened in (self._fulltext, self._sessions):  # (opening an old one may fail)
             if opened is not None:
                 opened.rollback()
-        self._fulltext = self._sessions = self._table_file = None
+        self._fulltext = self._sessions = self._memory_table = None
         previous = self.generation
         self._generation = previous + 1
         for name in ("tantivy", "sessions"):
@@ -533,7 +542,7 @@ class MemoryIndex:
             if stale.name not in current:
                 FullText.wipe(stale)
         for stale in self.root.glob("memories-*.table"):
-            if stale != self.table.path:
+            if stale != self.memory_table.path:
                 stale.unlink(missing_ok=True)  # a reader still mapping it keeps its pages
         report.rebuilt, report.reason = True, reason
         self._compact_caches()
@@ -570,7 +579,7 @@ class MemoryIndex:
             by_iid = np.full(max((iid for iid, _ in memories), default=-1) + 1, -1, np.int32)
             for iid, digest in memories:
                 by_iid[iid] = renumbered.get(digest, -1)
-            self.table.set_rows(by_iid)
+            self.memory_table.set_rows(by_iid)
 
     def _maybe_merge(self, report: UpdateReport) -> None:
         counts = self.catalog.counts()
@@ -588,7 +597,7 @@ class MemoryIndex:
             )],
             dtype=np.int64,
         )  # fmt: skip
-        rows = self.table.get(iids)["row"]
+        rows = self.memory_table.get(iids)["row"]
         usable = rows >= 0
         self.base.build(self.store.rows(rows[usable]), iids[usable])
         with self.catalog.transaction():
@@ -641,21 +650,21 @@ class MemoryIndex:
         """Every searchable memory as arrays for exact scoring (indexers/scoring.py), or None
         when the archive is larger than `recall.exact_below` (then recall uses a pool)."""
         limit = int((self.memdir.settings.get("recall") or {}).get("exact_below", 20_000))
-        if self._table is None:
+        if self._scoring_table is None:
             if self.catalog.counts()["searchable"] > limit:
-                self._table = False  # too large: remembered until the next update
+                self._scoring_table = False  # too large: remembered until the next update
             else:
                 from .scoring import build_table
 
-                self._table = build_table(self)
-        return self._table or None
+                self._scoring_table = build_table(self)
+        return self._scoring_table or None
 
     def vector_matrix(self, iids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """The vectors of these memories as rows (zeros where a memory has none), and a mask
         of those that have one."""
         import numpy as np
 
-        rows = self.table.get(np.asarray(iids, dtype=np.int64))["row"]
+        rows = self.memory_table.get(np.asarray(iids, dtype=np.int64))["row"]
         found = rows >= 0
         matrix = np.zeros((len(rows), self.embedder.dim), dtype=np.float32)
         if found.any():

@@ -95,6 +95,13 @@ class MemoryTable:
     def exists(self) -> bool:
         return self.path.is_file()
 
+    def __len__(self) -> int:
+        """How many whole records the file holds."""
+        try:
+            return self.path.stat().st_size // self.dtype.itemsize
+        except FileNotFoundError:
+            return 0
+
     def clear(self) -> None:
         """Start empty: a new file swapped in, so a reader's mapping of the old one stays valid."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -183,6 +183,7 @@ def recall(
 
     One query is many small matrix products: one BLAS thread does them fastest.
     """
+    index.follow_rebuilds()
     with single_thread():
         return _recall(index, query, now, options)
 
@@ -367,12 +368,13 @@ def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, 
         best = np.argsort(-total, kind="stable")[: _shortlist(options)]
         memories = index.catalog.memories_by_iid(scored.iids[i] for i in best)
         for i in best:
-            _add(pool, memories[scored.iids[i]], "scored")
+            if scored.iids[i] in memories:  # (another process may be rebuilding the catalog)
+                _add(pool, memories[scored.iids[i]], "scored")
         return scored
     size = 2 * _shortlist(options)
     # as in the exact scope, memories from after `now` or outside the time window are not scored
     # (Tantivy searches only within the window; FAISS cannot, so its hits are filtered)
-    start, end = 0, int(now.timestamp()) + 1
+    start, end = -(1 << 62), int(now.timestamp()) + 1
     window = None
     if analysis.window is not None:
         start = int(analysis.window.start.timestamp())

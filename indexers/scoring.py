@@ -68,7 +68,7 @@ def build_table(index: MemoryIndex) -> ScoringTable:
         )],
         dtype=np.int64,
     )  # fmt: skip
-    records = index.table.get(iids)
+    records = index.memory_table.get(iids)
     vectors, context = vectors_with_context(index, iids, records["near"])
     session_keys, session_of = np.unique(records["session"], return_inverse=True)
     row_of_iid = np.full(int(iids.max()) + 1 if len(iids) else 0, -1, dtype=np.int64)
@@ -203,7 +203,7 @@ def score_pool(
     import numpy as np
 
     wanted = np.asarray(iids, dtype=np.int64)
-    records = index.table.get(wanted)
+    records = index.memory_table.get(wanted)
     inside = (records["created"] >= between[0]) & (records["created"] < between[1])
     wanted, records = wanted[inside], records[inside]
     own, mixed = vectors_with_context(index, wanted, records["near"])

@@ -635,7 +635,7 @@ def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hash
     index = MemoryIndex(md, embedder=hashing)
     index.update()
     before = results(index)
-    table = index.table.path
+    table = index.memory_table.path
     index.close()
     table.unlink()
     index = MemoryIndex(md, embedder=hashing)
@@ -645,16 +645,47 @@ def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hash
     assert results(index) == before
     assert_vectors_match_texts(index, hashing)
     # a crash while growing the table leaves a torn record: the next append cuts it off
+    table = index.memory_table.path  # (the rebuild wrote the next generation's)
+    size = table.stat().st_size
     with open(table, "ab") as handle:
         handle.write(b"\x07\x00")
     lifecycle.teach(md, "The car needs new tyres before winter", at(40))
     assert not index.update().rebuilt
+    assert table.stat().st_size == size + 44  # the torn bytes cut off, one record added
     assert_vectors_match_texts(index, hashing)
+    # a table shorter than the catalog (records lost) is rebuilt too
+    with open(table, "r+b") as handle:
+        handle.truncate(44 * 2)
+    assert index.needs_update()
+    assert index.update().reason == "memory table shorter than the catalog"
+    assert_vectors_match_texts(index, hashing)
+    table = index.memory_table.path
     # a rebuild writes the next generation's table and removes the old one
     assert index.update(rebuild=True).rebuilt
-    assert not table.exists() and index.table.path.is_file()
-    assert [p.name for p in index.root.glob("memories-*.table")] == [index.table.path.name]
+    assert not table.exists() and index.memory_table.path.is_file()
+    assert [p.name for p in index.root.glob("memories-*.table")] == [index.memory_table.path.name]
     assert_vectors_match_texts(index, hashing)
+    index.close()
+
+
+def test_a_reused_iid_does_not_inherit_a_rolled_back_record(md: Memdir, hashing: Any) -> None:
+    """The table is written before the catalog commits; an update that fails after that leaves
+    records for iids the catalog hands out again. A new memory's record is written whole."""
+    import numpy as np
+
+    index = MemoryIndex(md, embedder=hashing)
+    lifecycle.observe(md, "Sam: hello there", at(0), "chat:Sam", session="s1")
+    lifecycle.observe(md, "Ana: hi Sam", at(1), "chat:Ana", session="s1")
+    index.update()
+    next_iid = index.catalog.db.execute("SELECT MAX(iid) FROM memories").fetchone()[0] + 1
+    index.memory_table.set([next_iid], near=[[1, 2, -1, -1]], session=[99], speaker=[7])
+    alone = lifecycle.teach(md, "The boiler is serviced every October", at(5)).id
+    index.update()
+    iid = index.catalog.memories_by_id([alone])[alone].iid
+    assert iid == next_iid
+    record = index.memory_table.get(np.asarray([iid]))[0]
+    assert list(record["near"]) == [-1, -1, -1, -1]
+    assert (record["session"], record["speaker"]) == (0, 0)
     index.close()
 
 
@@ -678,7 +709,7 @@ def test_memory_table_neighbours_follow_the_sessions(md: Memdir, hashing: Any) -
         by_iid = {m.iid: m.id for m in index.catalog.all_memories()}
         import numpy as np
 
-        near = index.table.get(np.asarray([m.iid for m in memories]))["near"]
+        near = index.memory_table.get(np.asarray([m.iid for m in memories]))["near"]
         return {
             m.id: {by_iid[i] for i in row if i >= 0} for m, row in zip(memories, near, strict=True)
         }
@@ -690,6 +721,20 @@ def test_memory_table_neighbours_follow_the_sessions(md: Memdir, hashing: Any) -
             window = live[max(0, position - 2) : position + 3]
             expected[memory_id] = set(window) - {memory_id}
     assert neighbours(index) == expected
+    # the context vector recall scores with: normalise(2·v + Σ neighbour vectors)
+    import numpy as np
+
+    from indexers.scoring import vectors_with_context
+
+    memories = {m.id: m for m in index.catalog.all_memories()}
+    ids = sorted(expected)
+    iids = np.asarray([memories[i].iid for i in ids])
+    _, context = vectors_with_context(index, iids, index.memory_table.get(iids)["near"])
+    for row, memory_id in enumerate(ids):
+        mixed = 2 * hashing.embed([memories[memory_id].text])[0] + sum(
+            hashing.embed([memories[j].text])[0] for j in expected[memory_id]
+        )
+        assert np.allclose(context[row], mixed / np.linalg.norm(mixed), atol=1e-6)
     index.close()
     assert neighbours(fresh_index(md, hashing)) == expected
 

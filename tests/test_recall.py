@@ -119,9 +119,9 @@ def chat_memdir(tmp_path: Path, **recall_settings: object) -> Memdir:
     ["how did Sam travel to Lisbon?", "what does Ana's sister do?", "slides about the migration"],
 )
 def test_pool_scope_scores_a_small_archive_like_the_exact_scope(tmp_path: Path, query: str) -> None:
-    """Large archives are scored from a pool (FAISS and Tantivy top-N, neighbours from the
-    catalog, vectors by iid); on an archive smaller than the pool that scores every memory,
-    so the two scopes must agree on every score."""
+    """Large archives are scored from a pool (FAISS and Tantivy top-N, scored from the memory
+    table); on an archive smaller than the pool that scores every memory, so the two scopes
+    must agree on every score."""
     now = datetime(2026, 7, 1, tzinfo=timezone.utc)
     exact = run(chat_memdir(tmp_path / "exact"), query, now, k=5)
     pooled = run(chat_memdir(tmp_path / "pool", exact_below=0), query, now, k=5)
@@ -136,21 +136,45 @@ def test_pool_scope_scores_a_small_archive_like_the_exact_scope(tmp_path: Path, 
         assert mine.components == pytest.approx(theirs.components, abs=1e-5)
 
 
+@pytest.mark.parametrize("exact_below", [20_000, 0])
+def test_speaker_and_session_components(tmp_path: Path, exact_below: int) -> None:
+    """Checked against the conversation itself, in both scopes: the speaker component is 1
+    exactly for what the named person said; the session prior is highest for the session
+    whose words the query shares."""
+    memdir = chat_memdir(tmp_path, exact_below=exact_below)
+    result = run(memdir, "what did Ana say about the nursing job at the hospital?",
+                 datetime(2026, 7, 1, tzinfo=timezone.utc), k=10)  # fmt: skip
+    assert result.analysis.speaker == "Ana"
+    for candidate in result.results:
+        said_by_ana = candidate.memory.line["author"] == "chat:Ana"
+        assert candidate.components["speaker"] == (1.0 if said_by_ana else 0.0)
+    by_session: dict[str, float] = {}
+    for candidate in result.results:
+        by_session[candidate.memory.line["session"]] = candidate.components["session"]
+    assert by_session["s2"] == 1.0 and all(v < 1.0 for k, v in by_session.items() if k != "s2")
+
+
 def test_a_reader_keeps_recalling_while_another_index_rebuilds(tmp_path: Path) -> None:
     """A long-lived reader (an MCP server) has the memory table mapped while another process
-    rebuilds: the rebuild writes the next generation's table, the reader notices it and gets
-    the same answers (a table shortened under its mapping would kill it with SIGBUS)."""
+    forgets a memory and rebuilds, which renumbers the memories and compacts the vector store.
+    Its next recall (without asking needs_update first) follows the new generation and answers
+    like a fresh index."""
     memdir = chat_memdir(tmp_path, exact_below=0)
     now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    query = "how did Sam travel to Lisbon?"
     reader = MemoryIndex(memdir)
     reader.update()
-    query = "how did Sam travel to Lisbon?"
-    before = [(c.id, round(c.score, 5)) for c in recall(reader, query, now).results]
+    assert recall(reader, query, now).results
+    first = lifecycle.observe(memdir, "Sam: a first line before everything", T0, "chat:Sam",
+                              session="s0")  # fmt: skip
+    lifecycle.forget(memdir, first.id, now)
     writer = MemoryIndex(memdir)
-    assert writer.update(rebuild=True).rebuilt
+    assert writer.update().rebuilt  # forgetting rewrites the shelf
     writer.close()
-    assert reader.needs_update() is False  # it noticed the new generation and reopened
-    assert [(c.id, round(c.score, 5)) for c in recall(reader, query, now).results] == before
+    after = [(c.id, round(c.score, 5)) for c in recall(reader, query, now).results]
+    fresh_index = MemoryIndex(memdir)
+    assert after == [(c.id, round(c.score, 5)) for c in recall(fresh_index, query, now).results]
+    fresh_index.close()
     reader.close()
 
 
@@ -161,6 +185,10 @@ def test_pool_scope_keeps_to_the_time_window_and_now(tmp_path: Path) -> None:
     assert windowed.analysis.window is not None
     sessions = {c.memory.line["session"] for c in windowed.results}
     assert "s1" in sessions and "s3" not in sessions  # s3 (the talk itself) is in June
+    # outside the window is left out before scoring, not just filtered afterwards
+    session_of = {f"{speaker}: {text}": session for session, _, speaker, text in CHAT}
+    pooled = next(s for s in windowed.stages if s.name == "candidate pool").rows
+    assert pooled and "s3" not in {session_of[row["text"]] for row in pooled}
     before_s3 = datetime(2026, 6, 1, tzinfo=timezone.utc)  # session s3 is on 9 June
     early = run(memdir, "the conference talk in Lisbon and the slides", before_s3, k=10)
     assert early.results and not any(c.memory.line["session"] == "s3" for c in early.results)
