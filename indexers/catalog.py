@@ -52,6 +52,11 @@ CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_target ON events(target);
+CREATE TABLE IF NOT EXISTS rehearsals (
+    memory TEXT NOT NULL,              -- a memory id
+    at REAL NOT NULL                   -- epoch seconds of a recall that returned it or its confirm
+);
+CREATE INDEX IF NOT EXISTS rehearsals_memory ON rehearsals(memory);
 CREATE TABLE IF NOT EXISTS affect (
     content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL, value TEXT NOT NULL
 );
@@ -66,7 +71,7 @@ CREATE TABLE IF NOT EXISTS vectors (
 # caches survive, and the manifest still names their model (rename the tables if their layout
 # ever changes).
 SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
-MIRROR_TABLES = ("checkpoints", "memories", "events")
+MIRROR_TABLES = ("checkpoints", "memories", "events", "rehearsals")
 
 
 def speaker_of(author: str) -> str | None:
@@ -324,6 +329,26 @@ class Catalog:
             found[session] = [(int(iid), text) for iid, text in rows]
         return found
 
+    def add_rehearsals(self, times: dict[str, list[float]]) -> None:
+        self.db.executemany(
+            "INSERT INTO rehearsals(memory, at) VALUES (?, ?)",
+            ((memory_id, at) for memory_id, moments in times.items() for at in moments),
+        )
+
+    def rehearsal_times(self, ids: Iterable[str]) -> dict[str, list[float]]:
+        """memory id → sorted epoch seconds of its rehearsals (recall's decay step)."""
+        wanted = list(dict.fromkeys(ids))
+        times: dict[str, list[float]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT memory, at FROM rehearsals WHERE memory IN ({marks}) ORDER BY at", chunk
+            )
+            for memory_id, at in rows:
+                times.setdefault(memory_id, []).append(at)
+        return times
+
     def speakers(self) -> list[str]:
         """Names of the people who said the memories (from authors such as 'user:Sam')."""
         if self._speakers is None:
@@ -425,6 +450,7 @@ class Catalog:
         self._forget_cache()
         self.db.execute("DELETE FROM memories")
         self.db.execute("DELETE FROM events")
+        self.db.execute("DELETE FROM rehearsals")
         self.db.execute("DELETE FROM checkpoints")
 
 

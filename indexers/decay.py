@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,7 +111,7 @@ def rehearsals(memdir: Memdir) -> dict[str, list[float]]:
             marks[shelf.name] = {"offset": end, "inode": shelf.stat().st_ino,
                                  "tail": _tail_hash(shelf, end)}  # fmt: skip
             changed = True
-    for memory_id, moments in rehearsal_times(_parseable(lines)).items():
+    for memory_id, moments in rehearsal_times(parseable(lines)).items():
         merged = times.setdefault(memory_id, [])
         merged.extend(moments)
         merged.sort()
@@ -120,7 +120,8 @@ def rehearsals(memdir: Memdir) -> dict[str, list[float]]:
     return times
 
 
-def _parseable(lines: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+def parseable(lines: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """The lines whose time can be read (a malformed one is `verify`'s business, not recall's)."""
     for line in lines:
         try:
             parse_time(str(line.get("at", "")))
@@ -139,7 +140,7 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 def memory_fidelity(
     line: dict[str, Any],
     affect: dict[str, Any] | None,
-    times: dict[str, list[float]],
+    times: Mapping[str, Sequence[float]],
     now: datetime,
     settings: DecaySettings,
 ) -> Fidelity:
@@ -168,18 +169,25 @@ class Scored(Protocol):
 
 
 def apply_to_recall(
-    memdir: Memdir, candidates: Sequence[Scored], now: datetime, perfect: bool
+    memdir: Memdir,
+    candidates: Sequence[Scored],
+    now: datetime,
+    perfect: bool,
+    times: Mapping[str, Sequence[float]] | None = None,
 ) -> list[str]:
     """Recall's decay step: each score × (1 - strength × (1 - F)); `perfect` leaves scores alone.
 
     Sets the `decay` component (F, or 1 when perfect) and returns notes for `--explain`.
+    `times` are the candidates' rehearsals (the index keeps them); without them, they are read
+    from the cache here.
     """
     settings = DecaySettings.from_settings(memdir.settings)
     if perfect:
         for candidate in candidates:
             candidate.components["decay"] = 1.0
         return ["perfect recall: decay ignored"]
-    times = rehearsals(memdir)
+    if times is None:
+        times = rehearsals(memdir)
     for candidate in candidates:
         result = memory_fidelity(candidate.memory.line, candidate.affect, times, now, settings)
         candidate.components["decay"] = result.value

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from archive_format import shelf as shelf_io
 from archive_format.clock import parse_time
+from archive_format.decay import rehearsal_times
 from archive_format.errors import LockedError
 from archive_format.fold import ArchiveView, fold
 from archive_format.lock import WriterLock
 from archive_format.memdir import Memdir
 
 from .catalog import Catalog, CatalogMemory, Checkpoint, speaker_of
+from .decay import parseable
 from .fulltext import FullText
 from .memorytable import CONTEXT, MemoryTable, name_code
 from .vectors import BaseIndex, VectorSettings, VectorStore, exact_search, safe_name
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from .affect import Annotator
     from .embedding import Embedder
 
-INDEX_VERSION = "7"
+INDEX_VERSION = "8"
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
@@ -330,6 +332,7 @@ class MemoryIndex:
         checkpoints = {} if reset else self.catalog.checkpoints()
         new_memories: list[dict[str, Any]] = []
         new_events: list[dict[str, Any]] = []
+        recalls: list[dict[str, Any]] = []
         tombstoned: list[str] = []
         positions: list[Checkpoint] = []
         for path in self.memdir.shelves():
@@ -343,6 +346,8 @@ class MemoryIndex:
                     new_events.append(item.data)
                 elif kind == "tombstone":
                     tombstoned.append(item.data["id"])
+                elif kind == "recall":
+                    recalls.append(item.data)
                 end = item.end
             end = past_blank_lines(path, end)
             positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
@@ -351,7 +356,7 @@ class MemoryIndex:
                 self._reset_catalog()
                 self.memory_table.clear()
             try:
-                self._ingest(new_memories, new_events, tombstoned, report, progress)
+                self._ingest(new_memories, new_events, recalls, tombstoned, report, progress)
                 self.fulltext.commit()
                 self.sessions.commit()
             except BaseException:
@@ -368,6 +373,7 @@ class MemoryIndex:
         self,
         memories: list[dict[str, Any]],
         events: list[dict[str, Any]],
+        recalls: list[dict[str, Any]],
         tombstoned: list[str],
         report: UpdateReport,
         progress: Progress | None,
@@ -382,11 +388,15 @@ class MemoryIndex:
                 fresh.append((line, digest))
                 iids.append(iid)
                 affected.add(line["id"])
+        rehearsed = list(recalls)  # recall lines and new confirm events: decay's rehearsals
         for line in events:
             if self.catalog.add_event(line):
                 affected.add(line["target"])
                 if line["op"] == "link" and str(line.get("to", "")).startswith("m-"):
                     affected.add(line["to"])
+                if line["op"] == "confirm":
+                    rehearsed.append(line)
+        self.catalog.add_rehearsals(rehearsal_times(parseable(rehearsed)))
         report.memories = len(fresh)
         report.events = len(events)
         if not affected:

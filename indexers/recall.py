@@ -262,7 +262,8 @@ def _recall(
     # decay: fidelity from rehearsal timestamps lowers the score (indexers/decay.py)
     from .decay import apply_to_recall
 
-    decay_notes = apply_to_recall(index.memdir, survivors, now, options.perfect)
+    times = index.catalog.rehearsal_times(c.id for c in survivors)
+    decay_notes = apply_to_recall(index.memdir, survivors, now, options.perfect, times)
     stages.append(Stage("decay", notes=decay_notes))
     for candidate in survivors:
         candidate.weight = PROVENANCE.get(candidate.status, 1.0)

@@ -208,3 +208,33 @@ def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
     stages = {stage.name: stage for stage in plain.stages}
     assert "decay" in stages and math.isfinite(faded.score)
     assert any("perfect" in note for note in {s.name: s for s in perfect.stages}["decay"].notes)
+
+
+def test_recall_sees_rehearsals_through_the_index(md: Memdir) -> None:
+    """Recall reads its candidates' rehearsals from the index (kept in step with recall lines
+    and confirm events), the same times the rehearsal cache holds, incrementally and after a
+    rebuild; a rehearsed memory fades less than an equal one that was not."""
+    from cli.usecases.recall import recall
+    from indexers.index import MemoryIndex
+    from indexers.recall import RecallOptions
+
+    memdir = fast(md)
+    rehearsed = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id
+    other = lifecycle.teach(memdir, "We hiked the Camino trail in Spain", at()).id
+    guess = lifecycle.infer(memdir, "The user likes hiking trails", at()).id
+    for day in (2, 9, 30):
+        lifecycle.record_recall(memdir, [rehearsed], at(days=day))
+    lifecycle.confirm(memdir, guess, at(days=3))
+    now = at(days=60)
+    result = recall(memdir, "hiked trail", now, RecallOptions(k=5), record=False)
+    decay = {c.id: c.components["decay"] for c in result.results}
+    assert decay[rehearsed] > decay[other]
+    index = MemoryIndex(memdir)
+    cached = rehearsals(memdir)
+    ids = [rehearsed, other, guess]
+    assert index.catalog.rehearsal_times(ids) == {i: cached[i] for i in ids if i in cached}
+    assert len(cached[rehearsed]) == 3 and len(cached[guess]) == 1
+    incremental = index.catalog.rehearsal_times(ids)
+    index.update(rebuild=True)
+    assert index.catalog.rehearsal_times(ids) == incremental
+    index.close()
