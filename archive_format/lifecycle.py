@@ -306,10 +306,8 @@ def expire(memdir: Memdir, now: datetime) -> list[str]:
     return expired
 
 
-def record_recall(
-    memdir: Memdir, ids: list[str], now: datetime, actor: str = "user", label: str = ""
-) -> str:
-    """Append what a recall surfaced (rehearsal statistics) and push the top one into the ring."""
+def recall_line(ids: list[str], now: datetime, actor: str = "user") -> dict[str, Any]:
+    """The shelf line recording what a recall surfaced, validated."""
     line: dict[str, Any] = {
         "kind": "recall",
         "at": format_time(now),
@@ -322,6 +320,14 @@ def record_recall(
         **{k: v for k, v in line.items() if k != "kind"},
     }
     _check(line)
+    return line
+
+
+def record_recall(
+    memdir: Memdir, ids: list[str], now: datetime, actor: str = "user", label: str = ""
+) -> str:
+    """Append what a recall surfaced (rehearsal statistics) and push the top one into the ring."""
+    line = recall_line(ids, now, actor)
     with memdir.lock(timeout=2.0):
         shelf.append(memdir.recall_shelf, [encode_line(line)], memdir.quarantine_dir)
         if ids:

@@ -1,7 +1,9 @@
 """Recall speed: warm in-process p50/p95 and cold `memdir recall` wall time, per archive size.
 
 Reuses the memdirs that benchmarks/bench_index.py generates and indexes (in --workdir), so run
-that first. Usage: python benchmarks/bench_recall.py [--sizes 10000,100000] [--queries 100]
+that first. With --history N, also measures a copy of the largest memdir after N recall records
+of 10 memories each (decay's rehearsals), next to the time to load the whole rehearsal cache.
+Usage: python benchmarks/bench_recall.py [--sizes 10000,100000] [--queries 100] [--history N]
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from archive_format import lifecycle, shelf  # noqa: E402
 from archive_format.memdir import Memdir  # noqa: E402
+from archive_format.records import encode_line  # noqa: E402
 from benchmarks.bench_index import build, sentence  # noqa: E402
 from benchmarks.common import machine, memdir_command, table, wall_time  # noqa: E402
 from indexers.index import MemoryIndex  # noqa: E402
@@ -25,7 +30,7 @@ from indexers.recall import RecallOptions, recall  # noqa: E402
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 
 
-def warm(root: Path, queries: list[str]) -> dict[str, float]:
+def warm(root: Path, queries: list[str]) -> dict[str, Any]:
     """In-process recall over an up-to-date index: ten warm-up queries (page cache, the
     model's first run), then the timed ones."""
     index = MemoryIndex(Memdir.open(root))
@@ -48,12 +53,49 @@ def warm(root: Path, queries: list[str]) -> dict[str, float]:
     }
 
 
+def with_history(root: Path, records: int) -> tuple[Path, float]:
+    """A copy of `root` with `records` recall lines of 10 random memories each (made once),
+    indexed; and how long loading the whole rehearsal cache takes (median of 5)."""
+    import shutil
+
+    from indexers.decay import rehearsals
+
+    copy = root.with_name(f"{root.name}-history-{records}")
+    if not (copy / ".history-complete").exists():
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(root, copy)
+        memdir = Memdir.open(copy)
+        index = MemoryIndex(memdir)
+        ids = [row[0] for row in index.catalog.db.execute("SELECT id FROM memories")]
+        rng = random.Random(5)
+        start = NOW - timedelta(days=365)
+        lines = [
+            encode_line(lifecycle.recall_line(
+                rng.sample(ids, 10), start + timedelta(minutes=number * 20)
+            ))
+            for number in range(records)
+        ]  # fmt: skip
+        shelf.append(memdir.recall_shelf, lines, memdir.quarantine_dir)
+        index.update()
+        index.close()
+        rehearsals(memdir)  # builds the cache file
+        (copy / ".history-complete").write_text("")
+    memdir = Memdir.open(copy)
+    samples = []
+    for _ in range(5):
+        began = time.perf_counter()
+        rehearsals(memdir)
+        samples.append(time.perf_counter() - began)
+    return copy, statistics.median(samples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
+    parser.add_argument("--history", type=int, default=0, help="recall records (0: none)")
     args = parser.parse_args()
     from indexers.embedding import load_embedder
 
@@ -61,15 +103,25 @@ def main() -> None:
     rng = random.Random(11)
     queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
     rows = []
-    for size in (int(s) for s in args.sizes.split(",")):
-        root = build(args.workdir, size, embedder)
+    roots = [(f"{size:,}", build(args.workdir, size, embedder)) for size in
+             (int(s) for s in args.sizes.split(","))]  # fmt: skip
+    notes = []
+    if args.history:
+        label, largest = roots[-1]
+        copy, load = with_history(largest, args.history)
+        roots.append((f"{label} + {args.history:,} recall records", copy))
+        notes.append(
+            f"loading the whole rehearsal cache of that copy (what each recall did before the "
+            f"index kept rehearsals): {load * 1000:.0f} ms"
+        )
+    for label, root in roots:
         speed = warm(root, queries)
         env = {"MEMDIR_NOW": (NOW - timedelta(seconds=1)).isoformat()}
         command = [*memdir_command(), "--dir", str(root)]
         cold = wall_time([*command, "recall", queries[1], "--no-record"], args.runs, env)
         help_time = wall_time([*memdir_command(), "--help"], args.runs)
         rows.append([
-            f"{size:,}", speed["mode"], f"{speed['p50']:.1f} ms", f"{speed['p95']:.1f} ms",
+            label, speed["mode"], f"{speed['p50']:.1f} ms", f"{speed['p95']:.1f} ms",
             f"{cold * 1000:.0f} ms", f"{help_time * 1000:.0f} ms",
         ])  # fmt: skip
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d}")
@@ -86,6 +138,8 @@ def main() -> None:
             rows,
         )
     )
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":
