@@ -27,8 +27,17 @@ check: setup
 demo: setup
 	bash examples/demo.sh
 
+LOCOMO ?= ../shared/bench/locomo/locomo-dev.json
+
+# Results go to BENCHMARKS.md by hand, with the machine and date; the index build at 100k
+# memories takes about ten minutes (it is kept in /tmp/memdir-bench and reused).
 bench: setup
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/bench_archive.py
+	$(PY) benchmarks/bench_embedding.py
+	$(PY) benchmarks/bench_index.py
+	$(PY) benchmarks/bench_recall.py --history 20000
+	if [ -f $(LOCOMO) ]; then $(MEMDIR) bench locomo $(LOCOMO); else echo "no $(LOCOMO): LoCoMo skipped"; fi
+	$(MEMDIR) bench safety
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
