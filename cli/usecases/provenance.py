@@ -16,7 +16,10 @@ import:
 - forget: needs the user's words from a trusted turn of the last `window`.
 
 Quotes are matched on words: case, punctuation, typographic quotes and spacing are ignored,
-and the quote must cover whole words of one turn.
+and the quote must cover whole words of one turn. Only the user's own writing counts: material
+the turn marks as pasted — a ``` fenced block, lines quoted with '>', or text between two
+separators of three or more '-', '=', '_' or '*' — is someone else's words (an email, a web
+page) even though the user sent it, so a quote from it does not vouch for anything.
 """
 
 from __future__ import annotations
@@ -39,6 +42,20 @@ _WORD = re.compile(r"\w+(?:'\w+)*")
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "“": '"', "”": '"'})
 
 
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_SEPARATOR = re.compile(r"-{3,}|={3,}|_{3,}|\*{3,}")
+
+
+def own_words(text: str) -> str:
+    """The turn without what it marks as pasted: fenced blocks, '>' lines, and each span
+    between two separators (an unpaired last separator encloses nothing)."""
+    text = _QUOTED_LINE.sub(" ", _FENCED.sub(" ", text))
+    pieces = _SEPARATOR.split(text)
+    enclosed = range(1, len(pieces) - 1, 2)
+    return " ".join(piece for number, piece in enumerate(pieces) if number not in enclosed)
+
+
 def normalise(text: str) -> str:
     """Words only, case-folded: the form quotes are compared in."""
     folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
@@ -48,7 +65,8 @@ def normalise(text: str) -> str:
 def find_quote(
     memdir: Memdir, quote: str, after: datetime, until: datetime, strictly_after: bool = False
 ) -> Turn | None:
-    """The latest trusted user turn in (after, until] (or [after, until]) containing `quote`."""
+    """The latest trusted user turn in (after, until] (or [after, until]) whose own words (see
+    own_words) contain `quote`."""
     wanted = normalise(quote)
     if not wanted:
         return None
@@ -60,7 +78,7 @@ def find_quote(
         moment = turn.moment
         if moment < after or (strictly_after and moment == after):
             continue
-        if needle in f" {normalise(turn.text)} ":
+        if needle in f" {normalise(own_words(turn.text))} ":
             return turn
     return None
 
@@ -118,7 +136,8 @@ def teach(
         state.status,
         f"Stored as an INFERENCE, not a teaching: no user turn recorded by a trusted path (the "
         f"client's prompt hook or an import) in the last {hours:g} h contains this text word "
-        f"for word. It is provisional (recalled at reduced weight) and expires {expires} "
+        f"for word in the user's own writing (pasted material — a fenced block, '>' lines, text "
+        f"between separators — does not count). It is provisional (recalled at reduced weight) and expires {expires} "
         "unless the user confirms it. Ask the user; once their reply is in the journal, call "
         "`confirm` with their words — or `teach` again with the user's exact words.",
         stored_as="inference",

@@ -575,7 +575,7 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
             "MCP teach: payload durable",
             s["mcp_durable"],
             u["mcp_durable"],
-            note="safeguarded leaks only text the user pasted into a trusted turn",
+            note="safeguarded: pasted material in a user turn is not the user's words",
         ),  # fmt: skip
         Metric(
             "3 adversarial",
