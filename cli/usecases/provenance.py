@@ -137,9 +137,10 @@ def teach(
         f"Stored as an INFERENCE, not a teaching: no user turn recorded by a trusted path (the "
         f"client's prompt hook or an import) in the last {hours:g} h contains this text word "
         f"for word in the user's own writing (pasted material — a fenced block, '>' lines, text "
-        f"between separators — does not count). It is provisional (recalled at reduced weight) and expires {expires} "
-        "unless the user confirms it. Ask the user; once their reply is in the journal, call "
-        "`confirm` with their words — or `teach` again with the user's exact words.",
+        f"between separators — does not count). It is provisional (recalled at reduced weight) "
+        f"and expires {expires} unless the user confirms it. Ask the user; once their reply is "
+        "in the journal, call `confirm` with their words — or `teach` again with the user's "
+        "exact words.",
         stored_as="inference",
     )
 
