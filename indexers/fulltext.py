@@ -126,26 +126,14 @@ class FullText:
         within: list[int] | None = None,
         between: tuple[int, int] | None = None,
     ) -> dict[int, float]:
-        """BM25 score of the best `limit` documents for the query on one field, by catalog iid
-        (a session document's iid is its name_code); `within` limits them to these iids,
-        `between` to times in [start, end) (epoch seconds)."""
-        iids, values = self.score_lists(text, limit, field, within, between)
-        return dict(zip(iids, values, strict=True))
-
-    def score_lists(
-        self,
-        text: str,
-        limit: int,
-        field: str = "text",
-        within: list[int] | None = None,
-        between: tuple[int, int] | None = None,
-    ) -> tuple[list[int], list[float]]:
-        """(iids, scores) of the best `limit` documents; the iids come from a fast field, so
-        thousands of hits cost no document fetches."""
+        """BM25 score of the best `limit` documents for the query on one field, best first, by
+        catalog iid (a session document's iid is its name_code); `within` limits them to these
+        iids, `between` to times in [start, end) (epoch seconds). The iids come from a fast
+        field, so thousands of hits cost no document fetches."""
         import tantivy
 
         if not text.strip() or limit <= 0 or within == []:
-            return [], []
+            return {}
         searcher = self.index.searcher()
         query = self._query(text, field)
         required = []
@@ -164,8 +152,7 @@ class FullText:
             )
         hits = searcher.search(query, limit=limit, count=False).hits
         iids = searcher.fast_field_values("iid", [address for _, address in hits])
-        kept = [(int(i), float(s)) for (s, _), i in zip(hits, iids, strict=True) if i is not None]
-        return [iid for iid, _ in kept], [score for _, score in kept]
+        return {int(i): float(s) for (s, _), i in zip(hits, iids, strict=True) if i is not None}
 
     def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
         """Best `k` documents for a free-text query (BM25), optionally with highlighted snippets."""

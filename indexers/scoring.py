@@ -164,10 +164,10 @@ def score_table(
     for field in ("text", "context"):
         values = np.zeros(n, dtype=np.float32)
         # beyond the best BM25_DEPTH matches a score is too small to matter; they count as 0
-        iids, scores = index.fulltext.score_lists(analysis.bm25_query, min(n, BM25_DEPTH), field)
-        rows = table.rows(iids)
+        hits = index.fulltext.scores(analysis.bm25_query, min(n, BM25_DEPTH), field)
+        rows = table.rows(list(hits))
         known = rows >= 0
-        values[rows[known]] = np.asarray(scores, dtype=np.float32)[known]
+        values[rows[known]] = np.asarray(list(hits.values()), dtype=np.float32)[known]
         bm25[field] = values
     by_session = index.sessions.scores(analysis.bm25_query, len(table.session_keys))
     session_values = np.asarray(
