@@ -35,28 +35,11 @@ class ShelfLine:
 
 def quarantine_torn_tail(path: Path, quarantine_dir: Path) -> int:
     """Move a newline-less last line (a crashed write) to the quarantine; returns bytes moved."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return 0
-    if size == 0:
+    torn_bytes = torn_tail(path)
+    if torn_bytes == 0:
         return 0
     with open(path, "rb+") as handle:
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return 0
-        chunk = 1 << 16
-        position = size
-        keep = 0
-        while position > 0:
-            start = max(0, position - chunk)
-            handle.seek(start)
-            block = handle.read(position - start)
-            newline = block.rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            position = start
+        keep = handle.seek(0, os.SEEK_END) - torn_bytes
         handle.seek(keep)
         torn = handle.read()
         quarantine_dir.mkdir(parents=True, exist_ok=True)
@@ -146,18 +129,22 @@ def read(path: Path, start: int = 0) -> Iterator[ShelfLine]:
 
 
 def torn_tail(path: Path) -> int:
-    """Bytes after the last newline (0 when the file ends cleanly)."""
+    """Bytes after the last newline (0 when the file ends cleanly), read backwards in chunks."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         return 0
-    if size == 0:
-        return 0
+    chunk = 1 << 16
     with open(path, "rb") as handle:
-        handle.seek(max(0, size - (1 << 20)))
-        tail = handle.read()
-    newline = tail.rfind(b"\n")
-    return len(tail) - newline - 1 if newline >= 0 else len(tail)
+        position = size
+        while position > 0:
+            start = max(0, position - chunk)
+            handle.seek(start)
+            newline = handle.read(position - start).rfind(b"\n")
+            if newline >= 0:
+                return size - (start + newline + 1)
+            position = start
+    return size
 
 
 def rewrite(path: Path, lines: Iterable[bytes]) -> None:
