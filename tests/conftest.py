@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from archive_format.memdir import Memdir, init
 
@@ -93,6 +94,21 @@ def md(tmp_path: Path) -> Memdir:
     memdir, created = init(tmp_path / "memory", T0_DT)
     assert created
     return memdir
+
+
+def configure(memdir: Memdir, **settings: Any) -> Memdir:
+    """Merge `settings` into memdir.yaml's settings and reopen the memdir."""
+    path = memdir.root / "memdir.yaml"
+    config = yaml.safe_load(path.read_text())
+    config.setdefault("settings", {}).update(settings)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return Memdir.open(memdir.root)
+
+
+@pytest.fixture
+def hashed(md: Memdir) -> Memdir:
+    """A memdir using the lexical hashing embedder: no model to load, so processes start fast."""
+    return configure(md, embedder={"kind": "hashing"})
 
 
 def shelf_lines(memdir: Memdir | Path) -> list[dict[str, Any]]:

@@ -9,14 +9,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
-from conftest import T0_DT
+from conftest import T0_DT, configure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archive_format import journal, lifecycle
 from archive_format.decay import DecaySettings, fidelity, intensity
 from archive_format.memdir import Memdir, init
-from archive_format.state import read_yaml, write_yaml
 from indexers.decay import describe, rehearsals
 
 DEFAULT = DecaySettings.from_settings({})
@@ -29,10 +28,7 @@ def at(days: float = 0, hours: float = 0, minutes: float = 0) -> datetime:
 
 def fast(memdir: Memdir) -> Memdir:
     """The same memdir with the lexical hashing embedder: relink and recall without the model."""
-    config = read_yaml(memdir.root / "memdir.yaml")
-    config["settings"]["embedder"] = {"kind": "hashing", "path": None}
-    write_yaml(memdir.root / "memdir.yaml", config)
-    return Memdir.open(memdir.root)
+    return configure(memdir, embedder={"kind": "hashing", "path": None})
 
 
 def test_the_closed_form_with_default_settings() -> None:

@@ -10,14 +10,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import T0_DT
+from conftest import T0_DT, configure
 
 from archive_format import journal
 from archive_format.clock import local_zone
 from archive_format.journal import Turn, new_turn
 from archive_format.lifecycle import add_memories, load_view
 from archive_format.memdir import Memdir
-from archive_format.state import read_yaml, write_yaml
 from archive_format.verify import verify
 from cli.usecases.dream import GroupingRules, dream, group_turns, plan_group
 
@@ -148,18 +147,15 @@ def summariser(tmp_path: Path, body: str) -> str:
     return f"{sys.executable} {script}"
 
 
-def configure(memdir: Memdir, command: str, timeout: str = "20s") -> Memdir:
-    config = read_yaml(memdir.root / "memdir.yaml")
-    config["settings"]["dream"] = {"summariser": command, "timeout": timeout}
-    write_yaml(memdir.root / "memdir.yaml", config)
-    return Memdir.open(memdir.root)
+def with_summariser(memdir: Memdir, command: str, timeout: str = "20s") -> Memdir:
+    return configure(memdir, dream={"summariser": command, "timeout": timeout})
 
 
 def test_external_summariser_reads_only_summarisable_turns(md: Memdir, tmp_path: Path) -> None:
     seen = tmp_path / "stdin.txt"
     body = f"open({str(seen)!r}, 'w').write(sys.stdin.read())\n"
     command = summariser(tmp_path, body + "print('Sam planted tomatoes and planned watering.')")
-    memdir = configure(md, command)
+    memdir = with_summariser(md, command)
     garden_day(memdir)
     report = dream(memdir, at(60))
     received = seen.read_text()
@@ -181,7 +177,7 @@ def test_external_summariser_reads_only_summarisable_turns(md: Memdir, tmp_path:
 def test_a_failing_summariser_falls_back_to_extractive(
     md, tmp_path, caplog, body, timeout, reason
 ) -> None:
-    memdir = configure(md, summariser(tmp_path, body), timeout)
+    memdir = with_summariser(md, summariser(tmp_path, body), timeout)
     garden_day(memdir)
     report = dream(memdir, at(60))
     assert len(report.warnings) == 1 and "extractive" in report.warnings[0]

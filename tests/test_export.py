@@ -10,8 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import T0, T0_DT, Run, clean_env
+from conftest import T0, T0_DT, Run, clean_env, configure
 
 from archive_format import lifecycle
 from archive_format.memdir import Memdir, init
@@ -29,11 +28,7 @@ QUERIES = ("what tea does the user like?", "where does Anouk live", "bicycle")
 def full(tmp_path_factory: pytest.TempPathFactory) -> Memdir:
     """A memdir with every kind of canonical file, and a built index cache (tests only read it)."""
     md, _ = init(tmp_path_factory.mktemp("export") / "memory", T0_DT)
-    path = md.root / "memdir.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["settings"]["embedder"] = {"kind": "hashing"}
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    md = Memdir.open(md.root)
+    md = configure(md, embedder={"kind": "hashing"})
     tea = lifecycle.teach(md, "I drink green tea every morning", T0_DT, key="tea").id
     lifecycle.teach(md, "My sister Anouk lives in Ghent", T0_DT)
     guess = lifecycle.infer(md, "The user rides a blue bicycle to work", T0_DT).id

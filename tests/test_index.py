@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import MEMDIR_BIN, T0_DT, clean_env
+from conftest import MEMDIR_BIN, T0_DT, clean_env, configure
 
 from archive_format import lifecycle
 from archive_format.clock import format_time
@@ -63,15 +62,6 @@ def hashing() -> HashingEmbedder:
 
 def at(minutes: int) -> Any:
     return T0_DT + timedelta(minutes=minutes)
-
-
-def configure(memdir: Memdir, **settings: Any) -> Memdir:
-    """Merge `settings` into memdir.yaml and reopen the memdir."""
-    path = memdir.root / "memdir.yaml"
-    config = yaml.safe_load(path.read_text())
-    config.setdefault("settings", {}).update(settings)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return Memdir.open(memdir.root)
 
 
 def results(index: MemoryIndex, queries: tuple[str, ...] = QUERIES) -> dict[str, Any]:

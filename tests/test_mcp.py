@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 import yaml
 from conftest import MEMDIR_BIN, clean_env, shelf_lines
 
@@ -24,15 +23,6 @@ EXPECTED = {
 READ_ONLY = {"search", "show", "stats", "journal_read", "ring", "wake", "boot", "self_read",
              "people_read"}  # fmt: skip
 DESTRUCTIVE = {"reject", "forget", "self_update", "person_update"}
-
-
-@pytest.fixture
-def hashed(md: Memdir) -> Memdir:
-    path = md.root / "memdir.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["settings"]["embedder"] = {"kind": "hashing"}
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return Memdir.open(md.root)
 
 
 def user_says(memdir: Memdir, text: str, *extra: str) -> str:

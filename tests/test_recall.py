@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import configure
 
 from archive_format import lifecycle
 from archive_format.memdir import Memdir, init
@@ -103,11 +103,7 @@ CHAT = (
 def chat_memdir(tmp_path: Path, **recall_settings: object) -> Memdir:
     memdir = fresh(tmp_path)
     if recall_settings:
-        path = memdir.root / "memdir.yaml"
-        config = yaml.safe_load(path.read_text())
-        config.setdefault("settings", {})["recall"] = recall_settings
-        path.write_text(yaml.safe_dump(config))
-        memdir = Memdir.open(memdir.root)
+        memdir = configure(memdir, recall=recall_settings)
     for minute, (session, day, speaker, text) in enumerate(CHAT):
         when = datetime(2026, 5, 1, 18, minute, tzinfo=timezone.utc) + timedelta(days=day - 1)
         lifecycle.observe(memdir, f"{speaker}: {text}", when, f"chat:{speaker}", session=session)

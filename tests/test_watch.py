@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import MEMDIR_BIN, T0, clean_env
 
 from archive_format import shelf
@@ -24,16 +23,6 @@ from archive_format.records import encode_line, new_memory
 from indexers.index import MemoryIndex
 
 READY = "waiting for changes"
-
-
-@pytest.fixture
-def hashed(md: Memdir) -> Memdir:
-    """A memdir using the hashing embedder, so the daemon starts fast."""
-    path = md.root / "memdir.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["settings"]["embedder"] = {"kind": "hashing"}
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return Memdir.open(md.root)
 
 
 class Daemon:
