@@ -64,6 +64,19 @@ def at(minutes: int) -> Any:
     return T0_DT + timedelta(minutes=minutes)
 
 
+def teach_texts(memdir: Memdir) -> None:
+    for number, text in enumerate(TEXTS):
+        lifecycle.teach(memdir, text, at(number))
+
+
+def indexed_texts(memdir: Memdir, embedder: Any) -> MemoryIndex:
+    """TEXTS taught, one minute apart, and indexed."""
+    teach_texts(memdir)
+    index = MemoryIndex(memdir, embedder=embedder)
+    index.update()
+    return index
+
+
 def results(index: MemoryIndex, queries: tuple[str, ...] = QUERIES) -> dict[str, Any]:
     """What search and similar return for each query: the ids full text finds (BM25 scores
     count deleted documents until Tantivy merges segments, so ranks may shift), and similar's
@@ -224,8 +237,7 @@ def cli_results(root: Path) -> list[Any]:
 
 
 def test_cli_index_after_deleting_the_cache_gives_the_same_results(md: Memdir) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
+    teach_texts(md)
     before = cli_json("search", "Lisbon sister", root=md.root)  # builds the index
     lifecycle.teach(md, "My sister visits Lisbon every summer", at(50))
     lifecycle.reject(md, before[0]["id"], "wrong", at(51))
@@ -244,8 +256,7 @@ SECRET = "My online banking passphrase is purple-zebrafish-4417"
 
 
 def test_forgotten_memory_never_returns_and_leaves_no_bytes(md: Memdir, minilm: Any) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
+    teach_texts(md)
     secret = lifecycle.teach(md, SECRET, at(10)).id
     lifecycle.reject(md, secret, "said by mistake: purple-zebrafish-4417", at(11))
     index = MemoryIndex(md, embedder=minilm)
@@ -403,8 +414,7 @@ def test_rewritten_shelf_through_the_cli(md: Memdir) -> None:
 
 def test_appended_line_is_indexed_incrementally(md: Memdir) -> None:
     md = configure(md, embedder={"kind": "hashing"})
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
+    teach_texts(md)
     assert cli_json("index", root=md.root)["rebuilt"]
     status = cli_json("index", "--status", root=md.root)
     assert status["up_to_date"] and status["vector_delta"] == 0
@@ -427,10 +437,7 @@ def test_appended_line_is_indexed_incrementally(md: Memdir) -> None:
 
 
 def test_appended_line_in_process_reads_only_the_tail(md: Memdir, hashing: Any) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
-    index = MemoryIndex(md, embedder=hashing)
-    index.update()
+    index = indexed_texts(md, hashing)
     offset = index.catalog.checkpoints()["memories.jsonl"].offset
     lifecycle.teach(md, "Blackbirds sing at dawn in April", at(50))
     report = index.update()
@@ -457,10 +464,7 @@ def test_trailing_blank_lines_do_not_keep_the_index_stale(md: Memdir, hashing: A
 
 
 def test_manifest_version_mismatch_rebuilds(md: Memdir, hashing: Any) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
-    index = MemoryIndex(md, embedder=hashing)
-    index.update()
+    index = indexed_texts(md, hashing)
     before = results(index)
     with index.catalog.transaction():
         index.catalog.set_manifest({"version": "0"})
@@ -474,8 +478,7 @@ def test_manifest_version_mismatch_rebuilds(md: Memdir, hashing: Any) -> None:
 
 def test_cli_search_after_an_index_version_change_rebuilds(md: Memdir) -> None:
     md = configure(md, embedder={"kind": "hashing"})
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
+    teach_texts(md)
     cli_json("index", root=md.root)
     with sqlite3.connect(md.cache_dir / "index" / "catalog.sqlite") as db:
         db.execute("UPDATE manifest SET value = '0' WHERE name = 'version'")
@@ -540,8 +543,7 @@ def test_embedder_setting_in_memdir_yaml(md: Memdir) -> None:
 
 
 def test_embeddings_are_cached_by_content_hash(md: Memdir, hashing: Any) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
+    teach_texts(md)
     index = MemoryIndex(md, embedder=hashing)
     assert index.update().embedded == len(TEXTS)
     before = results(index)
@@ -585,10 +587,7 @@ LEGACY_MEMORIES = """CREATE TABLE memories (
 def test_catalog_with_an_older_layout_is_rebuilt_keeping_the_cache(
     md: Memdir, hashing: Any
 ) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
-    index = MemoryIndex(md, embedder=hashing)
-    index.update()
+    index = indexed_texts(md, hashing)
     before = results(index)
     db = index.catalog.db  # make it look like the first release's catalog
     db.execute("DROP TABLE memories")
@@ -605,10 +604,7 @@ def test_catalog_with_an_older_layout_is_rebuilt_keeping_the_cache(
 
 
 def test_lost_vector_store_is_re_embedded(md: Memdir, hashing: Any) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
-    index = MemoryIndex(md, embedder=hashing)
-    index.update()
+    index = indexed_texts(md, hashing)
     before = results(index)
     index.close()
     shutil.rmtree(index.root / "vectors")
@@ -620,10 +616,7 @@ def test_lost_vector_store_is_re_embedded(md: Memdir, hashing: Any) -> None:
 
 
 def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hashing: Any) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
-    index = MemoryIndex(md, embedder=hashing)
-    index.update()
+    index = indexed_texts(md, hashing)
     before = results(index)
     table = index.memory_table.path
     index.close()
@@ -882,8 +875,7 @@ def test_similar_finds_a_paraphrase_sharing_no_words(md: Memdir) -> None:
 
 
 def test_search_snippets_and_json_shapes(md: Memdir) -> None:
-    for number, text in enumerate(TEXTS):
-        lifecycle.teach(md, text, at(number))
+    teach_texts(md)
     lifecycle.teach(md, "She runs along the river every Sunday", at(20))
     hits = cli_json("search", "Lisbon", root=md.root)
     assert len(hits) == 2
