@@ -99,8 +99,8 @@ class Checkpoint:
 class CatalogMemory:
     """A catalogued memory: enough to score and show it without reading the shelves.
 
-    The shelf line is parsed on first use: recall scores a pool of memories by their columns
-    and reads the lines of only the best of them.
+    The shelf line and the affect annotation are parsed on first use: recall reads them for its
+    shortlist only (it scores the wider pool from the memory table).
     """
 
     iid: int
@@ -110,8 +110,6 @@ class CatalogMemory:
     status: str
     searchable: bool
     content_hash: str
-    session: str | None = None
-    author: str = ""
     annotator: str | None = None  # who annotated its affect, None when nobody has
     stored_affect: str = ""  # that annotation's JSON
 
@@ -260,13 +258,12 @@ class Catalog:
     def _select(self, where: str, values: Iterable[Any]) -> Iterator[CatalogMemory]:
         query = (
             "SELECT m.iid, m.id, m.line, m.text, m.status, m.searchable, m.content_hash,"
-            " m.session, m.author, a.annotator, a.value"
+            " a.annotator, a.value"
             " FROM memories AS m LEFT JOIN affect AS a ON a.content_hash = m.content_hash"
             " WHERE " + where
         )
         for row in self.db.execute(query, list(values)):
-            iid, memory_id, line, text, status, searchable, digest, session, author = row[:9]
-            annotator, affect = row[9:]
+            iid, memory_id, line, text, status, searchable, digest, annotator, affect = row
             yield CatalogMemory(
                 iid,
                 memory_id,
@@ -275,8 +272,6 @@ class Catalog:
                 status,
                 bool(searchable),
                 digest,
-                session,
-                author,
                 annotator,
                 affect or "",
             )
