@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MEMDIR := $(VENV)/bin/memdir
 
-.PHONY: setup test check demo bench clean
+.PHONY: setup test test-slow check demo bench clean
 
 setup: $(VENV)/.installed
 
@@ -19,10 +19,21 @@ $(VENV)/.installed: pyproject.toml
 test: setup
 	$(PY) -m pytest
 
+test-slow: setup
+	$(PY) -m pytest -m slow
+
+SOURCES := memdir cli archive_format indexers tests benchmarks scripts
+# mypy finds modules by their folders, so it reads the installed layout (memdir/cli, …) from a
+# tree of links to the repository's folders.
+TYPECHECK_TREE := .typecheck
+
 check: setup
-	$(VENV)/bin/ruff check cli archive_format indexers tests benchmarks
-	$(VENV)/bin/ruff format --check cli archive_format indexers tests benchmarks
-	$(VENV)/bin/mypy
+	$(VENV)/bin/ruff check $(SOURCES)
+	$(VENV)/bin/ruff format --check $(SOURCES)
+	rm -rf $(TYPECHECK_TREE) && mkdir -p $(TYPECHECK_TREE)/memdir
+	ln -s $(CURDIR)/memdir/__init__.py $(CURDIR)/memdir/__main__.py $(TYPECHECK_TREE)/memdir/
+	ln -s $(CURDIR)/cli $(CURDIR)/archive_format $(CURDIR)/indexers $(TYPECHECK_TREE)/memdir/
+	cd $(TYPECHECK_TREE) && ../$(VENV)/bin/mypy --config-file ../pyproject.toml -p memdir
 
 demo: setup
 	bash examples/demo.sh
@@ -32,12 +43,12 @@ LOCOMO ?= ../shared/bench/locomo/locomo-dev.json
 # Results go to BENCHMARKS.md by hand, with the machine and date; the index build at 100k
 # memories takes about ten minutes (it is kept in /tmp/memdir-bench and reused).
 bench: setup
-	$(PY) benchmarks/bench_archive.py
-	$(PY) benchmarks/bench_embedding.py
-	$(PY) benchmarks/bench_index.py
-	$(PY) benchmarks/bench_recall.py --history 20000
+	$(PY) -m benchmarks.bench_archive
+	$(PY) -m benchmarks.bench_embedding
+	$(PY) -m benchmarks.bench_index
+	$(PY) -m benchmarks.bench_recall --history 20000
 	if [ -f $(LOCOMO) ]; then $(MEMDIR) bench locomo $(LOCOMO); else echo "no $(LOCOMO): LoCoMo skipped"; fi
 	$(MEMDIR) bench safety
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(TYPECHECK_TREE)

@@ -1,6 +1,6 @@
 """Archive write path: cold `memdir teach` next to `python -c pass`, and bulk append rate.
 
-Usage: python benchmarks/bench_archive.py [--records 100000] [--runs 7]
+Usage: python -m benchmarks.bench_archive [--records 100000] [--runs 7]
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from archive_format import lifecycle  # noqa: E402
-from archive_format.clock import format_time  # noqa: E402
-from archive_format.memdir import init  # noqa: E402
-from archive_format.records import new_memory  # noqa: E402
-from benchmarks.common import machine, memdir_command, table, wall_time  # noqa: E402
+from benchmarks.common import machine, memdir_command, table, wall_time
+from memdir.archive_format import lifecycle
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.memdir import init
+from memdir.archive_format.records import new_memory
 
 WORDS = (
     "coffee morning sister garden project deadline Lisbon piano hiking meeting doctor recipe "

@@ -1,6 +1,6 @@
 """Embedding throughput on chat-length sentences, one-query latency, and model load time.
 
-Usage: python benchmarks/bench_embedding.py [--sentences 2000] [--runs 3]
+Usage: python -m benchmarks.bench_embedding [--sentences 2000] [--runs 3]
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.common import machine, table  # noqa: E402
-from indexers.embedding import (  # noqa: E402
+from benchmarks.common import machine, table
+from memdir.indexers.embedding import (
     Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
@@ -41,7 +39,7 @@ import json, sys, time
 start = time.perf_counter()
 import numpy, safetensors.numpy, tokenizers
 imported = time.perf_counter()
-from indexers.embedding import MiniLMEmbedder
+from memdir.indexers.embedding import MiniLMEmbedder
 MiniLMEmbedder(sys.argv[1])
 loaded = time.perf_counter()
 print(json.dumps({"import": imported - start, "load": loaded - imported}))

@@ -5,8 +5,8 @@ the work directory and reused; the index is built in-process with a timing wrapp
 embedder (and around affect annotation), then copied so appends never touch the cached build.
 
 Usage:
-  python benchmarks/bench_index.py [--sizes 10000,100000] [--runs 5] [--workdir /tmp/memdir-bench]
-  python benchmarks/bench_index.py --reuse /tmp/memdir-bench/built-100000   # skip the build
+  python -m benchmarks.bench_index [--sizes 10000,100000] [--runs 5] [--workdir /tmp/memdir-bench]
+  python -m benchmarks.bench_index --reuse /tmp/memdir-bench/built-100000   # skip the build
 
 `--reuse DIR` takes a memdir whose index was built by an earlier run (its build timings are read
 from DIR/bench-build.json): embedding 100k texts takes minutes, the other measures seconds.
@@ -28,13 +28,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from archive_format import lifecycle  # noqa: E402
-from archive_format.clock import format_time  # noqa: E402
-from archive_format.memdir import Memdir, init  # noqa: E402
-from archive_format.records import Memory, new_memory  # noqa: E402
-from benchmarks.common import machine, memdir_command, table  # noqa: E402
+from benchmarks.common import machine, memdir_command, table
+from memdir.archive_format import lifecycle
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.records import Memory, new_memory
 
 SEED = 20260501
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -181,7 +179,7 @@ class TimedAffect:
     """Counts the seconds spent in indexers.affect.annotate_many while installed."""
 
     def __init__(self) -> None:
-        import indexers.affect as affect
+        import memdir.indexers.affect as affect
 
         self.module = affect
         self.original = affect.annotate_many
@@ -204,7 +202,7 @@ class TimedAffect:
 
 def timed_update(memdir: Memdir, embedder: Any, rebuild: bool = False) -> dict[str, Any]:
     """One MemoryIndex.update() in this process, split into embedding / affect / the rest."""
-    from indexers.index import MemoryIndex
+    from memdir.indexers.index import MemoryIndex
 
     timed = TimedEmbedder(embedder)
     index = MemoryIndex(memdir, embedder=timed)
@@ -271,7 +269,7 @@ def build(workdir: Path, size: int, embedder: Any) -> Path:
 
 def measure(built: Path, runs: int, embedder: Any, workdir: Path) -> dict[str, Any]:
     """Everything but the full build, on a scratch copy of a built memdir."""
-    from indexers.index import MemoryIndex
+    from memdir.indexers.index import MemoryIndex
 
     out: dict[str, Any] = {"build": json.loads((built / "bench-build.json").read_text())}
     scratch = workdir / f"scratch-{built.name}"
@@ -424,7 +422,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from indexers.embedding import load_embedder
+    from memdir.indexers.embedding import load_embedder
 
     embedder, warning = load_embedder()
     if warning:

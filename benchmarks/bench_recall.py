@@ -3,7 +3,7 @@
 Reuses the memdirs that benchmarks/bench_index.py generates and indexes (in --workdir), so run
 that first. With --history N, also measures a copy of the largest memdir after N recall records
 of 10 memories each (decay's rehearsals), next to the time to load the whole rehearsal cache.
-Usage: python benchmarks/bench_recall.py [--sizes 10000,100000] [--queries 100] [--history N]
+Usage: python -m benchmarks.bench_recall [--sizes 10000,100000] [--queries 100] [--history N]
 """
 
 from __future__ import annotations
@@ -11,21 +11,18 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from archive_format import lifecycle, shelf  # noqa: E402
-from archive_format.memdir import Memdir  # noqa: E402
-from archive_format.records import encode_line  # noqa: E402
-from benchmarks.bench_index import build, sentence  # noqa: E402
-from benchmarks.common import machine, memdir_command, table, wall_time  # noqa: E402
-from indexers.index import MemoryIndex  # noqa: E402
-from indexers.recall import RecallOptions, recall  # noqa: E402
+from benchmarks.bench_index import build, sentence
+from benchmarks.common import machine, memdir_command, table, wall_time
+from memdir.archive_format import lifecycle, shelf
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import encode_line
+from memdir.indexers.index import MemoryIndex
+from memdir.indexers.recall import RecallOptions, recall
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 
@@ -58,7 +55,7 @@ def with_history(root: Path, records: int) -> tuple[Path, float]:
     indexed; and how long loading the whole rehearsal cache takes (median of 5)."""
     import shutil
 
-    from indexers.decay import rehearsals
+    from memdir.indexers.decay import rehearsals
 
     copy = root.with_name(f"{root.name}-history-{records}")
     if not (copy / ".history-complete").exists():
@@ -97,7 +94,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--history", type=int, default=0, help="recall records (0: none)")
     args = parser.parse_args()
-    from indexers.embedding import load_embedder
+    from memdir.indexers.embedding import load_embedder
 
     embedder, _ = load_embedder()
     rng = random.Random(11)

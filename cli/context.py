@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from archive_format import clock
-from archive_format.memdir import Memdir, find_root
+from memdir.archive_format import clock
+from memdir.archive_format.memdir import Memdir, find_root
 
 NowOpt = Annotated[
     str | None,

@@ -7,7 +7,8 @@ import sys
 
 import typer
 
-from archive_format.errors import ExitStatus, MemdirError
+from memdir import __version__
+from memdir.archive_format.errors import ExitStatus, MemdirError
 
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
@@ -23,8 +24,6 @@ from .commands import recall as recall_commands
 from .commands import watch as watch_commands
 from .context import Options
 
-VERSION = "0.1.0"
-
 app = typer.Typer(
     name="memdir",
     help="Long-term memory for LLM assistants, kept as plain files you can read, grep and version.",
@@ -37,7 +36,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"memdir {VERSION}")
+        typer.echo(f"memdir {__version__}")
         raise typer.Exit()
 
 

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
-from archive_format import clock, journal, lifecycle, people, ring
-from archive_format.errors import MemdirError
-from archive_format.memdir import Memdir
+from memdir.archive_format import clock, journal, lifecycle, people, ring
+from memdir.archive_format.errors import MemdirError
+from memdir.archive_format.memdir import Memdir
 
 from .usecases import provenance
 
 if TYPE_CHECKING:
-    from indexers.affect import Annotator
-    from indexers.embedding import Embedder
-    from indexers.index import MemoryIndex
+    from memdir.indexers.affect import Annotator
+    from memdir.indexers.embedding import Embedder
+    from memdir.indexers.index import MemoryIndex
 
 log = logging.getLogger("memdir")
 
@@ -97,7 +97,7 @@ class MemdirTools:
 
     def _index(self) -> "MemoryIndex":
         """A fresh index object (another process may rebuild the files) with the model kept."""
-        from indexers.index import MemoryIndex
+        from memdir.indexers.index import MemoryIndex
 
         index = MemoryIndex(self.memdir, embedder=self._embedder, annotator=self._annotator)
         return index
@@ -250,7 +250,7 @@ class MemdirTools:
         """Recall the memories that matter for a query, ranked by a blended, explainable score,
         with a verdict: GROUNDED, LOW_CONFIDENCE or NO_DATA. Provisional inferences are marked.
         The recall is recorded (rehearsal), which slows the recalled memories' decay."""
-        from indexers.recall import RecallOptions
+        from memdir.indexers.recall import RecallOptions
 
         from .usecases.recall import recall as run_recall
 
@@ -475,10 +475,14 @@ def build_server(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) 
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
 
-    from .main import VERSION
+    from memdir import __version__
 
     server = MCPServer(
-        "memdir", title="memdir", version=VERSION, instructions=INSTRUCTIONS, log_level="WARNING"
+        "memdir",
+        title="memdir",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
     )
     tools = MemdirTools(memdir, window)
     lock = threading.Lock()

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from archive_format.clock import parse_time
-from archive_format.decay import (
+from memdir.archive_format.clock import parse_time
+from memdir.archive_format.decay import (
     DecaySettings,
     Fidelity,
     fidelity,
@@ -28,8 +28,8 @@ from archive_format.decay import (
     multiplier,
     rehearsal_times,
 )
-from archive_format.errors import BadInputError
-from archive_format.memdir import Memdir
+from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.memdir import Memdir
 
 CACHE_NAME = "rehearsals.json"
 CACHE_VERSION = 1
@@ -203,8 +203,8 @@ def apply_to_recall(
 def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, Any]:
     """One memory's decay for `memdir decay ID`: fidelity now, its inputs, and a forecast if
     nothing rehearses it."""
-    from archive_format.clock import format_time
-    from archive_format.decay import days_until, forecast
+    from memdir.archive_format.clock import format_time
+    from memdir.archive_format.decay import days_until, forecast
 
     from .affect import load_annotator
 

@@ -19,13 +19,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archive_format import shelf as shelf_io
-from archive_format.clock import parse_time
-from archive_format.decay import rehearsal_times
-from archive_format.errors import LockedError
-from archive_format.fold import ArchiveView, fold
-from archive_format.lock import WriterLock
-from archive_format.memdir import Memdir
+from memdir.archive_format import shelf as shelf_io
+from memdir.archive_format.clock import parse_time
+from memdir.archive_format.decay import rehearsal_times
+from memdir.archive_format.errors import LockedError
+from memdir.archive_format.fold import ArchiveView, fold
+from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.memdir import Memdir
 
 from .catalog import Catalog, CatalogMemory, Checkpoint, speaker_of
 from .decay import parseable

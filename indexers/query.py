@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from archive_format.clock import format_time
+from memdir.archive_format.clock import format_time
 
 from .timewindow import TimeWindow, find_time_window
 

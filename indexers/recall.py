@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from archive_format.clock import format_time, local_zone, parse_duration, parse_time
-from archive_format.documents import estimate_tokens
-from archive_format.fold import fold
+from memdir.archive_format.clock import format_time, local_zone, parse_duration, parse_time
+from memdir.archive_format.documents import estimate_tokens
+from memdir.archive_format.fold import fold
 
 from .blas import single_thread
 from .catalog import CatalogMemory

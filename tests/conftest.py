@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from archive_format.memdir import Memdir, init
+from memdir.archive_format.memdir import Memdir, init
 
 MEMDIR_BIN = Path(sys.executable).with_name("memdir")
 T0 = "2026-05-01T09:00:00Z"

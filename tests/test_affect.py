@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexers.affect import (
+from memdir.indexers.affect import (
     PLUTCHIK,
     Affect,
     annotate_many,

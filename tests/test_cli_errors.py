@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import T0, T0_DT, Run, clean_env, snapshot
 
-from archive_format import lifecycle
-from archive_format.errors import ExitStatus
-from archive_format.memdir import Memdir, init
+from memdir.archive_format import lifecycle
+from memdir.archive_format.errors import ExitStatus
+from memdir.archive_format.memdir import Memdir, init
 
 
 def assert_clean_error(done: Run, status: ExitStatus, *needles: str) -> str:
@@ -267,7 +267,7 @@ def test_verify_flags_a_hand_edited_event(cli, filled: tuple[Memdir, str]) -> No
 
 
 def test_verify_flags_a_teaching_written_by_the_assistant(cli, md: Memdir) -> None:
-    from archive_format.records import encode_line, new_memory
+    from memdir.archive_format.records import encode_line, new_memory
 
     forged = new_memory(
         created=T0, text="forged", source="teaching", author="assistant", store="semantic"

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import T0, clean_env
 
-from archive_format.memdir import Memdir
+from memdir.archive_format.memdir import Memdir
 
 HEAVY = ("numpy", "faiss", "tantivy", "tokenizers", "mcp", "safetensors", "torch")
 
 RUN_MAIN = (
     "import sys; sys.argv = ['memdir', *{args!r}]; "
-    "from cli.main import main; raise SystemExit(main())"
+    "from memdir.cli.main import main; raise SystemExit(main())"
 )
 
 
@@ -45,7 +45,7 @@ def heavy_in(modules: set[str]) -> list[str]:
 def test_help_loads_no_heavy_module(tmp_path: Path) -> None:
     code, modules = imported_modules("--help", cwd=tmp_path)
     assert code == 0
-    assert {"cli.main", "typer", "json"} <= modules, "the import log is read correctly"
+    assert {"memdir.cli.main", "typer", "json"} <= modules, "the import log is read correctly"
     assert heavy_in(modules) == []
 
 
@@ -62,5 +62,5 @@ def test_help_loads_no_heavy_module(tmp_path: Path) -> None:
 def test_lifecycle_commands_load_no_heavy_module(md: Memdir, args: tuple[str, ...]) -> None:
     code, modules = imported_modules("--dir", str(md.root), *args, cwd=md.root)
     assert code == 0
-    assert "archive_format.lifecycle" in modules
+    assert "memdir.archive_format.lifecycle" in modules
     assert heavy_in(modules) == []

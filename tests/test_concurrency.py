@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import T0_DT, clean_env, shelf_lines
 
-from archive_format import lifecycle
-from archive_format.errors import ExitStatus
-from archive_format.memdir import Memdir, init
-from archive_format.verify import verify
+from memdir.archive_format import lifecycle
+from memdir.archive_format.errors import ExitStatus
+from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.verify import verify
 
 PROCESSES = 8
 TEACHES = 200
@@ -168,7 +168,7 @@ def test_a_torn_event_line_does_not_corrupt_the_next_event(cli, md: Memdir) -> N
 HOLDER = """
 import sys, time
 from pathlib import Path
-from archive_format.memdir import Memdir, init
+from memdir.archive_format.memdir import Memdir, init
 with Memdir.open(Path(sys.argv[1])).lock():
     print("locked", flush=True)
     sys.stdin.readline()

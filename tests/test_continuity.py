@@ -14,14 +14,14 @@ import pytest
 from conftest import MEMDIR_BIN, T0_DT, clean_env, shelf_lines
 from test_cold_start import heavy_in, imported_modules
 
-from archive_format import journal, lifecycle
-from archive_format.documents import estimate_tokens
-from archive_format.journal import new_turn
-from archive_format.memdir import Memdir
-from archive_format.state import read_yaml, write_yaml
-from archive_format.verify import verify
-from cli.usecases.documents import wake
-from cli.usecases.sleep import sleep
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.documents import estimate_tokens
+from memdir.archive_format.journal import new_turn
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.state import read_yaml, write_yaml
+from memdir.archive_format.verify import verify
+from memdir.cli.usecases.documents import wake
+from memdir.cli.usecases.sleep import sleep
 
 
 def at(days: float = 0, hours: float = 0, minutes: float = 0) -> datetime:
@@ -231,7 +231,7 @@ def test_cli_ring_shows_the_last_thirty_newest_first(cli, md: Memdir) -> None:
 
 @pytest.mark.parametrize("command", ["ring", "decay", "dream", "sleep", "wake", "boot"])
 def test_continuity_commands_have_help_and_an_example(command: str, capsys) -> None:
-    from cli.main import main
+    from memdir.cli.main import main
 
     assert main([command, "--help"]) == 0
     out = capsys.readouterr().out

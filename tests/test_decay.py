@@ -13,10 +13,10 @@ from conftest import T0_DT, configure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archive_format import journal, lifecycle
-from archive_format.decay import DecaySettings, fidelity, intensity
-from archive_format.memdir import Memdir, init
-from indexers.decay import describe, rehearsals
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.decay import DecaySettings, fidelity, intensity
+from memdir.archive_format.memdir import Memdir, init
+from memdir.indexers.decay import describe, rehearsals
 
 DEFAULT = DecaySettings.from_settings({})
 DAY = 86400.0
@@ -111,7 +111,7 @@ def test_user_affect_modulates_decay(md: Memdir) -> None:
 
 def build_history(root, sleep_every_hour: bool) -> Memdir:
     """The same two days of teaching, inferring, talking and recalling; sleep hourly or never."""
-    from cli.usecases.sleep import sleep
+    from memdir.cli.usecases.sleep import sleep
 
     memdir = fast(init(root, T0_DT)[0])
     talk = [
@@ -151,7 +151,7 @@ def ids(memdir: Memdir, *words: str) -> list[str]:
 
 
 def test_decay_is_the_same_whether_sleep_ran_hourly_or_once(tmp_path) -> None:
-    from cli.usecases.sleep import sleep
+    from memdir.cli.usecases.sleep import sleep
 
     hourly = build_history(tmp_path / "hourly", sleep_every_hour=True)
     once = build_history(tmp_path / "once", sleep_every_hour=False)
@@ -186,8 +186,8 @@ def test_cli_decay_shows_fidelity_and_a_falling_forecast(cli, md: Memdir) -> Non
 
 
 def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
-    from cli.usecases.recall import recall
-    from indexers.recall import RecallOptions
+    from memdir.cli.usecases.recall import recall
+    from memdir.indexers.recall import RecallOptions
 
     memdir = fast(md)
     old = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id
@@ -210,9 +210,9 @@ def test_recall_sees_rehearsals_through_the_index(md: Memdir) -> None:
     """Recall reads its candidates' rehearsals from the index (kept in step with recall lines
     and confirm events), the same times the rehearsal cache holds, incrementally and after a
     rebuild; a rehearsed memory fades less than an equal one that was not."""
-    from cli.usecases.recall import recall
-    from indexers.index import MemoryIndex
-    from indexers.recall import RecallOptions
+    from memdir.cli.usecases.recall import recall
+    from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.recall import RecallOptions
 
     memdir = fast(md)
     rehearsed = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id

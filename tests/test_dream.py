@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from conftest import T0_DT, configure
 
-from archive_format import journal
-from archive_format.clock import local_zone
-from archive_format.journal import Turn, new_turn
-from archive_format.lifecycle import add_memories, load_view
-from archive_format.memdir import Memdir
-from archive_format.verify import verify
-from cli.usecases.dream import GroupingRules, dream, group_turns, plan_group
+from memdir.archive_format import journal
+from memdir.archive_format.clock import local_zone
+from memdir.archive_format.journal import Turn, new_turn
+from memdir.archive_format.lifecycle import add_memories, load_view
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.verify import verify
+from memdir.cli.usecases.dream import GroupingRules, dream, group_turns, plan_group
 
 SECRETS = ("ZEBRA-private", "OKAPI-sealed", "LYNX-secret")
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np  # noqa: TID253 (a test module may load numpy eagerly)
 import pytest
 
-from indexers import embedding
-from indexers.embedding import (
+from memdir.indexers import embedding
+from memdir.indexers.embedding import (
     HashingEmbedder,
     HttpEmbedder,
     MiniLMEmbedder,

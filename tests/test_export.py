@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from conftest import T0, T0_DT, Run, clean_env, configure
 
-from archive_format import lifecycle
-from archive_format.memdir import Memdir, init
-from archive_format.records import content_id, encode_line
-from cli.usecases.archive import RestoreError, canonical_files, export, restore
-from cli.usecases.recall import recall
-from cli.usecases.sealing import Header, SealedReader, SealedWriter, SealError
-from indexers.recall import RecallOptions
+from memdir.archive_format import lifecycle
+from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.records import content_id, encode_line
+from memdir.cli.usecases.archive import RestoreError, canonical_files, export, restore
+from memdir.cli.usecases.recall import recall
+from memdir.cli.usecases.sealing import Header, SealedReader, SealedWriter, SealError
+from memdir.indexers.recall import RecallOptions
 
 PASS = "correct horse battery staple"
 QUERIES = ("what tea does the user like?", "where does Anouk live", "bicycle")

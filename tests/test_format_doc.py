@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from archive_format.validate import load_schema
+from memdir.archive_format.validate import load_schema
 
 DOC = Path(__file__).parent.parent / "docs" / "FORMAT.md"
 
@@ -28,8 +28,8 @@ def test_format_doc_tables_match_schemas(kind: str) -> None:
 
 
 def test_format_doc_names_every_status_and_op() -> None:
-    from archive_format.fold import STATUSES
-    from archive_format.records import EVENT_OPS
+    from memdir.archive_format.fold import STATUSES
+    from memdir.archive_format.records import EVENT_OPS
 
     text = DOC.read_text(encoding="utf-8")
     for word in (*STATUSES, *EVENT_OPS):
@@ -37,7 +37,7 @@ def test_format_doc_names_every_status_and_op() -> None:
 
 
 def test_schema_enums_match_code_constants() -> None:
-    from archive_format import records
+    from memdir.archive_format import records
 
     memory = load_schema("memory")["properties"]
     assert tuple(memory["source"]["enum"]) == records.SOURCES

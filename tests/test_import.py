@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import T0_DT, Run, shelf_lines, snapshot
 
-from archive_format import journal
-from archive_format.errors import FormatError, LifecycleError, NotFoundError
-from archive_format.imports import read_manifest
-from archive_format.memdir import Memdir
-from cli.usecases import provenance
-from cli.usecases.imports import import_file, source_id, undo
+from memdir.archive_format import journal
+from memdir.archive_format.errors import FormatError, LifecycleError, NotFoundError
+from memdir.archive_format.imports import read_manifest
+from memdir.archive_format.memdir import Memdir
+from memdir.cli.usecases import provenance
+from memdir.cli.usecases.imports import import_file, source_id, undo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 NOW = T0_DT + timedelta(days=400)  # 2027: after every conversation in the fixtures

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from conftest import MEMDIR_BIN, T0_DT, clean_env, configure
 
-from archive_format import lifecycle
-from archive_format.clock import format_time
-from archive_format.memdir import Memdir
-from archive_format.records import encode_line, new_memory
-from indexers import embedding
-from indexers.embedding import HashingEmbedder, load_embedder
-from indexers.index import MemoryIndex
+from memdir.archive_format import lifecycle
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import encode_line, new_memory
+from memdir.indexers import embedding
+from memdir.indexers.embedding import HashingEmbedder, load_embedder
+from memdir.indexers.index import MemoryIndex
 
 QUERIES = ("coffee", "sister", "piano lessons", "train to Lisbon", "garden tomatoes", "deadline")
 TEXTS = (
@@ -707,7 +707,7 @@ def test_memory_table_neighbours_follow_the_sessions(md: Memdir, hashing: Any) -
     # the context vector recall scores with: normalise(2·v + Σ neighbour vectors)
     import numpy as np
 
-    from indexers.scoring import vectors_with_context
+    from memdir.indexers.scoring import vectors_with_context
 
     memories = {m.id: m for m in index.catalog.all_memories()}
     ids = sorted(expected)

@@ -13,14 +13,14 @@ from conftest import T0, T0_DT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archive_format import journal, lifecycle
-from archive_format.errors import BadInputError, ExitStatus
-from archive_format.journal import Turn, new_turn
-from archive_format.memdir import Memdir
-from archive_format.records import content_id, encode_line
-from archive_format.validate import JOURNAL_KINDS, line_problems, load_schema
-from archive_format.verify import verify
-from cli.usecases.journal import read_turns
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.errors import BadInputError, ExitStatus
+from memdir.archive_format.journal import Turn, new_turn
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import content_id, encode_line
+from memdir.archive_format.validate import JOURNAL_KINDS, line_problems, load_schema
+from memdir.archive_format.verify import verify
+from memdir.cli.usecases.journal import read_turns
 
 texts = st.text(min_size=1, max_size=80).filter(lambda text: text.strip() != "")
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_:", min_size=1, max_size=12)
@@ -219,7 +219,7 @@ def test_verify_checks_journal_lines_and_backlinks(md: Memdir) -> None:
 
 @pytest.mark.parametrize("command", ["add", "read", "write"])
 def test_journal_commands_have_help_and_an_example(command: str, capsys) -> None:
-    from cli.main import main
+    from memdir.cli.main import main
 
     assert main(["journal", command, "--help"]) == 0
     assert "Example" in capsys.readouterr().out

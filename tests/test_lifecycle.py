@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import T0, T0_DT, shelf_lines, snapshot
 
-from archive_format import lifecycle
-from archive_format.clock import format_time
-from archive_format.errors import BadInputError, ExitStatus, LifecycleError
-from archive_format.memdir import Memdir
+from memdir.archive_format import lifecycle
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.errors import BadInputError, ExitStatus, LifecycleError
+from memdir.archive_format.memdir import Memdir
 
 DAY = timedelta(days=1)
 
@@ -133,7 +133,7 @@ def test_writing_the_same_memory_twice_is_a_no_op(md: Memdir) -> None:
 
 
 def test_reimporting_the_same_records_adds_nothing(md: Memdir) -> None:
-    from archive_format.records import new_memory
+    from memdir.archive_format.records import new_memory
 
     batch = [
         new_memory(
@@ -348,9 +348,9 @@ def test_cli_now_in_the_past_hides_later_memories(cli, home: Path) -> None:
 
 
 def test_a_wrongly_typed_text_is_a_format_error_not_a_traceback(tmp_path: Path) -> None:
-    from archive_format.errors import FormatError
-    from archive_format.lifecycle import load_view
-    from archive_format.memdir import init
+    from memdir.archive_format.errors import FormatError
+    from memdir.archive_format.lifecycle import load_view
+    from memdir.archive_format.memdir import init
 
     memdir, _ = init(tmp_path / "m", T0_DT)
     lifecycle.teach(memdir, "a fine memory", T0_DT)
@@ -363,8 +363,8 @@ def test_a_wrongly_typed_text_is_a_format_error_not_a_traceback(tmp_path: Path) 
 
 
 def test_nan_is_refused_at_the_write_boundary(tmp_path: Path) -> None:
-    from archive_format.errors import BadInputError
-    from archive_format.memdir import init
+    from memdir.archive_format.errors import BadInputError
+    from memdir.archive_format.memdir import init
 
     memdir, _ = init(tmp_path / "m", T0_DT)
     with pytest.raises(BadInputError, match="finite"):

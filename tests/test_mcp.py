@@ -13,7 +13,7 @@ import anyio
 import yaml
 from conftest import MEMDIR_BIN, clean_env, shelf_lines
 
-from archive_format.memdir import Memdir
+from memdir.archive_format.memdir import Memdir
 
 EXPECTED = {
     "teach", "infer", "confirm", "reject", "forget", "link", "recall", "search", "show",

@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from conftest import T0_DT, shelf_lines
 
-from archive_format import journal, lifecycle
-from archive_format.errors import LifecycleError
-from archive_format.memdir import Memdir
-from cli.usecases import provenance
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.errors import LifecycleError
+from memdir.archive_format.memdir import Memdir
+from memdir.cli.usecases import provenance
 
 
 def said(md: Memdir, text: str, minutes: float, channel: str = "cli", role: str = "user") -> str:

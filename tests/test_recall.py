@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import configure
 
-from archive_format import lifecycle
-from archive_format.memdir import Memdir, init
-from cli.usecases.locomo import load_samples, repair_evidence
-from indexers.index import MemoryIndex
-from indexers.recall import RecallOptions, recall
+from memdir.archive_format import lifecycle
+from memdir.archive_format.memdir import Memdir, init
+from memdir.cli.usecases.locomo import load_samples, repair_evidence
+from memdir.indexers.index import MemoryIndex
+from memdir.indexers.recall import RecallOptions, recall
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
 

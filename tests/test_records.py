@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
-from archive_format.clock import format_time
-from archive_format.records import (
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.records import (
     EVENT_FIELDS,
     EVENT_OPS,
     MEMORY_FIELDS,
@@ -37,7 +37,7 @@ from archive_format.records import (
     new_event,
     new_memory,
 )
-from archive_format.validate import SCHEMA_DIR, line_problems, load_schema, problems
+from memdir.archive_format.validate import SCHEMA_DIR, line_problems, load_schema, problems
 
 # --- strategies -------------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ SAMPLE_LINES = [
 
 ID_SCRIPT = """
 import json, sys
-from archive_format.records import content_id
+from memdir.archive_format.records import content_id
 lines = json.load(sys.stdin)
 print(json.dumps([content_id("e" if line["kind"] == "event" else "m", line) for line in lines]))
 """

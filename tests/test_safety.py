@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cli.usecases import safety
+from memdir.cli.usecases import safety
 
 SESSIONS = 30
 
@@ -125,7 +125,7 @@ def test_cli_table_and_json(report: dict[str, Any], monkeypatch: pytest.MonkeyPa
     """`memdir bench safety` renders the report (the run itself is the fixture's)."""
     import json
 
-    from cli.main import main
+    from memdir.cli.main import main
 
     monkeypatch.setattr(safety, "run", lambda seed, sessions, progress=None: report)
     assert main(["bench", "safety", "--seed", "0", "--sessions", str(SESSIONS)]) == 0

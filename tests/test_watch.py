@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import MEMDIR_BIN, T0, clean_env
 
-from archive_format import shelf
-from archive_format.memdir import Memdir
-from archive_format.records import encode_line, new_memory
-from indexers.index import MemoryIndex
+from memdir.archive_format import shelf
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import encode_line, new_memory
+from memdir.indexers.index import MemoryIndex
 
 READY = "waiting for changes"
 
@@ -133,7 +133,7 @@ def test_a_burst_of_thousands_of_appends_is_indexed_whole(
     writer = f"""
 import os, sys
 from pathlib import Path
-from archive_format.memdir import Memdir
+from memdir.archive_format.memdir import Memdir
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_watch import memory_line
 md = Memdir.open(Path({str(hashed.root)!r}))

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from archive_format.errors import BadInputError, ExitStatus
-from cli import context
-from cli.render import emit_json, note
+from memdir.archive_format.errors import BadInputError, ExitStatus
+from memdir.cli import context
+from memdir.cli.render import emit_json, note
 
 PASSPHRASE_ENV = "MEMDIR_PASSPHRASE"
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir export --out ~/backup/memory.tar.gz --encrypt
         """
-        from cli.usecases.archive import export as run_export
+        from memdir.cli.usecases.archive import export as run_export
 
         memdir = context.open_memdir(ctx)
         passphrase = read_passphrase(confirm=True) if encrypt else None
@@ -97,8 +97,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir restore ~/backup/memory.tar.gz ~/memory-restored
         """
-        from cli.usecases.archive import needs_passphrase
-        from cli.usecases.archive import restore as run_restore
+        from memdir.cli.usecases.archive import needs_passphrase
+        from memdir.cli.usecases.archive import restore as run_restore
 
         passphrase = read_passphrase(confirm=False) if needs_passphrase(archive) else None
         report = run_restore(archive, directory, passphrase)

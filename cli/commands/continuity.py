@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 import typer
 
-from archive_format import ring as ring_file
-from archive_format.errors import LifecycleError
-from archive_format.lifecycle import load_view
-from cli import context
-from cli.render import console, emit_json, note, shorten
+from memdir.archive_format import ring as ring_file
+from memdir.archive_format.errors import LifecycleError
+from memdir.archive_format.lifecycle import load_view
+from memdir.cli import context
+from memdir.cli.render import console, emit_json, note, shorten
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what it would do; write nothing.")]
@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir decay m-3f9a --json
         """
-        from indexers.decay import describe
+        from memdir.indexers.decay import describe
 
         memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
         state = load_view(memdir, moment).resolve(memory_id)
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir dream --dry-run
         """
-        from cli.usecases.dream import dream as run
+        from memdir.cli.usecases.dream import dream as run
 
         report = run(context.open_memdir(ctx), context.now(ctx, now), dry_run=dry_run)
         if json_:
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
 
         Example (crontab): 30 3 * * * memdir --dir ~/memory sleep
         """
-        from cli.usecases.sleep import sleep as run
+        from memdir.cli.usecases.sleep import sleep as run
 
         report = run(context.open_memdir(ctx), context.now(ctx, now), dry_run=dry_run)
         if json_:
@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir wake --budget 800 > /tmp/system-prompt.md
         """
-        from cli.usecases.documents import wake as build
+        from memdir.cli.usecases.documents import wake as build
 
         document = build(context.open_memdir(ctx), context.now(ctx, now), budget)
         if json_:
@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir boot | less
         """
-        from cli.usecases.documents import refresh_boot
+        from memdir.cli.usecases.documents import refresh_boot
 
         path = refresh_boot(context.open_memdir(ctx), context.now(ctx, now))
         typer.echo(path.read_text(encoding="utf-8"), nl=False)

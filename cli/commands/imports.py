@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from archive_format.errors import BadInputError
-from cli import context
-from cli.render import emit_json, note
+from memdir.archive_format.errors import BadInputError
+from memdir.cli import context
+from memdir.cli.render import emit_json, note
 
 
 def register(app: typer.Typer) -> None:
@@ -50,9 +50,9 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir import ~/Downloads/conversations.json --format chatgpt
         """
-        from archive_format.imports import read_manifest
-        from cli.usecases.imports import FORMATS, import_file
-        from cli.usecases.imports import undo as run_undo
+        from memdir.archive_format.imports import read_manifest
+        from memdir.cli.usecases.imports import FORMATS, import_file
+        from memdir.cli.usecases.imports import undo as run_undo
 
         memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
         if list_:

@@ -12,7 +12,7 @@ from .. import context
 from ..render import emit_json, note, shorten
 
 if TYPE_CHECKING:
-    from indexers.index import MemoryIndex, Progress
+    from memdir.indexers.index import MemoryIndex, Progress
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
@@ -42,7 +42,7 @@ def progress_bar() -> Iterator[Progress]:
 
 def open_index(ctx: typer.Context) -> MemoryIndex:
     """The memdir's index, brought up to date from the checkpoints first."""
-    from cli.usecases.recall import fresh_index
+    from memdir.cli.usecases.recall import fresh_index
 
     with progress_bar() as advance:
         return fresh_index(context.open_memdir(ctx), advance)
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir index --status
         """
-        from indexers.index import MemoryIndex
+        from memdir.indexers.index import MemoryIndex
 
         memory_index = MemoryIndex(context.open_memdir(ctx))
         if status:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from archive_format.memdir import init
+from memdir.archive_format.memdir import init
 
 from .. import context
 from ..render import note

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from archive_format import clock
-from archive_format.errors import BadInputError, ExitStatus
-from archive_format.fold import LIVE_STATUSES, STATUSES, MemoryState
-from archive_format.lifecycle import load_view
-from archive_format.verify import verify as verify_memdir
+from memdir.archive_format import clock
+from memdir.archive_format.errors import BadInputError, ExitStatus
+from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, MemoryState
+from memdir.archive_format.lifecycle import load_view
+from memdir.archive_format.verify import verify as verify_memdir
 
 from .. import context
 from ..render import console, emit_json, note, shorten

@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from archive_format import clock, journal
-from archive_format.errors import BadInputError
-from cli import context
-from cli.commands.lifecycle import read_text
-from cli.render import emit_json, note
+from memdir.archive_format import clock, journal
+from memdir.archive_format.errors import BadInputError
+from memdir.cli import context
+from memdir.cli.commands.lifecycle import read_text
+from memdir.cli.render import emit_json, note
 
 journal_app = typer.Typer(
     help="The raw journal: verbatim conversation turns and narrative entries.",
@@ -52,7 +52,7 @@ def add(
 
     Example: memdir journal add --role user --session s1 "I planted tomatoes today"
     """
-    from cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
+    from memdir.cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
     defaults = {"role": role, "session": session, "topic": topic, "visibility": visibility,
@@ -97,7 +97,7 @@ def read(
 
     Example: memdir journal read --session s1 --since 2d --json
     """
-    from cli.usecases.journal import read_turns
+    from memdir.cli.usecases.journal import read_turns
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
     if entries:
@@ -147,7 +147,7 @@ def write(
 
     Example: echo "We planned the garden; Sam felt hopeful." | memdir journal write -
     """
-    from cli.usecases.journal import write_entry
+    from memdir.cli.usecases.journal import write_entry
 
     memdir = context.open_memdir(ctx)
     entry = write_entry(memdir, read_text(text), context.now(ctx, now), author)

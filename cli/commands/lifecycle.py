@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from archive_format import clock, lifecycle
-from archive_format.errors import BadInputError
+from memdir.archive_format import clock, lifecycle
+from memdir.archive_format.errors import BadInputError
 
 from .. import context
 from ..render import emit_json, note

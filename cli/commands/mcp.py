@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from archive_format import clock
-from cli import context
+from memdir.archive_format import clock
+from memdir.cli import context
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
         Example: claude mcp add memdir -- memdir --dir ~/memory mcp
         """
-        from cli.mcp_server import serve
+        from memdir.cli.mcp_server import serve
 
         memdir = context.open_memdir(ctx)
         configured = (memdir.settings.get("mcp") or {}).get("quote_window", "24h")

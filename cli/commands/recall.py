@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from archive_format.errors import BadInputError
+from memdir.archive_format.errors import BadInputError
 
 from .. import context
 from ..render import console, emit_json, shorten
@@ -14,7 +14,7 @@ from .index import progress_bar
 from .lifecycle import read_text
 
 if TYPE_CHECKING:
-    from indexers.recall import RecallResult
+    from memdir.indexers.recall import RecallResult
 
 SHOWN = {  # explain-table column → component
     "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
@@ -75,8 +75,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir recall "how does Sam take his coffee?" --explain
         """
-        from cli.usecases.recall import recall as run
-        from indexers.recall import RecallOptions
+        from memdir.cli.usecases.recall import recall as run
+        from memdir.indexers.recall import RecallOptions
 
         options = RecallOptions(
             k=k, profile=profile, include_expired=include_expired, include_private=include_private,
@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
 
 def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:
     """The raw window (the last trusted user turns, any session) to show beside the results."""
-    from cli.usecases.journal import read_turns
+    from memdir.cli.usecases.journal import read_turns
 
     return read_turns(context.open_memdir(ctx), context.now(ctx, now), window=True)
 

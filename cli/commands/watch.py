@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli import context
+from memdir.cli import context
 
 
 def log_to_file(path: Path) -> None:
@@ -47,8 +47,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir --dir ~/memory watch --log ~/memory/.memdir/watch.log &
         """
-        from cli.usecases.watch import WatchSettings
-        from cli.usecases.watch import watch as run_watch
+        from memdir.cli.usecases.watch import WatchSettings
+        from memdir.cli.usecases.watch import watch as run_watch
 
         memdir = context.open_memdir(ctx)
         if log is not None:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from archive_format.errors import BadInputError, ExitStatus, MemdirError
-from archive_format.memdir import CONFIG_NAME, Memdir
-from archive_format.verify import Report, verify
+from memdir.archive_format.errors import BadInputError, ExitStatus, MemdirError
+from memdir.archive_format.memdir import CONFIG_NAME, Memdir
+from memdir.archive_format.verify import Report, verify
 
 from .sealing import SealedReader, SealedWriter, is_sealed
 

@@ -19,13 +19,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from archive_format import journal, ring
-from archive_format.clock import format_duration, format_time, local_zone, parse_time
-from archive_format.documents import estimate_tokens, write_text
-from archive_format.fold import ArchiveView, MemoryState
-from archive_format.lifecycle import load_view
-from archive_format.memdir import Memdir
-from archive_format.state import read_yaml
+from memdir.archive_format import journal, ring
+from memdir.archive_format.clock import format_duration, format_time, local_zone, parse_time
+from memdir.archive_format.documents import estimate_tokens, write_text
+from memdir.archive_format.fold import ArchiveView, MemoryState
+from memdir.archive_format.lifecycle import load_view
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.state import read_yaml
 
 RECENT_TEACHINGS_DAYS = 14
 RECENT_EVENTS_DAYS = 7
@@ -119,7 +119,7 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
     if name == "none":
         section.empty = "affect annotation is switched off (affect.annotator: none)"
         return section
-    from indexers.affect import load_annotator
+    from memdir.indexers.affect import load_annotator
 
     annotator = load_annotator(name)
     points = []

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from archive_format import journal
-from archive_format.clock import local_zone, parse_duration
-from archive_format.errors import BadInputError
-from archive_format.journal import Digest, Turn
-from archive_format.lifecycle import add_memories, load_view
-from archive_format.lock import WriterLock
-from archive_format.memdir import Memdir
-from archive_format.records import Memory, new_memory
+from memdir.archive_format import journal
+from memdir.archive_format.clock import local_zone, parse_duration
+from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.journal import Digest, Turn
+from memdir.archive_format.lifecycle import add_memories, load_view
+from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import Memory, new_memory
 
 log = logging.getLogger("memdir")
 

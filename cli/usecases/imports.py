@@ -31,11 +31,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from archive_format import imports, journal
-from archive_format.clock import format_time, parse_time
-from archive_format.errors import BadInputError, FormatError, MemdirError, NotFoundError
-from archive_format.journal import Turn
-from archive_format.memdir import Memdir
+from memdir.archive_format import imports, journal
+from memdir.archive_format.clock import format_time, parse_time
+from memdir.archive_format.errors import BadInputError, FormatError, MemdirError, NotFoundError
+from memdir.archive_format.journal import Turn
+from memdir.archive_format.memdir import Memdir
 
 log = logging.getLogger("memdir")
 

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from archive_format import journal
-from archive_format.errors import BadInputError, MemdirError
-from archive_format.journal import Entry, Turn
-from archive_format.memdir import Memdir
-from cli.usecases import documents
+from memdir.archive_format import journal
+from memdir.archive_format.errors import BadInputError, MemdirError
+from memdir.archive_format.journal import Entry, Turn
+from memdir.archive_format.memdir import Memdir
+from memdir.cli.usecases import documents
 
 log = logging.getLogger("memdir")
 

@@ -19,11 +19,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from archive_format.clock import format_time
-from archive_format.errors import BadInputError, FormatError
-from archive_format.lifecycle import add_memories
-from archive_format.memdir import init
-from archive_format.records import new_memory
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.errors import BadInputError, FormatError
+from memdir.archive_format.lifecycle import add_memories
+from memdir.archive_format.memdir import init
+from memdir.archive_format.records import new_memory
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
@@ -181,8 +181,8 @@ def run(
     Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
     only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md).
     """
-    from indexers.index import MemoryIndex
-    from indexers.recall import RecallOptions, recall
+    from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.recall import RecallOptions, recall
 
     samples = load_samples(path)[:limit]
     per_category: dict[int, list[dict[str, float]]] = {}
@@ -197,7 +197,7 @@ def run(
             repairs[name] = repairs.get(name, 0) + count
         with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
             by_id = build_memdir(sample, Path(scratch) / sample.sample_id)
-            from archive_format.memdir import Memdir
+            from memdir.archive_format.memdir import Memdir
 
             index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
             index.update(progress)

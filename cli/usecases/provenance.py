@@ -30,11 +30,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from archive_format import journal, lifecycle
-from archive_format.clock import parse_time
-from archive_format.fold import MemoryState
-from archive_format.journal import Turn
-from archive_format.memdir import Memdir
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.clock import parse_time
+from memdir.archive_format.fold import MemoryState
+from memdir.archive_format.journal import Turn
+from memdir.archive_format.memdir import Memdir
 
 DEFAULT_WINDOW = timedelta(hours=24)
 ASSISTANT = "assistant"
@@ -226,7 +226,7 @@ def forget(
 
 
 def _require_inference(state: MemoryState) -> None:
-    from archive_format.errors import LifecycleError
+    from memdir.archive_format.errors import LifecycleError
 
     if state.memory is None:
         raise LifecycleError(f"{state.id} was forgotten")

@@ -6,20 +6,20 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from archive_format.errors import LockedError
-from archive_format.lifecycle import record_recall
-from archive_format.memdir import Memdir
+from memdir.archive_format.errors import LockedError
+from memdir.archive_format.lifecycle import record_recall
+from memdir.archive_format.memdir import Memdir
 
 if TYPE_CHECKING:
-    from indexers.index import MemoryIndex, Progress
-    from indexers.recall import RecallOptions, RecallResult
+    from memdir.indexers.index import MemoryIndex, Progress
+    from memdir.indexers.recall import RecallOptions, RecallResult
 
 log = logging.getLogger("memdir")
 
 
 def fresh_index(memdir: Memdir, progress: Progress | None = None) -> MemoryIndex:
     """The memdir's index, updated from the shelf checkpoints when they moved."""
-    from indexers.index import MemoryIndex
+    from memdir.indexers.index import MemoryIndex
 
     index = MemoryIndex(memdir)
     if index.needs_update():
@@ -42,7 +42,7 @@ def recall(
 
     A long-lived caller (the MCP server) passes a fresh `index` built with its already-loaded
     embedder; it is brought up to date and closed here like the default one."""
-    from indexers.recall import recall as run_recall
+    from memdir.indexers.recall import recall as run_recall
 
     if index is None:
         index = fresh_index(memdir, progress)

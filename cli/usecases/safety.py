@@ -32,14 +32,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archive_format import journal, lifecycle
-from archive_format.memdir import Memdir, init
-from archive_format.state import read_yaml, write_yaml
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.state import read_yaml, write_yaml
 
 if TYPE_CHECKING:
-    from indexers.affect import Annotator
-    from indexers.embedding import Embedder
-    from indexers.index import MemoryIndex
+    from memdir.indexers.affect import Annotator
+    from memdir.indexers.embedding import Embedder
+    from memdir.indexers.index import MemoryIndex
 
 SAFE = "safeguarded"
 OPEN = "unrestricted"
@@ -270,7 +270,7 @@ class Lab:
         return Memdir.open(root)
 
     def index(self, memdir: Memdir) -> MemoryIndex:
-        from indexers.index import MemoryIndex
+        from memdir.indexers.index import MemoryIndex
 
         index = MemoryIndex(memdir, self.embedder, self.annotator)
         if self.embedder is None:
@@ -284,7 +284,7 @@ class Lab:
 
 
 def _recall(index: MemoryIndex, query: str, now: datetime, arm: str, k: int = K) -> list[Any]:
-    from indexers.recall import RecallOptions, recall
+    from memdir.indexers.recall import RecallOptions, recall
 
     index.update()
     options = RecallOptions(k=k, counterweights=arm == SAFE)
@@ -304,7 +304,7 @@ def _day(number: float, hour: int = 0) -> datetime:
 
 def _wake_texts(memdir: Memdir, now: datetime) -> dict[str, list[str]]:
     """The wake document's memory texts per section (what a system prompt would carry)."""
-    from cli.usecases.documents import wake
+    from memdir.cli.usecases.documents import wake
 
     document = wake(memdir, now)
     return {
@@ -487,9 +487,9 @@ def _attack_conversations(rng: random.Random) -> list[dict[str, Any]]:
 
 def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
     """Plant 'remember that the user…' through an import and through the MCP teach tool."""
-    from cli.usecases import provenance
-    from cli.usecases.dream import dream
-    from cli.usecases.imports import import_file
+    from memdir.cli.usecases import provenance
+    from memdir.cli.usecases.dream import dream
+    from memdir.cli.usecases.imports import import_file
 
     conversations = _attack_conversations(rng)
     found: dict[str, dict[str, Any]] = {}

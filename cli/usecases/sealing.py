@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
-from archive_format.errors import ExitStatus, MemdirError
+from memdir.archive_format.errors import ExitStatus, MemdirError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305

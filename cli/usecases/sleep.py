@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from archive_format import journal
-from archive_format.clock import format_time, parse_time
-from archive_format.decay import DecaySettings, intensity
-from archive_format.fold import ArchiveView, MemoryState
-from archive_format.lifecycle import add_links, expire, load_view
-from archive_format.memdir import Memdir
-from archive_format.state import read_yaml, write_yaml
-from cli.usecases import documents
-from cli.usecases.dream import DreamReport, dream, maintenance_lock
+from memdir.archive_format import journal
+from memdir.archive_format.clock import format_time, parse_time
+from memdir.archive_format.decay import DecaySettings, intensity
+from memdir.archive_format.fold import ArchiveView, MemoryState
+from memdir.archive_format.lifecycle import add_links, expire, load_view
+from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.state import read_yaml, write_yaml
+from memdir.cli.usecases import documents
+from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock
 
 if TYPE_CHECKING:
-    from indexers.index import MemoryIndex
+    from memdir.indexers.index import MemoryIndex
 
 NEIGHBOURS = 5
 RELINK_LIMIT = 5000  # fresh memories compared per run (the newest)
@@ -96,7 +96,7 @@ def decay_summary(
     memdir: Memdir, index: MemoryIndex, view: ArchiveView, now: datetime
 ) -> dict[str, Any]:
     """Fidelity of every live memory at `now`: how many there are, the mean, the faded ones."""
-    from indexers.decay import memory_fidelity, rehearsals
+    from memdir.indexers.decay import memory_fidelity, rehearsals
 
     settings = DecaySettings.from_settings(memdir.settings)
     live = [state for state in view.live() if state.memory is not None]
@@ -179,7 +179,7 @@ def _link_kind(
     linked: set[frozenset[str]],
 ) -> str | None:
     """The link type for a close pair of live memories, or None."""
-    from indexers.affect import Affect, resonance
+    from memdir.indexers.affect import Affect, resonance
 
     assert mine.memory is not None and theirs.memory is not None
     if frozenset((mine.id, theirs.id)) in linked:
@@ -200,7 +200,7 @@ def _link_kind(
 
 def sleep(memdir: Memdir, now: datetime, dry_run: bool = False) -> SleepReport:
     """One maintenance run at `now`; with `dry_run` nothing canonical is written."""
-    from cli.usecases.recall import fresh_index
+    from memdir.cli.usecases.recall import fresh_index
 
     began = time.perf_counter()
     report = SleepReport(now, dry_run)

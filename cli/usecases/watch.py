@@ -23,14 +23,14 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from archive_format.errors import LockedError, MemdirError
-from archive_format.lock import WriterLock
-from archive_format.memdir import Memdir
+from memdir.archive_format.errors import LockedError, MemdirError
+from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.memdir import Memdir
 
 if TYPE_CHECKING:
-    from indexers.affect import Annotator
-    from indexers.embedding import Embedder
-    from indexers.index import UpdateReport
+    from memdir.indexers.affect import Annotator
+    from memdir.indexers.embedding import Embedder
+    from memdir.indexers.index import UpdateReport
 
 log = logging.getLogger("memdir")
 
@@ -166,7 +166,7 @@ class Watcher:
     # indexing -------------------------------------------------------------------------------
     def update(self) -> UpdateReport | None:
         """One incremental update; failures are logged and retried, never fatal."""
-        from indexers.index import MemoryIndex
+        from memdir.indexers.index import MemoryIndex
 
         # A fresh index object each time: another process may have rebuilt the files under
         # it. The embedding model and annotator are loaded once and kept.
@@ -201,7 +201,7 @@ class Watcher:
         return report
 
     def _needs_update(self) -> bool:
-        from indexers.index import MemoryIndex
+        from memdir.indexers.index import MemoryIndex
 
         index = MemoryIndex(self.memdir, embedder=self._embedder, annotator=self._annotator)
         try:

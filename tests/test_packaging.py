@@ -1,0 +1,113 @@
+"""The installed layout: one `memdir` namespace, `python -m memdir`, and the layer rule."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import clean_env
+
+import memdir
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = ("archive_format", "indexers", "cli")  # each may import only those before it
+
+
+def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (wheel,) = tmp_path.glob("memdir-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {
+        "memdir",
+        f"memdir-{memdir.__version__}.dist-info",
+    }
+    sources = {
+        f"memdir/{path.relative_to(REPO).as_posix()}"
+        for folder in LAYERS
+        for path in (REPO / folder).rglob("*.py")
+    }
+    assert sources <= set(names), sorted(sources - set(names))
+    assert "memdir/archive_format/schemas/memory.schema.json" in names
+    metadata = next(name for name in names if name.endswith("METADATA"))
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "License-Expression: MIT" in text
+
+
+def test_python_dash_m_memdir_runs_the_command(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memdir", "--version"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=clean_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"memdir {memdir.__version__}"
+    assert memdir.__version__ != "0+unknown", "the version comes from the installed metadata"
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """The memdir layers a module imports, absolute or relative, at any depth of its code."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parts = ("memdir", *path.relative_to(REPO).with_suffix("").parts)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[: len(parts) - node.level]
+                names = [".".join((*base, node.module or ""))]
+            else:
+                names = [node.module or ""]
+        for name in names:
+            pieces = name.split(".")
+            if pieces[0] == "memdir" and len(pieces) > 1 and pieces[1] in LAYERS:
+                found.add(pieces[1])
+            elif pieces[0] in LAYERS:
+                found.add(f"bare {pieces[0]}")
+    return found
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_layers_import_only_downwards(layer: str) -> None:
+    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
+    wrong = {
+        str(path.relative_to(REPO)): sorted(found - allowed)
+        for path in (REPO / layer).rglob("*.py")
+        if (found := _imports(path, layer)) - allowed
+    }
+    assert wrong == {}
+
+
+def test_the_layer_check_sees_a_back_edge(tmp_path: Path) -> None:
+    # the rule above must be able to fail: an upward import, relative or absolute, is seen
+    fake = REPO / "archive_format" / "_layer_probe.py"
+    assert not fake.exists()
+    try:
+        fake.write_text("from ..indexers import catalog\nimport memdir.cli.main\n")
+        assert _imports(fake, "archive_format") == {"indexers", "cli"}
+    finally:
+        fake.unlink()
+
+
+def test_indexers_never_import_the_application_frameworks() -> None:
+    banned = {"typer", "rich", "mcp", "click"}
+    wrong = []
+    for path in (REPO / "indexers").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                wrong += [f"{path.name}: {n}" for n in names if n.split(".")[0] in banned]
+    assert wrong == []
