@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Any
+from datetime import datetime, timedelta, timezone
 
 from .errors import BadInputError
 
@@ -35,19 +34,6 @@ def parse_time(text: str, what: str = "time") -> datetime:
 def format_time(moment: datetime) -> str:
     """The canonical form written to files: UTC, whole seconds, 'Z' (so strings sort as times)."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def local_zone(settings: dict[str, Any]) -> tzinfo:
-    """The user's time zone (`timezone` in memdir.yaml) for documents, dream and time windows."""
-    name = str(settings.get("timezone") or "UTC")
-    if name.upper() == "UTC":
-        return timezone.utc
-    from zoneinfo import ZoneInfo
-
-    try:
-        return ZoneInfo(name)
-    except (KeyError, ValueError):
-        raise BadInputError(f"unknown timezone {name!r} in memdir.yaml") from None
 
 
 def now(override: str | None = None) -> datetime:

@@ -24,46 +24,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .clock import format_time, parse_duration, parse_time
-from .memdir import DEFAULT_SETTINGS
+from .settings import DecaySettings
 
-DEFAULTS: dict[str, Any] = DEFAULT_SETTINGS["decay"]
 FORECAST = ("1d", "7d", "30d", "90d", "365d")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-@dataclass(frozen=True)
-class DecaySettings:
-    """The `decay:` settings of memdir.yaml, parsed."""
-
-    exponent: float = 0.5
-    stability_days: Mapping[str, float] | None = None
-    growth: float = 2.0
-    spacing_seconds: float = 3600.0
-    emotion: float = 1.0
-    strength: float = 0.3
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> DecaySettings:
-        given = {**DEFAULTS, **(settings.get("decay") or {})}
-        stability = {**DEFAULTS["stability"], **(given.get("stability") or {})}
-        return cls(
-            exponent=float(given["exponent"]),
-            stability_days={store: _days(value) for store, value in stability.items()},
-            growth=float(given["growth"]),
-            spacing_seconds=parse_duration(str(given["spacing"])).total_seconds(),
-            emotion=float(given["emotion"]),
-            strength=min(1.0, max(0.0, float(given["strength"]))),
-        )
-
-    def base_stability(self, store: str) -> float:
-        table = self.stability_days or {}
-        return float(table.get(store, table.get("episodic", 7.0)))
-
-
-def _days(value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    return parse_duration(str(value)).total_seconds() / 86400
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import ring, shelf
-from .clock import format_time, parse_duration
+from .clock import format_time
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
 from .memdir import Memdir
@@ -187,7 +187,7 @@ def infer(
     **options: Any,
 ) -> WriteResult:
     """Store what the assistant concluded: provisional until the user confirms, expiring after its TTL."""
-    lifetime = ttl if ttl is not None else parse_duration(str(memdir.settings["inference_ttl"]))
+    lifetime = ttl if ttl is not None else memdir.settings.inference_ttl
     if lifetime.total_seconds() <= 0:
         raise BadInputError("the TTL must be positive", hint="e.g. --ttl 7d")
     options["expires"] = format_time(now + lifetime)

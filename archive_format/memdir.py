@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
+import logging
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import yaml
 from .clock import format_time
 from .errors import FormatError, NotAMemdirError
 from .lock import WriterLock
+from .settings import INIT_KEYS, Settings, default_yaml, load_settings
 from .state import write_yaml
 from .validate import load_schema, problems
 
@@ -23,46 +23,10 @@ CONFIG_NAME = "memdir.yaml"
 FORMAT_VERSION = "1.0"
 SUPPORTED_MAJOR = 1
 MEMDIR_ENV = "MEMDIR"
-
-DEFAULT_SETTINGS: dict[str, Any] = {
-    "timezone": "UTC",
-    "inference_ttl": "7d",
-    "provisional_weight": 0.4,
-    "embedder": {"kind": "auto", "path": None},
-    "affect": {"annotator": "vader+nrc"},
-    "recall": {"profile": "default"},
-    # continuity (docs/CONTINUITY.md)
-    "journal": {"raw_window_turns": 6, "raw_window_hours": 48},
-    "decay": {
-        "exponent": 0.5,
-        "stability": {"episodic": "7d", "semantic": "30d", "procedural": "30d"},
-        "growth": 2.0,
-        "spacing": "1h",
-        "emotion": 1.0,
-        "strength": 0.1,
-    },
-    "dream": {
-        "summariser": None,
-        "timeout": "60s",
-        "gap": "45m",
-        "quick_gap": "10m",
-        "min_overlap": 0.08,
-    },
-    "wake": {"budget": 1500},
-}
+log = logging.getLogger("memdir")
 
 GITATTRIBUTES = "# Shelves are append-only: two machines' appends merge without conflicts.\n*.jsonl merge=union\n"
 GITIGNORE = "# Derived cache (indexes, embeddings, locks): rebuild with `memdir index`.\n.memdir/\n"
-
-
-def _merge(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(defaults)
-    for key, value in given.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -93,8 +57,6 @@ def read_config(path: Path) -> dict[str, Any]:
             f"{path}: format version {data['format']} is not supported (this memdir reads {SUPPORTED_MAJOR}.x)",
             hint="use a memdir release that supports it",
         )
-    if not isinstance(data.get("settings", {}), dict):
-        raise FormatError(f"{path}: settings must be a mapping", hint="see docs/FORMAT.md")
     return data
 
 
@@ -104,11 +66,7 @@ class Memdir:
 
     root: Path
     config: dict[str, Any]
-
-    @cached_property
-    def settings(self) -> dict[str, Any]:
-        """memdir.yaml's settings over the defaults (computed once per opened memdir)."""
-        return _merge(DEFAULT_SETTINGS, self.config.get("settings") or {})
+    settings: Settings = field(default_factory=Settings)
 
     @property
     def shelves_dir(self) -> Path:
@@ -162,7 +120,11 @@ class Memdir:
                 f"{root} is not a memdir (no {CONFIG_NAME})",
                 hint=f"create one with `memdir init {root}`",
             )
-        return cls(root.resolve(), read_config(config_path))
+        config = read_config(config_path)
+        settings, warnings = load_settings(config.get("settings"), str(config_path))
+        for warning in warnings:
+            log.warning(warning)
+        return cls(root.resolve(), config, settings)
 
 
 def is_memdir(path: Path) -> bool:
@@ -209,7 +171,7 @@ def init(root: Path, now: datetime) -> tuple[Memdir, bool]:
             "format": FORMAT_VERSION,
             "id": uuid.uuid4().hex,
             "created": format_time(now),
-            "settings": copy.deepcopy(DEFAULT_SETTINGS),
+            "settings": default_yaml(keys=INIT_KEYS),
         }
         write_yaml(root / CONFIG_NAME, config)
     return Memdir.open(root), created

@@ -181,7 +181,7 @@ def apply_to_recall(
     `times` are the candidates' rehearsals (the index keeps them); without them, they are read
     from the cache here.
     """
-    settings = DecaySettings.from_settings(memdir.settings)
+    settings = memdir.settings.decay
     if perfect:
         for candidate in candidates:
             candidate.components["decay"] = 1.0
@@ -208,12 +208,12 @@ def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, A
 
     from .affect import load_annotator
 
-    settings = DecaySettings.from_settings(memdir.settings)
+    settings = memdir.settings.decay
     given = line.get("affect") or {}
     if "valence" in given or "arousal" in given:
         affect, origin = dict(given), "user"
     else:
-        name = str((memdir.settings.get("affect") or {}).get("annotator", "vader+nrc"))
+        name = memdir.settings.affect.annotator
         affect, origin = load_annotator(name).annotate(line["text"]).to_dict(), name
     current = memory_fidelity(line, affect, rehearsals(memdir), now, settings)
     half = days_until(current, 0.5, settings)

@@ -31,7 +31,7 @@ from .catalog import Catalog, CatalogMemory, Checkpoint, speaker_of
 from .decay import parseable
 from .fulltext import FullText
 from .memorytable import CONTEXT, MemoryTable, name_code
-from .vectors import BaseIndex, VectorSettings, VectorStore, exact_search, safe_name
+from .vectors import BaseIndex, VectorStore, exact_search, safe_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,7 +125,7 @@ class MemoryIndex:
         self._embedder = embedder
         self._annotator = annotator
         self.embedder_warning: str | None = None
-        self.vector_settings = VectorSettings.from_settings(memdir.settings)
+        self.vector_settings = memdir.settings.vectors
         self._fulltext: FullText | None = None
         self._sessions: FullText | None = None
         self._scoring_table: Any = None
@@ -140,10 +140,8 @@ class MemoryIndex:
         if self._embedder is None:
             from .embedding import load_embedder
 
-            config = self.memdir.settings.get("embedder") or {}
-            self._embedder, self.embedder_warning = load_embedder(
-                config.get("path"), config.get("kind", "auto")
-            )
+            config = self.memdir.settings.embedder
+            self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
             if self.embedder_warning:
                 log.warning(self.embedder_warning.removeprefix("memdir: "))
         return self._embedder
@@ -153,8 +151,7 @@ class MemoryIndex:
         if self._annotator is None:
             from .affect import load_annotator
 
-            config = self.memdir.settings.get("affect") or {}
-            self._annotator = load_annotator(str(config.get("annotator", "vader+nrc")))
+            self._annotator = load_annotator(self.memdir.settings.affect.annotator)
         return self._annotator
 
     @property
@@ -659,7 +656,7 @@ class MemoryIndex:
     def scoring_table(self) -> Any:
         """Every searchable memory as arrays for exact scoring (indexers/scoring.py), or None
         when the archive is larger than `recall.exact_below` (then recall uses a pool)."""
-        limit = int((self.memdir.settings.get("recall") or {}).get("exact_below", 20_000))
+        limit = self.memdir.settings.recall.exact_below
         if self._scoring_table is None:
             if self.catalog.counts()["searchable"] > limit:
                 self._scoring_table = False  # too large: remembered until the next update

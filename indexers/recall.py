@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memdir.archive_format.clock import format_time, local_zone, parse_duration, parse_time
+from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import fold
+from memdir.archive_format.settings import RecallSettings, Settings, VerdictSettings
 
 from .blas import single_thread
 from .catalog import CatalogMemory
@@ -63,8 +64,7 @@ PROFILES: dict[str, dict[str, float]] = {
     },
 }  # fmt: skip
 
-DEFAULT_CUTOFFS = {"emotion": "48h", "date": "168h", "financial": "168h"}
-DEFAULT_HALF_LIVES = {"fact": 3650.0, "rule": 3650.0, "howto": 3650.0, "emotion": 2.0}
+# Provenance weight by status; a provisional inference weighs `provisional_weight` (memdir.yaml).
 PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}
 EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
 NEGATIVE_QUERY = -0.5
@@ -162,17 +162,13 @@ class RecallResult:
         return data
 
 
-def profile_weights(settings: dict[str, Any], name: str | None) -> tuple[str, dict[str, float]]:
+def profile_weights(settings: RecallSettings, name: str | None) -> tuple[str, dict[str, float]]:
     """The named weight profile, with overrides from memdir.yaml (recall.profiles.NAME)."""
-    recall_settings = settings.get("recall") or {}
-    chosen = name or str(recall_settings.get("profile", "default"))
-    custom = (recall_settings.get("profiles") or {}).get(chosen) or {}
+    chosen = name or settings.profile
+    custom = settings.profiles.get(chosen) or {}
     if chosen not in PROFILES and not custom:
         raise ValueError(f"unknown recall profile {chosen!r}; known: {', '.join(PROFILES)}")
-    weights = {
-        **PROFILES.get(chosen, PROFILES["default"]),
-        **{k: float(v) for k, v in custom.items()},
-    }
+    weights = {**PROFILES.get(chosen, PROFILES["default"]), **custom}
     return chosen, weights
 
 
@@ -195,14 +191,14 @@ def _recall(
     options = options or RecallOptions()
     began = time.perf_counter()
     settings = index.memdir.settings
-    profile, weights = profile_weights(settings, options.profile)
+    profile, weights = profile_weights(settings.recall, options.profile)
     analysis = analyse(
         query,
         now,
         index.annotator,
         index.catalog.speakers(),
         index.catalog.keys(),
-        local_zone(settings),
+        settings.zone,
     )
     stages = [Stage("query analysis", [analysis.to_dict()])]
 
@@ -233,13 +229,7 @@ def _recall(
 
     # 3. filters -----------------------------------------------------------------------------
     statuses = _fold_statuses(index, list(pool.values()), now)
-    cutoffs = {
-        name: parse_duration(str(value))
-        for name, value in {
-            **DEFAULT_CUTOFFS,
-            **(settings.get("recall", {}).get("cutoffs") or {}),
-        }.items()
-    }
+    cutoffs = settings.recall.cutoffs
     for candidate in pool.values():
         candidate.status = statuses.get(candidate.id, "forgotten")
         candidate.dropped = _filter_reason(candidate, now, analysis.window, options, cutoffs)
@@ -266,7 +256,11 @@ def _recall(
     decay_notes = apply_to_recall(index.memdir, survivors, now, options.perfect, times)
     stages.append(Stage("decay", notes=decay_notes))
     for candidate in survivors:
-        candidate.weight = PROVENANCE.get(candidate.status, 1.0)
+        candidate.weight = (
+            settings.provisional_weight
+            if candidate.status == "provisional"
+            else PROVENANCE.get(candidate.status, 1.0)
+        )
         candidate.score *= candidate.weight
         if "hard-fact" in candidate.channels:
             candidate.score += 1.0
@@ -294,7 +288,7 @@ def _recall(
     budget = Stage("budget")
     results = _fit_budget(chosen, options.budget, budget)
     stages.append(budget)
-    verdict = _verdict(results, settings)
+    verdict = _verdict(results, settings.recall.verdict)
     return RecallResult(
         analysis, now, profile, verdict, results, stages, (time.perf_counter() - began) * 1000
     )
@@ -442,7 +436,7 @@ def _attach(pool: dict[int, Candidate], scored: Scored, weights: dict[str, float
 
 
 def _priors(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnalysis, now: datetime,
-            weights: dict[str, float], settings: dict[str, Any]) -> None:  # fmt: skip
+            weights: dict[str, float], settings: Settings) -> None:  # fmt: skip
     """Add affect resonance, relational degree, recency, importance and keyword components, and
     compute each score: Σ weight × component over all components, ÷ the relevance weights."""
     from .affect import resonance
@@ -453,7 +447,7 @@ def _priors(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnal
     top_degree = max([degrees.get(c.id, 0) for c in candidates] + [1])
     query_affect = _as_affect(analysis.affect)
     neutral_query = abs(query_affect.valence) < 0.05 and not any(query_affect.chord.values())
-    half_lives = {**DEFAULT_HALF_LIVES, **(settings.get("recall", {}).get("half_lives_days") or {})}
+    half_lives = settings.recall.half_lives_days
     affects = index.affects_of([c.memory for c in candidates])
     relevance_weight = sum(weights.get(name, 0.0) for name in RELEVANCE) or 1.0
     for candidate in candidates:
@@ -642,19 +636,17 @@ def _fit_budget(chosen: list[Candidate], budget: int | None, stage: Stage) -> li
     return kept
 
 
-def _verdict(results: list[Candidate], settings: dict[str, Any]) -> str:
+def _verdict(results: list[Candidate], thresholds: VerdictSettings) -> str:
     """GROUNDED when the best result is clearly about the query, LOW_CONFIDENCE when only weakly,
     NO_DATA when nothing relevant survived. Thresholds on raw cosine and BM25 (docs/RECALL.md)."""
-    thresholds = {"grounded_cosine": 0.45, "weak_cosine": 0.25, "grounded_bm25": 4.0}
-    thresholds.update((settings.get("recall") or {}).get("verdict") or {})
     if not results:
         return "NO_DATA"
     best_cosine = max(c.raw.get("cosine", 0.0) for c in results)
     best_bm25 = max(c.raw.get("bm25", 0.0) for c in results)
     if any("hard-fact" in c.channels for c in results):
         return "GROUNDED"
-    if best_cosine >= thresholds["grounded_cosine"] or best_bm25 >= thresholds["grounded_bm25"]:
+    if best_cosine >= thresholds.grounded_cosine or best_bm25 >= thresholds.grounded_bm25:
         return "GROUNDED"
-    if best_cosine >= thresholds["weak_cosine"] or best_bm25 > 0:
+    if best_cosine >= thresholds.weak_cosine or best_bm25 > 0:
         return "LOW_CONFIDENCE"
     return "NO_DATA"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memdir.archive_format.settings import VectorSettings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,25 +86,6 @@ class VectorStore:
         with open(temp, "wb") as handle:
             handle.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
         os.replace(temp, self.path)
-
-
-@dataclass(frozen=True)
-class VectorSettings:
-    hnsw_above: int = 50_000
-    hnsw_m: int = 32
-    ef_construction: int = 80
-    ef_search: int = 128
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> VectorSettings:
-        given = settings.get("vectors") or {}
-        return cls(
-            **{
-                name: int(value)
-                for name, value in given.items()
-                if name in cls.__dataclass_fields__
-            }
-        )
 
 
 class BaseIndex:

@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memdir.archive_format import journal, lifecycle
-from memdir.archive_format.decay import DecaySettings, fidelity, intensity
+from memdir.archive_format.decay import fidelity, intensity
 from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.settings import DecaySettings
 from memdir.indexers.decay import describe, rehearsals
 
-DEFAULT = DecaySettings.from_settings({})
+DEFAULT = DecaySettings()
 DAY = 86400.0
 
 

@@ -13,12 +13,12 @@ import pytest
 from conftest import T0_DT, configure
 
 from memdir.archive_format import journal
-from memdir.archive_format.clock import local_zone
 from memdir.archive_format.journal import Turn, new_turn
 from memdir.archive_format.lifecycle import add_memories, load_view
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.verify import verify
-from memdir.cli.usecases.dream import GroupingRules, dream, group_turns, plan_group
+from memdir.cli.usecases.dream import dream, group_turns, plan_group
 
 SECRETS = ("ZEBRA-private", "OKAPI-sealed", "LYNX-secret")
 
@@ -50,7 +50,7 @@ def garden_day(memdir: Memdir) -> list[Turn]:
 
 
 def test_grouping_by_gaps_overlap_sessions_and_topics() -> None:
-    rules = GroupingRules()
+    rules = DreamSettings()
     turns = [
         turn(0, "user", "Let us plan the garden beds for tomatoes"),
         turn(5, "assistant", "Quick unrelated aside about invoices"),  # 5 min: same group
@@ -130,8 +130,8 @@ def test_backlinks_resolve_both_ways_and_verify_catches_a_broken_one(cli, md: Me
 def test_a_dream_cut_short_before_its_digest_is_completed_not_repeated(md: Memdir) -> None:
     garden_day(md)
     book = journal.read_journal(md)
-    (group,) = group_turns(book.turns, GroupingRules())
-    planned = plan_group(group, md.settings, local_zone(md.settings), True, [])
+    (group,) = group_turns(book.turns, DreamSettings())
+    planned = plan_group(group, md.settings.dream, md.settings.zone, True, [])
     assert planned.summary is not None
     add_memories(md, [planned.summary])  # the memory landed, then the process died
     report = dream(md, at(60))

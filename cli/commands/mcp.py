@@ -34,5 +34,7 @@ def register(app: typer.Typer) -> None:
         from memdir.cli.mcp_server import serve
 
         memdir = context.open_memdir(ctx)
-        configured = (memdir.settings.get("mcp") or {}).get("quote_window", "24h")
-        serve(memdir, clock.parse_duration(quote_window or str(configured)))
+        if quote_window is None:
+            serve(memdir, memdir.settings.mcp.quote_window)
+        else:
+            serve(memdir, clock.parse_duration(quote_window))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -30,15 +31,21 @@ def register(app: typer.Typer) -> None:
             typer.Option("--log", help="Append log lines to this file instead of stderr."),
         ] = None,
         debounce: Annotated[
-            float,
-            typer.Option("--debounce", min=0, help="Seconds of quiet before indexing a change."),
-        ] = 0.2,
-        poll: Annotated[
-            float,
+            float | None,
             typer.Option(
-                "--poll", min=0.5, help="Also check the shelves this often (seconds), as a net."
+                "--debounce",
+                min=0,
+                help="Seconds of quiet before indexing a change (default: watch.debounce, 0.2).",
             ),
-        ] = 10.0,
+        ] = None,
+        poll: Annotated[
+            float | None,
+            typer.Option(
+                "--poll",
+                min=0.5,
+                help="Also check the shelves this often, in seconds (default: watch.poll, 10).",
+            ),
+        ] = None,
     ) -> None:
         """Keep the indexes fresh: reindex incrementally whenever shelves or the journal change.
 
@@ -47,10 +54,16 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir --dir ~/memory watch --log ~/memory/.memdir/watch.log &
         """
-        from memdir.cli.usecases.watch import WatchSettings
         from memdir.cli.usecases.watch import watch as run_watch
 
         memdir = context.open_memdir(ctx)
         if log is not None:
             log_to_file(log)
-        run_watch(memdir, WatchSettings(debounce=debounce, max_delay=max(1.0, debounce), poll=poll))
+        settings = memdir.settings.watch
+        if debounce is not None:
+            settings = replace(
+                settings, debounce=debounce, max_delay=max(settings.max_delay, debounce)
+            )
+        if poll is not None:
+            settings = replace(settings, poll=poll)
+        run_watch(memdir, settings)

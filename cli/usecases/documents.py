@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.archive_format import journal, ring
-from memdir.archive_format.clock import format_duration, format_time, local_zone, parse_time
+from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.documents import estimate_tokens, write_text
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
@@ -115,7 +115,7 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
         return section
     day = turns[-1].moment.astimezone(zone).date()
     today = [t for t in turns if t.moment.astimezone(zone).date() == day]
-    name = str((memdir.settings.get("affect") or {}).get("annotator", "vader+nrc"))
+    name = memdir.settings.affect.annotator
     if name == "none":
         section.empty = "affect annotation is switched off (affect.annotator: none)"
         return section
@@ -272,9 +272,8 @@ def _entry(memdir: Memdir, now: datetime, zone: Any) -> Section:
 
 
 def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any) -> Section:
-    settings = memdir.settings.get("journal") or {}
-    count = int(settings.get("raw_window_turns", journal.RAW_WINDOW_TURNS))
-    hours = float(settings.get("raw_window_hours", journal.RAW_WINDOW_HOURS))
+    count = memdir.settings.journal.raw_window_turns
+    hours = memdir.settings.journal.raw_window_hours
     section = Section("raw_window", empty=f"no user turns in the last {hours:g} hours",
                       more="memdir journal read --window")  # fmt: skip
     for turn in journal.raw_window(book.turns, now, count, hours):
@@ -288,7 +287,7 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
 
 def gather(memdir: Memdir, now: datetime) -> Briefing:
     """Read the archive, journal and ring once, as of `now`."""
-    zone = local_zone(memdir.settings)
+    zone = memdir.settings.zone
     view = load_view(memdir, now)
     book = journal.read_journal(memdir, until=now)
     local = now.astimezone(zone)
@@ -370,7 +369,7 @@ def wake(
     Each rendered line costs estimate_tokens(line + newline); lines are added in priority order
     while the total stays within the budget, so the document never exceeds it.
     """
-    limit = int(budget or (memdir.settings.get("wake") or {}).get("budget", 1500))
+    limit = budget or memdir.settings.wake.budget
     briefing = briefing or gather(memdir, now)
     title = f"# Wake — {briefing.now.astimezone(briefing.zone):%Y-%m-%d %H:%M}"
     header = [title, ""]

@@ -24,17 +24,17 @@ import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from memdir.archive_format import journal
-from memdir.archive_format.clock import local_zone, parse_duration
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.journal import Digest, Turn
 from memdir.archive_format.lifecycle import add_memories, load_view
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
+from memdir.archive_format.settings import DreamSettings
 
 log = logging.getLogger("memdir")
 
@@ -106,23 +106,7 @@ class Group:
         self.vocabulary |= words(turn.text)
 
 
-@dataclass(frozen=True)
-class GroupingRules:
-    gap: timedelta = timedelta(minutes=45)
-    quick_gap: timedelta = timedelta(minutes=10)
-    min_overlap: float = 0.08
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> GroupingRules:
-        dream = settings.get("dream") or {}
-        return cls(
-            gap=parse_duration(str(dream.get("gap", "45m"))),
-            quick_gap=parse_duration(str(dream.get("quick_gap", "10m"))),
-            min_overlap=float(dream.get("min_overlap", 0.08)),
-        )
-
-
-def group_turns(turns: Iterable[Turn], rules: GroupingRules) -> list[Group]:
+def group_turns(turns: Iterable[Turn], rules: DreamSettings) -> list[Group]:
     """Group turns (in time order): by explicit topic, else per session by gaps and overlap."""
     topics: dict[str, Group] = {}
     sessions: dict[str, list[Group]] = {}
@@ -139,7 +123,7 @@ def group_turns(turns: Iterable[Turn], rules: GroupingRules) -> list[Group]:
     return sorted(found, key=lambda group: (group.turns[0].moment, group.key))
 
 
-def _starts_new_group(group: Group, turn: Turn, rules: GroupingRules) -> bool:
+def _starts_new_group(group: Group, turn: Turn, rules: DreamSettings) -> bool:
     pause = turn.moment - group.last
     if pause > rules.gap:
         return True
@@ -289,7 +273,7 @@ def _memory(text: str, store: str, group: Group, links: list[dict[str, str]]) ->
     )
 
 
-def plan_group(group: Group, settings: dict[str, Any], zone: Any, use_command: bool,
+def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bool,
                warnings: list[str]) -> Planned:  # fmt: skip
     """The memories for one closed group (none when every turn is withheld)."""
     turns = group.summarisable
@@ -297,14 +281,13 @@ def plan_group(group: Group, settings: dict[str, Any], zone: Any, use_command: b
     planned = Planned(group, topic)
     if not turns:
         return planned
-    dream = settings.get("dream") or {}
-    command = dream.get("summariser")
+    command = settings.summariser
     body, planned.method = extractive_summary(turns), "extractive"
     if command and use_command:
         try:
-            timeout = parse_duration(str(dream.get("timeout", "60s"))).total_seconds()
+            timeout = settings.timeout.total_seconds()
             body, planned.method = (
-                run_summariser(str(command), transcript(turns), timeout),
+                run_summariser(command, transcript(turns), timeout),
                 "command",
             )
         except BadInputError as error:
@@ -371,9 +354,8 @@ def _existing_summaries(memdir: Memdir, now: datetime) -> dict[frozenset[str], d
 def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
     """Consolidate every closed group of undigested turns; idempotent."""
     report = DreamReport(dry_run=dry_run)
-    settings = memdir.settings
-    rules = GroupingRules.from_settings(settings)
-    zone = local_zone(settings)
+    rules = memdir.settings.dream
+    zone = memdir.settings.zone
     with maintenance_lock(memdir):
         book = journal.read_journal(memdir, until=now)
         done = book.digested()
@@ -381,7 +363,7 @@ def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
         closed = [group for group in groups if now - group.last >= rules.gap]
         report.open_groups = len(groups) - len(closed)
         report.planned = [
-            plan_group(group, settings, zone, not dry_run, report.warnings) for group in closed
+            plan_group(group, rules, zone, not dry_run, report.warnings) for group in closed
         ]
         for warning in report.warnings:
             log.warning(warning)

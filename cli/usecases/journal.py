@@ -107,10 +107,8 @@ def read_turns(
     book = journal.read_journal(memdir, until=now)
     turns = book.turns
     if window:
-        settings = memdir.settings.get("journal") or {}
-        count = int(settings.get("raw_window_turns", journal.RAW_WINDOW_TURNS))
-        hours = float(settings.get("raw_window_hours", journal.RAW_WINDOW_HOURS))
-        turns = journal.raw_window(turns, now, count, hours)
+        settings = memdir.settings.journal
+        turns = journal.raw_window(turns, now, settings.raw_window_turns, settings.raw_window_hours)
     summaries = book.summaries_of()
     rows = []
     for turn in turns:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format import journal
 from memdir.archive_format.clock import format_time, parse_time
-from memdir.archive_format.decay import DecaySettings, intensity
+from memdir.archive_format.decay import intensity
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import add_links, expire, load_view
 from memdir.archive_format.memdir import Memdir
@@ -98,7 +98,7 @@ def decay_summary(
     """Fidelity of every live memory at `now`: how many there are, the mean, the faded ones."""
     from memdir.indexers.decay import memory_fidelity, rehearsals
 
-    settings = DecaySettings.from_settings(memdir.settings)
+    settings = memdir.settings.decay
     live = [state for state in view.live() if state.memory is not None]
     catalogued = index.catalog.memories_by_id(state.id for state in live)
     affects = index.affects_of(list(catalogued.values()))

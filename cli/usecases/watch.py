@@ -18,7 +18,6 @@ import logging
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.archive_format.errors import LockedError, MemdirError
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.settings import WatchSettings
 
 if TYPE_CHECKING:
     from memdir.indexers.affect import Annotator
@@ -36,16 +36,6 @@ log = logging.getLogger("memdir")
 
 PID_FILE = "watch.pid"
 WATCHED = ("shelves", "journal")
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    """Timing of the daemon, in seconds."""
-
-    debounce: float = 0.2  # quiet time after the last change before indexing
-    max_delay: float = 1.0  # during a continuous burst, index at least this often
-    poll: float = 10.0  # safety net: check the checkpoints this often anyway
-    retry: float = 2.0  # after a failed update (locked, malformed line), try again this soon
 
 
 class WatchLock(WriterLock):
@@ -110,7 +100,7 @@ class Watcher:
 
     def __init__(self, memdir: Memdir, settings: WatchSettings | None = None) -> None:
         self.memdir = memdir
-        self.settings = settings or WatchSettings()
+        self.settings = settings or memdir.settings.watch
         self.changes = _Changes()
         self._stop = threading.Event()
         self._embedder: Embedder | None = None

@@ -1,0 +1,470 @@
+"""The `settings:` of memdir.yaml as one typed, validated, frozen object.
+
+Each area (recall, decay, dream, journal, wake, vectors, embedder, affect, mcp, watch) is a
+frozen dataclass; `Settings` holds them all. Every setting is declared once, with its default as
+written in memdir.yaml, what it means and how its value is checked: the dataclass default,
+`memdir init`'s memdir.yaml, the table in docs/FORMAT.md (`settings_table`, kept in sync by a
+test) and the error for a wrong value all come from that one declaration.
+
+`load_settings` is called when a memdir is opened — at the entry points (the CLI root, the MCP
+server, the watch daemon) — and nothing else reads the raw mapping. A wrong type or value is a
+FormatError naming the key and the file; an unknown key is a warning naming the closest known key.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import timedelta, timezone, tzinfo
+from typing import Any
+
+from .clock import parse_duration
+from .errors import BadInputError, FormatError
+
+
+class _Invalid(Exception):
+    """A value a converter refuses: `expected` says what it wants."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+Converter = Callable[[Any], Any]
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise _Invalid("a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _Invalid("a number") from None
+    if not math.isfinite(number):
+        raise _Invalid("a finite number")
+    return number
+
+
+def number(minimum: float | None = None, maximum: float | None = None) -> Converter:
+    """A real number, optionally within [minimum, maximum]."""
+    wanted = "a number" + (
+        f" from {minimum:g} to {maximum:g}"
+        if minimum is not None and maximum is not None
+        else f" ≥ {minimum:g}"
+        if minimum is not None
+        else ""
+    )
+
+    def convert(value: Any) -> float:
+        try:
+            result = _number(value)
+        except _Invalid as error:
+            raise _Invalid(wanted if error.expected == "a number" else error.expected) from None
+        if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
+            raise _Invalid(wanted)
+        return result
+
+    return convert
+
+
+def whole(minimum: int = 0) -> Converter:
+    """A whole number ≥ minimum."""
+    wanted = f"a whole number ≥ {minimum}"
+
+    def convert(value: Any) -> int:
+        try:
+            result = _number(value)
+        except _Invalid:
+            raise _Invalid(wanted) from None
+        if result != int(result) or result < minimum:
+            raise _Invalid(wanted)
+        return int(result)
+
+    return convert
+
+
+def text(*choices: str) -> Converter:
+    """A string; one of `choices` when given."""
+    wanted = f"one of {', '.join(choices)}" if choices else "a string"
+
+    def convert(value: Any) -> str:
+        if not isinstance(value, str) or not value or (choices and value not in choices):
+            raise _Invalid(wanted)
+        return value
+
+    return convert
+
+
+def optional_text(value: Any) -> str | None:
+    """A string, or null for none."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Invalid("a string or null")
+    return value
+
+
+def duration(value: Any) -> timedelta:
+    """A duration such as 90s, 30m, 12h, 7d, 2w."""
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except (BadInputError, OverflowError):
+            pass
+    raise _Invalid("a duration such as 90s, 30m, 12h, 7d or 2w")
+
+
+def duration_or_days(value: Any) -> timedelta:
+    """A duration, or a bare number of days."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return timedelta(days=_number(value))
+        except (_Invalid, OverflowError):
+            pass
+    try:
+        return duration(value)
+    except _Invalid:
+        raise _Invalid("a duration such as 7d or 30d, or a number of days") from None
+
+
+def zone(value: Any) -> str:
+    """An IANA time zone name (Europe/Lisbon) or UTC."""
+    if not isinstance(value, str) or not value:
+        raise _Invalid("a time zone name such as UTC or Europe/Lisbon")
+    if value.upper() != "UTC":
+        from zoneinfo import ZoneInfo
+
+        try:
+            ZoneInfo(value)
+        except (KeyError, ValueError, OSError):
+            raise _Invalid("a time zone name such as UTC or Europe/Lisbon") from None
+    return value
+
+
+def mapping_of(convert: Converter, keys: tuple[str, ...] = ()) -> Converter:
+    """A mapping from names (one of `keys` when given) to values `convert` accepts."""
+
+    def convert_mapping(value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise _Invalid("a mapping")
+        result = {}
+        for name, item in value.items():
+            if not isinstance(name, str) or (keys and name not in keys):
+                raise _Invalid(
+                    f"a mapping with keys from {', '.join(keys)}" if keys else "a mapping"
+                )
+            try:
+                result[name] = convert(item)
+            except _Invalid as error:
+                raise _Invalid(f"a mapping of names to {error.expected}") from None
+        return result
+
+    return convert_mapping
+
+
+def setting(default: Any, meaning: str, convert: Converter) -> Any:
+    """Declare one setting: its default as memdir.yaml writes it, what it means, its check."""
+    value = convert(default)
+    metadata = {"yaml": default, "meaning": meaning, "convert": convert}
+    if isinstance(value, dict):
+        return field(default_factory=lambda: copy.deepcopy(value), metadata=metadata)
+    return field(default=value, metadata=metadata)
+
+
+def section(cls: type, meaning: str) -> Any:
+    """Declare a group of settings (a nested mapping in memdir.yaml)."""
+    return field(default_factory=cls, metadata={"meaning": meaning, "section": cls})
+
+
+# -- the areas ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    kind: str = setting(
+        "auto", "`auto` (MiniLM if found, else hashing), `minilm`, `hashing` or `http`",
+        text("auto", "minilm", "hashing", "http"),
+    )  # fmt: skip
+    path: str | None = setting(
+        None, "directory of the MiniLM files (else $MEMDIR_EMBED_MODEL, the HF cache, the package)",
+        optional_text,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AffectSettings:
+    annotator: str = setting(
+        "vader+nrc", "affect annotator: `vader+nrc`, `vader` or `none` (docs/AFFECT.md)",
+        text("vader+nrc", "vader", "none"),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    grounded_cosine: float = setting(
+        0.45, "best cosine at or above which recall is GROUNDED", number(-1, 1)
+    )
+    weak_cosine: float = setting(
+        0.25, "best cosine at or above which recall is LOW_CONFIDENCE", number(-1, 1)
+    )
+    grounded_bm25: float = setting(4.0, "best BM25 at or above which recall is GROUNDED", number(0))
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    profile: str = setting(
+        "default", "weight profile: `default`, `cama`, `anima` or one of `profiles`", text()
+    )
+    profiles: dict[str, dict[str, float]] = setting(
+        {}, "custom or changed profiles: `{NAME: {component: weight}}` (docs/RECALL.md)",
+        mapping_of(mapping_of(number())),
+    )  # fmt: skip
+    cutoffs: dict[str, timedelta] = setting(
+        {"emotion": "48h", "date": "168h", "financial": "168h"},
+        "hard age cut-off per memory type: older memories of that type are not recalled",
+        mapping_of(duration),
+    )
+    half_lives_days: dict[str, float] = setting(
+        {"fact": 3650.0, "rule": 3650.0, "howto": 3650.0, "emotion": 2.0},
+        "recency half-life in days per memory type (else the profile's `half_life_days`)",
+        mapping_of(number(0)),
+    )
+    exact_below: int = setting(
+        20000, "up to this many memories recall scores every one (exact scope), else a pool",
+        whole(0),
+    )  # fmt: skip
+    verdict: VerdictSettings = section(VerdictSettings, "thresholds of the grounding verdict")
+
+
+@dataclass(frozen=True)
+class JournalSettings:
+    raw_window_turns: int = setting(
+        6, "the raw window holds the last N trusted user turns (any session)…", whole(0)
+    )
+    raw_window_hours: float = setting(48, "…of the last H hours", number(0))
+
+
+@dataclass(frozen=True)
+class DecaySettings:
+    exponent: float = setting(
+        0.5, "fidelity F = (1 + t/S)^-exponent (docs/CONTINUITY.md)", number(0)
+    )
+    stability: dict[str, timedelta] = setting(
+        {"episodic": "7d", "semantic": "30d", "procedural": "30d"},
+        "base stability S per store",
+        mapping_of(duration_or_days, ("episodic", "semantic", "procedural")),
+    )
+    growth: float = setting(2.0, "S grows by this factor per spaced rehearsal", number(0))
+    spacing: timedelta = setting("1h", "rehearsals closer than this count once", duration)
+    emotion: float = setting(1.0, "S × (1 + emotion × emotional intensity)", number(0))
+    strength: float = setting(0.1, "recall score × (1 - strength × (1 - F))", number(0, 1))
+
+    @property
+    def spacing_seconds(self) -> float:
+        return self.spacing.total_seconds()
+
+    @property
+    def stability_days(self) -> dict[str, float]:
+        return {store: value.total_seconds() / 86400 for store, value in self.stability.items()}
+
+    def base_stability(self, store: str) -> float:
+        """S in days for a store (an unknown store decays like an episodic memory)."""
+        table = self.stability_days
+        return float(table.get(store, table.get("episodic", 7.0)))
+
+
+@dataclass(frozen=True)
+class DreamSettings:
+    summariser: str | None = setting(
+        None, "command that summarises a transcript on stdin (else extractive summaries)",
+        optional_text,
+    )  # fmt: skip
+    timeout: timedelta = setting("60s", "how long the summariser may take", duration)
+    gap: timedelta = setting("45m", "a silence this long in a session starts a new group", duration)
+    quick_gap: timedelta = setting(
+        "10m", "a shorter silence starts a new group when the words change", duration
+    )
+    min_overlap: float = setting(
+        0.08, "word overlap below which a quick gap splits a group", number(0, 1)
+    )
+
+
+@dataclass(frozen=True)
+class WakeSettings:
+    budget: int = setting(1500, "token budget of the wake document", whole(1))
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    hnsw_above: int = setting(
+        50000, "more vectors than this: an HNSW base index, else exact (flat)", whole(0)
+    )
+    hnsw_m: int = setting(32, "HNSW graph degree M", whole(2))
+    ef_construction: int = setting(80, "HNSW efConstruction", whole(1))
+    ef_search: int = setting(128, "HNSW efSearch", whole(1))
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    quote_window: timedelta = setting(
+        "24h", "how recent a user turn must be for MCP `teach` and `forget` to quote it", duration
+    )
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    debounce: float = setting(
+        0.2, "seconds of quiet after a change before `watch` indexes", number(0)
+    )
+    max_delay: float = setting(
+        1.0, "during a burst, `watch` indexes at least this often (s)", number(0)
+    )
+    poll: float = setting(
+        10.0, "`watch` checks the checkpoints this often anyway (s)", number(0.01)
+    )
+    retry: float = setting(
+        2.0, "after a failed update, `watch` tries again this soon (s)", number(0.01)
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything memdir.yaml's `settings:` can say, with the defaults filled in."""
+
+    timezone: str = setting("UTC", "the user's time zone for documents and time expressions", zone)
+    inference_ttl: timedelta = setting(
+        "7d", "how long an inference stays provisional unconfirmed (`90s`, `30m`, `12h`, `7d`, `2w`)",
+        duration,
+    )  # fmt: skip
+    provisional_weight: float = setting(
+        0.4, "recall weight of a provisional inference (a durable memory weighs 1)", number(0, 1)
+    )
+    embedder: EmbedderSettings = section(EmbedderSettings, "embedding model")
+    affect: AffectSettings = section(AffectSettings, "affect annotation")
+    recall: RecallSettings = section(RecallSettings, "recall (docs/RECALL.md)")
+    journal: JournalSettings = section(JournalSettings, "journal")
+    decay: DecaySettings = section(DecaySettings, "decay (docs/CONTINUITY.md)")
+    dream: DreamSettings = section(DreamSettings, "dream: grouping and summaries")
+    wake: WakeSettings = section(WakeSettings, "the wake document")
+    vectors: VectorSettings = section(VectorSettings, "the FAISS vector index")
+    mcp: McpSettings = section(McpSettings, "`memdir mcp`")
+    watch: WatchSettings = section(WatchSettings, "`memdir watch`")
+
+    @property
+    def zone(self) -> tzinfo:
+        """The user's time zone, for documents, dream and time windows."""
+        if self.timezone.upper() == "UTC":
+            return timezone.utc
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(self.timezone)
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+def load_settings(given: Any, source: str) -> tuple[Settings, list[str]]:
+    """memdir.yaml's `settings:` over the defaults, and a warning per unknown key.
+
+    `source` names the file in messages. Raises FormatError for a wrong type or value.
+    """
+    warnings: list[str] = []
+    settings = _load(Settings, {} if given is None else given, "settings", source, warnings)
+    return settings, warnings
+
+
+def _load(cls: type, given: Any, where: str, source: str, warnings: list[str]) -> Any:
+    if not isinstance(given, Mapping):
+        raise FormatError(
+            f"{source}: {where} must be a mapping, not {given!r}",
+            hint="see the settings table in docs/FORMAT.md",
+        )
+    known = {item.name: item for item in fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in given.items():
+        name = str(key)
+        item = known.get(name)
+        if item is None:
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+            warnings.append(
+                f"{source}: unknown setting {where}.{name} is ignored"
+                + (f" (did you mean {where}.{close[0]}?)" if close else "")
+            )
+            continue
+        nested = item.metadata.get("section")
+        if nested is not None:
+            values[name] = _load(nested, value, f"{where}.{name}", source, warnings)
+            continue
+        try:
+            values[name] = item.metadata["convert"](value)
+            if isinstance(values[name], dict):  # a mapping is merged over its default mapping
+                values[name] = {**item.metadata["convert"](item.metadata["yaml"]), **values[name]}
+        except _Invalid as error:
+            raise FormatError(
+                f"{source}: {where}.{name} must be {error.expected}, not {value!r}",
+                hint=f"fix it in {source} or remove it for the default "
+                f"({_yaml(item.metadata['yaml'])}); see docs/FORMAT.md",
+            ) from None
+    return cls(**values)
+
+
+# -- the documented defaults --------------------------------------------------------------------
+
+
+def _leaves(cls: type, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for item in fields(cls):
+        nested = item.metadata.get("section")
+        if nested is not None:
+            yield from _leaves(nested, f"{prefix}{item.name}.")
+        else:
+            yield f"{prefix}{item.name}", item
+
+
+# What `memdir init` writes into a new memdir.yaml, to show the settings most often changed;
+# a setting left out takes its default.
+INIT_KEYS = (
+    "timezone", "inference_ttl", "provisional_weight", "embedder", "affect", "recall.profile",
+    "journal", "decay", "dream", "wake",
+)  # fmt: skip
+
+
+def default_yaml(cls: type = Settings, keys: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The defaults as memdir.yaml writes them; only `keys` (dotted: `recall.profile`) if given."""
+    result: dict[str, Any] = {}
+    for item in fields(cls):
+        wanted = keys is None or item.name in keys
+        below = tuple(k.split(".", 1)[1] for k in keys or () if k.startswith(f"{item.name}."))
+        if not wanted and not below:
+            continue
+        nested = item.metadata.get("section")
+        if nested is not None:
+            result[item.name] = default_yaml(nested, None if wanted else below)
+        else:
+            result[item.name] = copy.deepcopy(item.metadata["yaml"])
+    return result
+
+
+def _yaml(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{k}: {_yaml(v)}" for k, v in value.items()) + "}" if value else "{}"
+        )
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting, its default and meaning (docs/FORMAT.md holds it)."""
+    rows = ["| setting | default | meaning |", "|---|---|---|"]
+    for key, item in _leaves(Settings):
+        rows.append(f"| `{key}` | `{_yaml(item.metadata['yaml'])}` | {item.metadata['meaning']} |")
+    return "\n".join(rows) + "\n"
+
+
+def setting_keys() -> list[str]:
+    """Every leaf setting as a dotted key (decay.strength, …)."""
+    return [key for key, _ in _leaves(Settings)]
