@@ -14,8 +14,46 @@ from memdir.archive_format.errors import BadInputError
 from .. import context
 from ..render import emit_json, note
 
+TypeOpt = Annotated[
+    str | None, typer.Option("--type", help="TYPE or TYPE:subtype, e.g. FACT:preference.")
+]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option("--key", help="Supersede key: a newer memory with it replaces older ones."),
+]
+ImportanceOpt = Annotated[
+    int, typer.Option("--importance", min=1, max=10, help="1 (trivial) to 10 (vital).")
+]
+TemporalOpt = Annotated[str, typer.Option("--temporal", help="ephemeral | persistent | milestone.")]
+StoreOpt = Annotated[str | None, typer.Option("--store", help="episodic | semantic | procedural.")]
+PersonaOpt = Annotated[
+    list[str] | None, typer.Option("--persona", help="Persona scope (repeatable).")
+]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
+ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread within the session.")]
+ValenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--valence", min=-1, max=1, help="Affect valence, -1..1 (wins over the annotator)."
+    ),
+]
+ArousalOpt = Annotated[
+    float | None, typer.Option("--arousal", min=0, max=1, help="Affect arousal, 0..1.")
+]
+IntentOpt = Annotated[
+    str | None, typer.Option("--intent", help="Meta-memory: why this was stored.")
+]
+RationaleOpt = Annotated[
+    str | None, typer.Option("--rationale", help="Meta-memory: the reasoning behind it.")
+]
+EvidenceOpt = Annotated[
+    str | None, typer.Option("--evidence", help="Meta-memory: what supports it.")
+]
+ConfidenceOpt = Annotated[
+    float | None, typer.Option("--confidence", min=0, max=1, help="Meta-memory: confidence 0..1.")
+]
+PinOpt = Annotated[bool, typer.Option("--pin", help="Eligible for recall's guaranteed slots.")]
 UserOpt = Annotated[
     str | None,
     typer.Option("--by", help="The user's name, if several people share the memdir."),
@@ -42,55 +80,22 @@ def user(name: str | None) -> str:
 
 
 def memory_options(
-    type_: Annotated[
-        str | None, typer.Option("--type", help="TYPE or TYPE:subtype, e.g. FACT:preference.")
-    ] = None,
-    key: Annotated[
-        str | None,
-        typer.Option("--key", help="Supersede key: a newer memory with it replaces older ones."),
-    ] = None,
-    importance: Annotated[
-        int, typer.Option("--importance", min=1, max=10, help="1 (trivial) to 10 (vital).")
-    ] = 5,
-    temporal: Annotated[
-        str, typer.Option("--temporal", help="ephemeral | persistent | milestone.")
-    ] = "persistent",
-    store: Annotated[
-        str | None, typer.Option("--store", help="episodic | semantic | procedural.")
-    ] = None,
-    persona: Annotated[
-        list[str] | None, typer.Option("--persona", help="Persona scope (repeatable).")
-    ] = None,
+    type_: TypeOpt = None,
+    key: KeyOpt = None,
+    importance: ImportanceOpt = 5,
+    temporal: TemporalOpt = "persistent",
+    store: StoreOpt = None,
+    persona: PersonaOpt = None,
     visibility: VisibilityOpt = "normal",
     session: SessionOpt = None,
-    thread: Annotated[
-        str | None, typer.Option("--thread", help="Thread within the session.")
-    ] = None,
-    valence: Annotated[
-        float | None,
-        typer.Option(
-            "--valence", min=-1, max=1, help="Affect valence, -1..1 (wins over the annotator)."
-        ),
-    ] = None,
-    arousal: Annotated[
-        float | None, typer.Option("--arousal", min=0, max=1, help="Affect arousal, 0..1.")
-    ] = None,
-    intent: Annotated[
-        str | None, typer.Option("--intent", help="Meta-memory: why this was stored.")
-    ] = None,
-    rationale: Annotated[
-        str | None, typer.Option("--rationale", help="Meta-memory: the reasoning behind it.")
-    ] = None,
-    evidence: Annotated[
-        str | None, typer.Option("--evidence", help="Meta-memory: what supports it.")
-    ] = None,
-    confidence: Annotated[
-        float | None,
-        typer.Option("--confidence", min=0, max=1, help="Meta-memory: confidence 0..1."),
-    ] = None,
-    pin: Annotated[
-        bool, typer.Option("--pin", help="Eligible for recall's guaranteed slots.")
-    ] = False,
+    thread: ThreadOpt = None,
+    valence: ValenceOpt = None,
+    arousal: ArousalOpt = None,
+    intent: IntentOpt = None,
+    rationale: RationaleOpt = None,
+    evidence: EvidenceOpt = None,
+    confidence: ConfidenceOpt = None,
+    pin: PinOpt = False,
 ) -> dict[str, Any]:
     """The options teach and infer share, as memory fields (validated later by the schema)."""
     kind, _, subtype = (type_ or "").partition(":")
