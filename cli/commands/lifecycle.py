@@ -11,7 +11,7 @@ import typer
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError
 
-from .. import context
+from .. import context, parameters
 from ..render import emit_json, note
 
 TypeOpt = Annotated[
@@ -135,7 +135,7 @@ def memory_options(
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    @context.option_group("fields", memory_options)
+    @parameters.group("fields", memory_options)
     def teach(
         ctx: typer.Context,
         text: Annotated[str, typer.Argument(help="What the user taught, or '-' for stdin.")],
@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(result.id)
 
     @app.command()
-    @context.option_group("fields", memory_options)
+    @parameters.group("fields", memory_options)
     def infer(
         ctx: typer.Context,
         text: Annotated[
