@@ -21,11 +21,12 @@ def group(name: str, declaration: Callable[..., Any]) -> Callable[[F], F]:
 
     def share(function: F) -> F:
         own = inspect.signature(function, eval_str=True)
-        params = [
-            member.replace(kind=param.kind) if param.name == name else param
-            for param in own.parameters.values()
-            for member in (grouped if param.name == name else [param])
-        ]
+        params: list[inspect.Parameter] = []
+        for param in own.parameters.values():
+            if param.name == name:
+                params += [member.replace(kind=param.kind) for member in grouped]
+            else:
+                params.append(param)
         signature = own.replace(parameters=params)
 
         @functools.wraps(function)
