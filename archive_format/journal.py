@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -27,7 +27,7 @@ from .clock import format_time, parse_time
 from .documents import write_text
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
-from .records import content_id, encode_line, ordered_line
+from .records import LineRecord, content_id, encode_line
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 
 ROLES = ("user", "assistant", "tool")
@@ -44,8 +44,11 @@ RAW_WINDOW_HOURS = 48.0
 
 
 @dataclass(frozen=True)
-class Turn:
+class Turn(LineRecord):
     """One verbatim conversation turn."""
+
+    KIND = "turn"
+    FIELDS = TURN_FIELDS
 
     id: str
     at: str
@@ -71,34 +74,18 @@ class Turn:
         """False for a 'user' turn that arrived by a channel that cannot vouch for the user."""
         return self.role != "user" or channel_is_trusted(self.channel)
 
-    def to_line(self) -> dict[str, Any]:
-        values = {
-            "kind": "turn",
-            "id": self.id,
-            "at": self.at,
-            "role": self.role,
-            "session": self.session,
-            "text": self.text,
-            "topic": self.topic,
-            "visibility": self.visibility,
-            "secrecy": self.secrecy,
-            "channel": self.channel,
-        }
-        return ordered_line(values, TURN_FIELDS)
 
-    @classmethod
-    def from_line(cls, line: dict[str, Any]) -> Turn:
-        return cls(
-            id=line["id"],
-            at=line["at"],
-            role=line["role"],
-            session=line["session"],
-            text=line["text"],
-            channel=line.get("channel", "cli"),
-            visibility=line.get("visibility", "normal"),
-            secrecy=line.get("secrecy", "public"),
-            topic=line.get("topic"),
-        )
+J = TypeVar("J", "Turn", "Digest")
+
+
+def _identified(draft: J, prefix: str) -> J:
+    """The draft with its content id, validated: a bad value is a BadInputError naming it."""
+    line = draft.to_line()
+    line["id"] = content_id(prefix, line)
+    found = line_problems(line, JOURNAL_KINDS)
+    if found:
+        raise BadInputError(f"invalid {draft.KIND}: {found[0]}")
+    return type(draft).from_line(line)
 
 
 def channel_is_trusted(channel: str) -> bool:
@@ -119,17 +106,15 @@ def new_turn(
     when = format_time(parse_time(at, "the turn's time") if isinstance(at, str) else at)
     draft = Turn("t-0000000000000000", when, role, session.strip(), text, channel,
                  visibility, secrecy, (topic or "").strip() or None)  # fmt: skip
-    line = draft.to_line()
-    line["id"] = content_id("t", line)
-    found = line_problems(line, JOURNAL_KINDS)
-    if found:
-        raise BadInputError(f"invalid turn: {found[0]}")
-    return Turn.from_line(line)
+    return _identified(draft, "t")
 
 
 @dataclass(frozen=True)
-class Digest:
+class Digest(LineRecord):
     """What a dream did with one group of turns."""
+
+    KIND = "digest"
+    FIELDS = DIGEST_FIELDS
 
     id: str
     at: str
@@ -138,31 +123,6 @@ class Digest:
     memory: str | None = None
     promoted: str | None = None
     method: str | None = None
-
-    def to_line(self) -> dict[str, Any]:
-        values = {
-            "kind": "digest",
-            "id": self.id,
-            "at": self.at,
-            "turns": list(self.turns),
-            "withheld": list(self.withheld),
-            "memory": self.memory,
-            "promoted": self.promoted,
-            "method": self.method,
-        }
-        return ordered_line(values, DIGEST_FIELDS)
-
-    @classmethod
-    def from_line(cls, line: dict[str, Any]) -> Digest:
-        return cls(
-            id=line["id"],
-            at=line["at"],
-            turns=tuple(line.get("turns") or ()),
-            withheld=tuple(line.get("withheld") or ()),
-            memory=line.get("memory"),
-            promoted=line.get("promoted"),
-            method=line.get("method"),
-        )
 
     @property
     def summaries(self) -> tuple[str, ...]:
@@ -175,12 +135,7 @@ def new_digest(at: datetime, turns: Iterable[str], withheld: Iterable[str] = (),
                method: str | None = None) -> Digest:  # fmt: skip
     draft = Digest("d-0000000000000000", format_time(at), tuple(turns), tuple(withheld),
                    memory, promoted, method)  # fmt: skip
-    line = draft.to_line()
-    line["id"] = content_id("d", line)
-    found = line_problems(line, JOURNAL_KINDS)
-    if found:
-        raise BadInputError(f"invalid digest: {found[0]}")
-    return Digest.from_line(line)
+    return _identified(draft, "d")
 
 
 # reading --------------------------------------------------------------------------------------

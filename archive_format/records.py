@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
-from typing import Any
+from typing import Any, ClassVar, TypeVar, get_origin, get_type_hints
 
 from .errors import BadInputError
 
@@ -98,9 +98,94 @@ def ordered_line(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, An
     }
 
 
+R = TypeVar("R", bound="LineRecord")
+
+
+class LineRecord:
+    """A frozen dataclass written as one line: `KIND`, then its fields in the order `FIELDS`.
+
+    The one codec of every line type: tuples are written as lists and read back as tuples,
+    mappings are copied, a False flag and empty optional fields are left out, and an absent
+    optional field reads as its default.
+    """
+
+    KIND: ClassVar[str]
+    FIELDS: ClassVar[tuple[str, ...]]
+
+    def to_line(self) -> dict[str, Any]:
+        codec = _codec(type(self))
+        values = {"kind": self.KIND, **vars(self)}
+        for name in codec.sequences:
+            values[name] = [_copy(item) for item in values[name]]
+        for name in codec.mappings:
+            values[name] = dict(values[name])
+        for name in codec.flags:
+            values[name] = values[name] or None
+        return ordered_line(values, self.FIELDS)
+
+    @classmethod
+    def from_line(cls: type[R], line: dict[str, Any]) -> R:
+        """Build from a decoded line; unknown fields are ignored (forward compatibility)."""
+        codec = _codec(cls)
+        values = {name: line[name] for name in codec.required}
+        values.update({name: line.get(name, default) for name, default in codec.optional})
+        for name in codec.sequences:
+            values[name] = tuple(_copy(item) for item in line.get(name) or ())
+        for name in codec.mappings:
+            values[name] = dict(line.get(name) or {})
+        for name, kind in codec.coerced:
+            values[name] = kind(values[name])
+        return cls(**values)
+
+
+@dataclass
+class _Codec:
+    """A record class's fields, grouped by how they are read and written."""
+
+    required: list[str] = field(default_factory=list)  # as they are; absent is a KeyError
+    optional: list[tuple[str, Any]] = field(default_factory=list)  # absent: the default
+    coerced: list[tuple[str, type]] = field(default_factory=list)  # bool and int, on reading
+    flags: list[str] = field(default_factory=list)  # bool: False is written as absent
+    sequences: list[str] = field(default_factory=list)  # tuple: a list in the line
+    mappings: list[str] = field(default_factory=list)  # dict: copied both ways
+
+
+_CODECS: dict[type, _Codec] = {}
+
+
+def _codec(cls: type) -> _Codec:
+    """The codec of a record class, worked out once from its dataclass fields."""
+    if cls not in _CODECS:
+        codec, hints = _Codec(), get_type_hints(cls)
+        for spec in fields(cls):
+            name, hint = spec.name, hints[spec.name]
+            if get_origin(hint) is tuple:
+                codec.sequences.append(name)
+            elif get_origin(hint) is dict:
+                codec.mappings.append(name)
+            elif spec.default is MISSING:
+                codec.required.append(name)
+            else:
+                codec.optional.append((name, spec.default))
+            if hint in (bool, int):
+                codec.coerced.append((name, hint))
+            if hint is bool:
+                codec.flags.append(name)
+        _CODECS[cls] = codec
+    return _CODECS[cls]
+
+
+def _copy(item: Any) -> Any:
+    """An element of a tuple field: a mapping (a link) is copied, a string kept."""
+    return dict(item) if isinstance(item, dict) else item
+
+
 @dataclass(frozen=True)
-class Memory:
+class Memory(LineRecord):
     """A memory record as written to a shelf. Status is not here: it is a fold over events."""
+
+    KIND = "memory"
+    FIELDS = MEMORY_FIELDS
 
     id: str
     created: str
@@ -131,60 +216,6 @@ class Memory:
             return None
         return f"{self.type}:{self.subtype}" if self.subtype else self.type
 
-    def to_line(self) -> dict[str, Any]:
-        values = {
-            "kind": "memory",
-            "id": self.id,
-            "created": self.created,
-            "text": self.text,
-            "source": self.source,
-            "author": self.author,
-            "store": self.store,
-            "type": self.type,
-            "subtype": self.subtype,
-            "key": self.key,
-            "importance": self.importance,
-            "temporal": self.temporal,
-            "affect": dict(self.affect),
-            "personas": list(self.personas),
-            "visibility": self.visibility,
-            "meta": dict(self.meta),
-            "links": [dict(link) for link in self.links],
-            "session": self.session,
-            "thread": self.thread,
-            "expires": self.expires,
-            "pinned": self.pinned or None,
-            "origin": self.origin,
-        }
-        return ordered_line(values, MEMORY_FIELDS)
-
-    @classmethod
-    def from_line(cls, line: dict[str, Any]) -> Memory:
-        """Build from a decoded line; unknown fields are ignored (forward compatibility)."""
-        return cls(
-            id=line["id"],
-            created=line["created"],
-            text=line["text"],
-            source=line["source"],
-            author=line["author"],
-            store=line["store"],
-            importance=int(line.get("importance", 5)),
-            temporal=line.get("temporal", "persistent"),
-            visibility=line.get("visibility", "normal"),
-            type=line.get("type"),
-            subtype=line.get("subtype"),
-            key=line.get("key"),
-            affect=dict(line.get("affect") or {}),
-            personas=tuple(line.get("personas") or ()),
-            meta=dict(line.get("meta") or {}),
-            links=tuple(dict(link) for link in line.get("links") or ()),
-            session=line.get("session"),
-            thread=line.get("thread"),
-            expires=line.get("expires"),
-            pinned=bool(line.get("pinned", False)),
-            origin=line.get("origin"),
-        )
-
 
 def new_memory(**fields: Any) -> Memory:
     """A memory with its content-derived id filled in."""
@@ -194,8 +225,11 @@ def new_memory(**fields: Any) -> Memory:
 
 
 @dataclass(frozen=True)
-class Event:
+class Event(LineRecord):
     """A lifecycle event about one memory."""
+
+    KIND = "event"
+    FIELDS = EVENT_FIELDS
 
     id: str
     at: str
@@ -208,37 +242,6 @@ class Event:
     link_type: str | None = None
     redacted: bool = False
 
-    def to_line(self) -> dict[str, Any]:
-        values = {
-            "kind": "event",
-            "id": self.id,
-            "at": self.at,
-            "op": self.op,
-            "target": self.target,
-            "actor": self.actor,
-            "reason": self.reason,
-            "evidence": self.evidence,
-            "to": self.to,
-            "link_type": self.link_type,
-            "redacted": self.redacted or None,
-        }
-        return ordered_line(values, EVENT_FIELDS)
-
-    @classmethod
-    def from_line(cls, line: dict[str, Any]) -> Event:
-        return cls(
-            id=line["id"],
-            at=line["at"],
-            op=line["op"],
-            target=line["target"],
-            actor=line["actor"],
-            reason=line.get("reason"),
-            evidence=line.get("evidence"),
-            to=line.get("to"),
-            link_type=line.get("link_type"),
-            redacted=bool(line.get("redacted", False)),
-        )
-
 
 def new_event(**fields: Any) -> Event:
     """An event with its content-derived id filled in."""
@@ -247,24 +250,15 @@ def new_event(**fields: Any) -> Event:
 
 
 @dataclass(frozen=True)
-class Tombstone:
+class Tombstone(LineRecord):
     """What `forget` leaves where a memory line was."""
+
+    KIND = "tombstone"
+    FIELDS = TOMBSTONE_FIELDS
 
     id: str
     created: str
     forgotten: str
-
-    def to_line(self) -> dict[str, Any]:
-        return {
-            "kind": "tombstone",
-            "id": self.id,
-            "created": self.created,
-            "forgotten": self.forgotten,
-        }
-
-    @classmethod
-    def from_line(cls, line: dict[str, Any]) -> Tombstone:
-        return cls(id=line["id"], created=line["created"], forgotten=line["forgotten"])
 
 
 Line = Memory | Event | Tombstone

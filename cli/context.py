@@ -15,6 +15,7 @@ NowOpt = Annotated[
     str | None,
     typer.Option("--now", help="Pretend it is this ISO date-time (also $MEMDIR_NOW)."),
 ]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @dataclass

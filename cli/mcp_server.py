@@ -24,6 +24,7 @@ from memdir.archive_format import clock, journal, lifecycle, people, ring
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
 
+from . import parameters
 from .usecases import provenance
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ MemoryId = Annotated[
     str, Field(description="A memory id (m-…) or a unique prefix of one.", min_length=1)
 ]
 Text = Annotated[str, Field(min_length=1, max_length=20000)]
+Quote = Annotated[str, Field(min_length=1, max_length=5000)]  # the user's words, verbatim
 TypeLabel = Annotated[str | None, Field(description="TYPE or TYPE:subtype, e.g. FACT:preference.")]
 Key = Annotated[
     str | None,
@@ -69,9 +71,15 @@ Remove = Annotated[list[str], Field(description="Names of fields to remove.")]
 
 
 def _memory_options(
-    type: str | None, key: str | None, importance: int, temporal: str, store: str | None,
-    visibility: str, session: str | None,
-) -> dict[str, Any]:  # fmt: skip
+    type: TypeLabel = None,
+    key: Key = None,
+    importance: Importance = 5,
+    temporal: Temporal = "persistent",
+    store: Store | None = None,
+    visibility: Visibility = "normal",
+    session: Session = None,
+) -> dict[str, Any]:
+    """The parameters teach and infer share, as memory fields."""
     kind, _, subtype = (type or "").partition(":")
     return {"type": kind or None, "subtype": subtype or None, "key": key,
             "importance": importance, "temporal": temporal, "store": store,
@@ -106,23 +114,14 @@ class MemdirTools:
         self._embedder, self._annotator = index.embedder, index.annotator
 
     # writing memories ---------------------------------------------------------------------
+    @parameters.group("options", _memory_options)
     def teach(
         self,
         text: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=20000,
-                description="The user's exact words, quoted from what they said.",
-            ),
+            Text, Field(description="The user's exact words, quoted from what they said.")
         ],
-        type: TypeLabel = None,
-        key: Key = None,
-        importance: Importance = 5,
-        temporal: Temporal = "persistent",
-        store: Store | None = None,
-        visibility: Visibility = "normal",
-        session: Session = None,
+        *,
+        options: dict[str, Any],
     ) -> dict[str, Any]:
         """Store something the user taught, in the user's own words.
 
@@ -130,36 +129,23 @@ class MemdirTools:
         recorded by a trusted path (the client's prompt hook or an import) recently (24 h by
         default). Otherwise it is stored as an inference awaiting the user's confirmation, and
         the reply says so (`stored_as`)."""
-        options = _memory_options(type, key, importance, temporal, store, visibility, session)
         return provenance.teach(self.memdir, text, self._now(), self.window, **options).to_dict()
 
+    @parameters.group("options", _memory_options)
     def infer(
         self,
-        text: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=20000,
-                description="What you concluded about the user or the world.",
-            ),
-        ],
+        text: Annotated[Text, Field(description="What you concluded about the user or the world.")],
         ttl: Annotated[
             str | None,
             Field(description="Time to live unconfirmed, e.g. 3d, 12h (default from memdir.yaml)."),
         ] = None,
-        type: TypeLabel = None,
-        key: Key = None,
-        importance: Importance = 5,
-        temporal: Temporal = "persistent",
-        store: Store | None = None,
-        visibility: Visibility = "normal",
-        session: Session = None,
+        *,
+        options: dict[str, Any],
         rationale: Annotated[str | None, Field(description="Why you think so.")] = None,
         confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
     ) -> dict[str, Any]:
         """Store an inference (your conclusion): provisional, recalled at reduced weight, and
         expiring after its TTL unless the user confirms it."""
-        options = _memory_options(type, key, importance, temporal, store, visibility, session)
         meta = {
             k: v for k, v in (("rationale", rationale), ("confidence", confidence)) if v is not None
         }
@@ -176,12 +162,7 @@ class MemdirTools:
         self,
         memory_id: MemoryId,
         quote: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=5000,
-                description="The user's words confirming it, quoted exactly.",
-            ),
+            Quote, Field(description="The user's words confirming it, quoted exactly.")
         ],
     ) -> dict[str, Any]:
         """Confirm an inference on the user's word. `quote` must come from a user turn recorded
@@ -208,12 +189,7 @@ class MemdirTools:
         self,
         memory_id: MemoryId,
         quote: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=5000,
-                description="The user's request to forget it, quoted exactly.",
-            ),
+            Quote, Field(description="The user's request to forget it, quoted exactly.")
         ],
     ) -> dict[str, Any]:
         """Erase a memory's text for good (privacy), leaving a tombstone. Needs the user's
@@ -457,7 +433,9 @@ TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
 def _serialised(method: F, lock: threading.Lock, tool_error: type[Exception]) -> F:
     """One call at a time; memdir's own errors become tool errors the model can read."""
 
-    @functools.wraps(method)
+    # Not the method's __dict__: a grouped tool's __signature__ there still lists `self`, while
+    # inspect.signature, following __wrapped__ to the bound method, leaves it out.
+    @functools.wraps(method, updated=())
     def call(*args: Any, **kwargs: Any) -> Any:
         with lock:
             try:

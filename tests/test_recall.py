@@ -190,22 +190,29 @@ def test_pool_scope_keeps_to_the_time_window_and_now(tmp_path: Path) -> None:
     assert early.results and not any(c.memory.line["session"] == "s3" for c in early.results)
 
 
+SAD_INTERVIEW = (
+    "My job interview went terribly and I feel awful",
+    "I failed the job interview, I am miserable and ashamed",
+    "The job interview was a disaster, I cried all evening",
+    "I hate how the job interview went, everything is hopeless",
+    "Another rejection after the job interview, I feel worthless",
+)
+SAD_INTERVIEW_QUERY = "I feel terrible and hopeless about my awful job interview"
+
+
+def teach_in_order(memdir: Memdir, texts: list[str]) -> None:
+    """Teach each text, one minute after the one before, from T0."""
+    for number, text in enumerate(texts):
+        lifecycle.teach(memdir, text, T0 + timedelta(minutes=number))
+
+
 def test_counterweights_change_affect_mix_only_for_negative_queries(tmp_path: Path) -> None:
     memdir = fresh(tmp_path)
-    sad = [
-        "My job interview went terribly and I feel awful",
-        "I failed the job interview, I am miserable and ashamed",
-        "The job interview was a disaster, I cried all evening",
-        "I hate how the job interview went, everything is hopeless",
-        "Another rejection after the job interview, I feel worthless",
-    ]
     good = ["I prepared well for the job interview and learned a lot from it"]
-    for number, text in enumerate(sad + good):
-        lifecycle.teach(memdir, text, T0 + timedelta(minutes=number))
+    teach_in_order(memdir, [*SAD_INTERVIEW, *good])
     now = T0 + timedelta(days=1)
-    negative = "I feel terrible and hopeless about my awful job interview"
-    on = run(memdir, negative, now, k=3)
-    off = run(memdir, negative, now, k=3, counterweights=False)
+    on = run(memdir, SAD_INTERVIEW_QUERY, now, k=3)
+    off = run(memdir, SAD_INTERVIEW_QUERY, now, k=3, counterweights=False)
     assert on.analysis.negative
 
     def non_negative(result) -> int:
@@ -222,19 +229,13 @@ def test_counterweights_change_affect_mix_only_for_negative_queries(tmp_path: Pa
 def test_counterweights_never_trade_relevance_for_mood(tmp_path: Path) -> None:
     """A cheerful memory about something else never replaces a relevant negative one."""
     memdir = fresh(tmp_path)
-    sad = [
-        "My job interview went terribly and I feel awful",
-        "I failed the job interview, I am miserable and ashamed",
-        "The job interview was a disaster, I cried all evening",
-    ]
     unrelated = "I love the sunny tomatoes growing happily on my balcony"
-    for number, text in enumerate([*sad, unrelated]):
-        lifecycle.teach(memdir, text, T0 + timedelta(minutes=number))
-    negative = "I feel terrible and hopeless about my awful job interview"
-    on = run(memdir, negative, T0 + timedelta(days=1), k=3)
+    teach_in_order(memdir, [*SAD_INTERVIEW[:3], unrelated])
+    later = T0 + timedelta(days=1)
+    on = run(memdir, SAD_INTERVIEW_QUERY, later, k=3)
     assert on.analysis.negative
     assert unrelated not in [c.memory.text for c in on.results]
-    assert ids(on) == ids(run(memdir, negative, T0 + timedelta(days=1), k=3, counterweights=False))
+    assert ids(on) == ids(run(memdir, SAD_INTERVIEW_QUERY, later, k=3, counterweights=False))
 
 
 def test_now_moves_recency_and_cutoffs(tmp_path: Path) -> None:

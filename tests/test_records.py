@@ -327,6 +327,14 @@ configs = st.fixed_dictionaries(
 )
 
 
+def identified(prefix: str, line: dict[str, Any]) -> dict[str, Any]:
+    """A generated line as a writer stores it: absent (None) fields dropped, the content id
+    right after `kind`."""
+    line = {name: value for name, value in line.items() if value is not None}
+    rest = {name: value for name, value in line.items() if name != "kind"}
+    return {"kind": line["kind"], "id": content_id(prefix, line), **rest}
+
+
 @st.composite
 def recalls(draw: st.DrawFn) -> dict[str, Any]:
     line = {
@@ -335,11 +343,7 @@ def recalls(draw: st.DrawFn) -> dict[str, Any]:
         "memories": draw(st.lists(memory_ids, max_size=4)),
         "actor": draw(words),
     }
-    return {
-        "kind": "recall",
-        "id": content_id("r", line),
-        **{k: v for k, v in line.items() if k != "kind"},
-    }
+    return identified("r", line)
 
 
 turn_ids = hex_ids.map(lambda digits: f"t-{digits}")
@@ -358,12 +362,7 @@ def turns(draw: st.DrawFn) -> dict[str, Any]:
         "secrecy": draw(st.sampled_from(["public", "sensitive", "secret"])),
         "channel": draw(st.sampled_from(["cli", "mcp", "import:chatgpt", "import:x/y.json"])),
     }
-    line = {name: value for name, value in line.items() if value is not None}
-    return {
-        "kind": "turn",
-        "id": content_id("t", line),
-        **{k: v for k, v in line.items() if k != "kind"},
-    }
+    return identified("t", line)
 
 
 @st.composite
@@ -377,12 +376,7 @@ def digests(draw: st.DrawFn) -> dict[str, Any]:
         "promoted": draw(st.none() | memory_ids),
         "method": draw(st.none() | st.sampled_from(["extractive", "command"])),
     }
-    line = {name: value for name, value in line.items() if value is not None}
-    return {
-        "kind": "digest",
-        "id": content_id("d", line),
-        **{k: v for k, v in line.items() if k != "kind"},
-    }
+    return identified("d", line)
 
 
 VALID = {

@@ -15,7 +15,6 @@ from memdir.cli import context
 from memdir.cli.render import emit_json, note
 
 PASSPHRASE_ENV = "MEMDIR_PASSPHRASE"
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def read_passphrase(confirm: bool) -> str:
@@ -61,7 +60,7 @@ def register(app: typer.Typer) -> None:
                 f"passphrase is prompted for, or taken from ${PASSPHRASE_ENV}.",
             ),
         ] = False,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Pack the canonical files (not the .memdir/ cache) into one tar.gz, optionally encrypted.
 
@@ -88,7 +87,7 @@ def register(app: typer.Typer) -> None:
         directory: Annotated[
             Path, typer.Argument(metavar="DIR", help="Where to restore (new or empty).")
         ],
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Unpack an export into a new directory and verify it (decrypting it when needed).
 

@@ -12,13 +12,12 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
 from memdir.cli.render import console, emit_json, note, shorten
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what it would do; write nothing.")]
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def ring(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    def ring(ctx: typer.Context, json_: context.JsonOpt = False) -> None:
         """Show the console ring: the last 30 things taught, confirmed or recalled.
 
         Newest first.
@@ -40,7 +39,7 @@ def register(app: typer.Typer) -> None:
         memory_id: Annotated[
             str, typer.Argument(metavar="ID", help="The memory (a prefix will do).")
         ],
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """Show a memory's fidelity now, what it is made of, and a forecast.
@@ -65,7 +64,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def dream(
-        ctx: typer.Context, dry_run: DryRunOpt = False, json_: JsonOpt = False,
+        ctx: typer.Context, dry_run: DryRunOpt = False, json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:  # fmt: skip
         """Consolidate the journal into derived memories (sleep runs this too).
@@ -88,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def sleep(
-        ctx: typer.Context, dry_run: DryRunOpt = False, json_: JsonOpt = False,
+        ctx: typer.Context, dry_run: DryRunOpt = False, json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:  # fmt: skip
         """The maintenance run for cron; locked and idempotent.
@@ -110,7 +109,7 @@ def register(app: typer.Typer) -> None:
     def wake(
         ctx: typer.Context,
         budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget.")] = None,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """Print the wake document: markdown for the next session's system prompt.

@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         secrecy: Annotated[
             str, typer.Option("--secrecy", help="public | sensitive | secret, for every turn.")
         ] = "public",
-        json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """Import ChatGPT, Claude or JSONL conversations into the journal; prints the source id.

@@ -14,7 +14,6 @@ from ..render import emit_json, note, shorten
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex, Progress
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
 
 
@@ -58,7 +57,7 @@ def register(app: typer.Typer) -> None:
         status: Annotated[
             bool, typer.Option("--status", help="Show the state of the indexes.")
         ] = False,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Bring the full-text and vector indexes up to date (incrementally when possible).
 
@@ -92,7 +91,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="Words to look for (full text, English stemming).")
         ],
         k: KOpt = 10,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
@@ -117,7 +116,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="A sentence; memories closest in meaning are shown.")
         ],
         k: KOpt = 10,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Vector search only: memories closest in meaning (cosine similarity).
 
@@ -136,7 +135,7 @@ def register(app: typer.Typer) -> None:
         recompute: Annotated[
             bool, typer.Option("--recompute", help="Re-derive every annotation.")
         ] = False,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Affect annotations (valence, arousal, Plutchik chord) of the memories.
 

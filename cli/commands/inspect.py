@@ -16,7 +16,7 @@ from memdir.archive_format.verify import verify as verify_memdir
 from .. import context
 from ..render import console, emit_json, note, shorten
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")]
 
 
 def history(state: MemoryState) -> list[dict[str, str | None]]:
@@ -75,8 +75,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def show(
         ctx: typer.Context,
-        memory_id: Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")],
-        json_: JsonOpt = False,
+        memory_id: IdArg,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """Show one memory and its current status.
@@ -96,8 +96,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def log(
         ctx: typer.Context,
-        memory_id: Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")],
-        json_: JsonOpt = False,
+        memory_id: IdArg,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """A memory's whole history: when it was written, every event, what it became.
@@ -141,7 +141,7 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[
             int | None, typer.Option("--limit", min=1, help="At most this many (newest first).")
         ] = None,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """List memories, newest first.
@@ -187,7 +187,9 @@ def register(app: typer.Typer) -> None:
         note(f"{len(chosen)} memories")
 
     @app.command()
-    def stats(ctx: typer.Context, now: context.NowOpt = None, json_: JsonOpt = False) -> None:
+    def stats(
+        ctx: typer.Context, now: context.NowOpt = None, json_: context.JsonOpt = False
+    ) -> None:
         """Counts by status, source and store, and the size of the files.
 
         Example: memdir stats --json
@@ -217,7 +219,7 @@ def register(app: typer.Typer) -> None:
             )
 
     @app.command()
-    def verify(ctx: typer.Context, json_: JsonOpt = False) -> None:
+    def verify(ctx: typer.Context, json_: context.JsonOpt = False) -> None:
         """Check the memdir (read-only): schemas, ids, references, provenance.
 
         Exits 0 when clean, 1 with the list of problems otherwise.

@@ -11,15 +11,13 @@ import typer
 from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context
-from memdir.cli.commands.lifecycle import read_text
+from memdir.cli.commands.lifecycle import SessionOpt, VisibilityOpt, read_text
 from memdir.cli.render import emit_json, note
 
 journal_app = typer.Typer(
     help="The raw journal: verbatim conversation turns and narrative entries.",
     no_args_is_help=True,
 )
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 
 
 @journal_app.command("add")
@@ -33,16 +31,14 @@ def add(
     topic: Annotated[
         str | None, typer.Option("--topic", help="Explicit topic (dream groups by it).")
     ] = None,
-    visibility: Annotated[
-        str, typer.Option("--visibility", help="normal | private | sealed.")
-    ] = "normal",
+    visibility: VisibilityOpt = "normal",
     secrecy: Annotated[
         str, typer.Option("--secrecy", help="public | sensitive | secret.")
     ] = "public",
     jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Read a JSONL transcript on stdin.")
     ] = False,
-    json_: JsonOpt = False,
+    json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
     """Store verbatim turns in the journal; prints each turn's id.
@@ -90,7 +86,7 @@ def read(
     everything: Annotated[
         bool, typer.Option("--all", help="Show private, sealed and secret text too.")
     ] = False,
-    json_: JsonOpt = False,
+    json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
     """Show journal turns (oldest first) with the memories that summarise them, or entries.
@@ -140,7 +136,7 @@ def write(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The entry (markdown), or '-' for stdin.")],
     author: Annotated[str, typer.Option("--author", help="Who writes it.")] = "assistant",
-    json_: JsonOpt = False,
+    json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
     """Write a narrative entry (e.g. an end-of-thread reflection); prints its file.

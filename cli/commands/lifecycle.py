@@ -11,7 +11,7 @@ import typer
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError
 
-from .. import context
+from .. import context, parameters
 from ..render import emit_json, note
 
 TypeOpt = Annotated[
@@ -54,7 +54,13 @@ ConfidenceOpt = Annotated[
     float | None, typer.Option("--confidence", min=0, max=1, help="Meta-memory: confidence 0..1.")
 ]
 PinOpt = Annotated[bool, typer.Option("--pin", help="Eligible for recall's guaranteed slots.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+UserOpt = Annotated[
+    str | None,
+    typer.Option("--by", help="The user's name, if several people share the memdir."),
+]
+MemoryIdArg = Annotated[
+    str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
+]
 
 
 def read_text(text: str) -> str:
@@ -68,25 +74,30 @@ def read_text(text: str) -> str:
         raise BadInputError(f"standard input is not UTF-8 (byte {error.start})") from None
 
 
+def user(name: str | None) -> str:
+    """The author or actor for --by: 'user', or 'user:NAME' when several people share it."""
+    return f"user:{name}" if name else "user"
+
+
 def memory_options(
-    type_: str | None,
-    key: str | None,
-    importance: int,
-    temporal: str,
-    store: str | None,
-    personas: list[str] | None,
-    visibility: str,
-    session: str | None,
-    thread: str | None,
-    valence: float | None,
-    arousal: float | None,
-    intent: str | None,
-    rationale: str | None,
-    evidence: str | None,
-    confidence: float | None,
-    pin: bool,
+    type_: TypeOpt = None,
+    key: KeyOpt = None,
+    importance: ImportanceOpt = 5,
+    temporal: TemporalOpt = "persistent",
+    store: StoreOpt = None,
+    persona: PersonaOpt = None,
+    visibility: VisibilityOpt = "normal",
+    session: SessionOpt = None,
+    thread: ThreadOpt = None,
+    valence: ValenceOpt = None,
+    arousal: ArousalOpt = None,
+    intent: IntentOpt = None,
+    rationale: RationaleOpt = None,
+    evidence: EvidenceOpt = None,
+    confidence: ConfidenceOpt = None,
+    pin: PinOpt = False,
 ) -> dict[str, Any]:
-    """Command-line options as memory fields (validated later against the schema)."""
+    """The options teach and infer share, as memory fields (validated later by the schema)."""
     kind, _, subtype = (type_ or "").partition(":")
     affect: dict[str, Any] = {}
     if valence is not None:
@@ -112,7 +123,7 @@ def memory_options(
         "importance": importance,
         "temporal": temporal,
         "store": store,
-        "personas": personas or [],
+        "personas": persona or [],
         "visibility": visibility,
         "session": session,
         "thread": thread,
@@ -124,48 +135,28 @@ def memory_options(
 
 def register(app: typer.Typer) -> None:
     @app.command()
+    @parameters.group("fields", memory_options)
     def teach(
         ctx: typer.Context,
         text: Annotated[str, typer.Argument(help="What the user taught, or '-' for stdin.")],
-        type_: TypeOpt = None,
-        key: KeyOpt = None,
-        importance: ImportanceOpt = 5,
-        temporal: TemporalOpt = "persistent",
-        store: StoreOpt = None,
-        persona: PersonaOpt = None,
-        visibility: VisibilityOpt = "normal",
-        session: SessionOpt = None,
-        thread: ThreadOpt = None,
-        valence: ValenceOpt = None,
-        arousal: ArousalOpt = None,
-        intent: IntentOpt = None,
-        rationale: RationaleOpt = None,
-        evidence: EvidenceOpt = None,
-        confidence: ConfidenceOpt = None,
-        pin: PinOpt = False,
-        by: Annotated[
-            str | None,
-            typer.Option("--by", help="The user's name, if several people share the memdir."),
-        ] = None,
+        *,
+        fields: dict[str, Any],
+        by: UserOpt = None,
         now: context.NowOpt = None,
     ) -> None:
         """Store something the user taught: durable from the start. Prints the id.
 
         Example: ID=$(memdir teach "I take my coffee black" --type FACT:preference --key coffee)
         """
-        fields = memory_options(
-            type_, key, importance, temporal, store, persona, visibility, session, thread,
-            valence, arousal, intent, rationale, evidence, confidence, pin,
-        )  # fmt: skip
-        author = f"user:{by}" if by else "user"
         result = lifecycle.teach(
-            context.open_memdir(ctx), read_text(text), context.now(ctx, now), author, **fields
+            context.open_memdir(ctx), read_text(text), context.now(ctx, now), user(by), **fields
         )
         if not result.added:
             note(f"already stored as {result.id}")
         typer.echo(result.id)
 
     @app.command()
+    @parameters.group("fields", memory_options)
     def infer(
         ctx: typer.Context,
         text: Annotated[
@@ -177,22 +168,8 @@ def register(app: typer.Typer) -> None:
                 "--ttl", help="Time to live unconfirmed, e.g. 7d (default from memdir.yaml)."
             ),
         ] = None,
-        type_: TypeOpt = None,
-        key: KeyOpt = None,
-        importance: ImportanceOpt = 5,
-        temporal: TemporalOpt = "persistent",
-        store: StoreOpt = None,
-        persona: PersonaOpt = None,
-        visibility: VisibilityOpt = "normal",
-        session: SessionOpt = None,
-        thread: ThreadOpt = None,
-        valence: ValenceOpt = None,
-        arousal: ArousalOpt = None,
-        intent: IntentOpt = None,
-        rationale: RationaleOpt = None,
-        evidence: EvidenceOpt = None,
-        confidence: ConfidenceOpt = None,
-        pin: PinOpt = False,
+        *,
+        fields: dict[str, Any],
         by: Annotated[
             str, typer.Option("--by", help="Which assistant or model concluded it.")
         ] = "assistant",
@@ -204,10 +181,6 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir infer "The user seems to prefer mornings for meetings" --ttl 3d
         """
-        fields = memory_options(
-            type_, key, importance, temporal, store, persona, visibility, session, thread,
-            valence, arousal, intent, rationale, evidence, confidence, pin,
-        )  # fmt: skip
         lifetime = clock.parse_duration(ttl) if ttl else None
         memdir = context.open_memdir(ctx)
         result = lifecycle.infer(
@@ -226,19 +199,15 @@ def register(app: typer.Typer) -> None:
         evidence: Annotated[
             str | None, typer.Option("--evidence", help="The user's words that confirm it.")
         ] = None,
-        by: Annotated[
-            str | None,
-            typer.Option("--by", help="The user's name, if several people share the memdir."),
-        ] = None,
+        by: UserOpt = None,
         now: context.NowOpt = None,
     ) -> None:
         """The user confirms an inference: it becomes durable. Prints the id.
 
         Example: memdir confirm m-3f9a --evidence "yes, mornings are best"
         """
-        actor = f"user:{by}" if by else "user"
         memory, event = lifecycle.confirm(
-            context.open_memdir(ctx), memory_id, context.now(ctx, now), actor, evidence
+            context.open_memdir(ctx), memory_id, context.now(ctx, now), user(by), evidence
         )
         if event is None:
             note(f"{memory} is already durable")
@@ -247,9 +216,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def reject(
         ctx: typer.Context,
-        memory_id: Annotated[
-            str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
-        ],
+        memory_id: MemoryIdArg,
         reason: Annotated[str, typer.Option("--reason", help="Why it is wrong (required).")],
         by: Annotated[str | None, typer.Option("--by", help="The user's name.")] = None,
         now: context.NowOpt = None,
@@ -258,9 +225,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir reject m-3f9a --reason "I never said that"
         """
-        actor = f"user:{by}" if by else "user"
         memory, event = lifecycle.reject(
-            context.open_memdir(ctx), memory_id, reason, context.now(ctx, now), actor
+            context.open_memdir(ctx), memory_id, reason, context.now(ctx, now), user(by)
         )
         if event is None:
             note(f"{memory} was already rejected")
@@ -269,7 +235,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def expire(
         ctx: typer.Context,
-        json_: JsonOpt = False,
+        json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """The TTL sweep for cron: record every inference past its TTL as expired.
@@ -287,9 +253,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def forget(
         ctx: typer.Context,
-        memory_id: Annotated[
-            str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
-        ],
+        memory_id: MemoryIdArg,
         now: context.NowOpt = None,
     ) -> None:
         """Remove a memory's text from the shelves (atomic compaction), leaving a tombstone.

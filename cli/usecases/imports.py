@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -123,27 +123,27 @@ def _json(data: bytes, name: str) -> Any:
         ) from None
 
 
-def _conversations(data: Any, name: str, fmt: str) -> list[Any]:
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
-    if not isinstance(data, list):
+def _export(
+    data: bytes, name: str, fmt: str, conversation: Callable[[Any, str], Conversation]
+) -> Iterator[Conversation | Malformed]:
+    """Each conversation of a ChatGPT or Claude export's conversations.json, parsed by
+    `conversation`, or the reason it cannot be imported."""
+    found = _json(data, name)
+    if isinstance(found, dict) and isinstance(found.get("conversations"), list):
+        found = found["conversations"]
+    if not isinstance(found, list):
         raise FormatError(
             f"{name}: expected a list of conversations (a {fmt} export's conversations.json)",
             hint="check --format",
         )
-    return data
-
-
-# ChatGPT --------------------------------------------------------------------------------------
-def _chatgpt(data: bytes, name: str) -> Iterator[Conversation | Malformed]:
-    for number, raw in enumerate(_conversations(_json(data, name), name, "ChatGPT"), start=1):
-        where = f"{name}: conversation {number}"
+    for number, raw in enumerate(found, start=1):
         try:
-            yield _chatgpt_conversation(raw, where)
+            yield conversation(raw, f"{name}: conversation {number}")
         except Malformed as problem:
             yield problem
 
 
+# ChatGPT --------------------------------------------------------------------------------------
 def _chatgpt_conversation(raw: Any, where: str) -> Conversation:
     if not isinstance(raw, dict):
         raise Malformed(where, "not a JSON object")
@@ -220,15 +220,6 @@ def _chatgpt_text(content: Any, spot: str) -> str:
 
 
 # Claude ---------------------------------------------------------------------------------------
-def _claude(data: bytes, name: str) -> Iterator[Conversation | Malformed]:
-    for number, raw in enumerate(_conversations(_json(data, name), name, "Claude"), start=1):
-        where = f"{name}: conversation {number}"
-        try:
-            yield _claude_conversation(raw, where)
-        except Malformed as problem:
-            yield problem
-
-
 def _claude_conversation(raw: Any, where: str) -> Conversation:
     if not isinstance(raw, dict):
         raise Malformed(where, "not a JSON object")
@@ -320,9 +311,9 @@ def _jsonl_message(item: dict[str, Any], where: str) -> Message:
 # the use case ---------------------------------------------------------------------------------
 def parse(data: bytes, fmt: str, name: str, source: str) -> list[Conversation | Malformed]:
     if fmt == "chatgpt":
-        return list(_chatgpt(data, name))
+        return list(_export(data, name, "ChatGPT", _chatgpt_conversation))
     if fmt == "claude":
-        return list(_claude(data, name))
+        return list(_export(data, name, "Claude", _claude_conversation))
     if fmt == "jsonl":
         return list(_jsonl(data, name, source))
     raise BadInputError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")

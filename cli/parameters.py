@@ -1,0 +1,47 @@
+"""Parameters that several commands or MCP tools share, declared once."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def group(name: str, declaration: Callable[..., Any]) -> Callable[[F], F]:
+    """Share a group of parameters, declared once as the parameters of `declaration`.
+
+    The decorated function's parameter `name` stands, in its signature (which typer reads for
+    a command's options and --help, the MCP SDK for a tool's input schema), for the group's
+    parameters in that place and order; it receives `declaration(**their values)`.
+    """
+    grouped = list(inspect.signature(declaration, eval_str=True).parameters.values())
+
+    def share(function: F) -> F:
+        own = inspect.signature(function, eval_str=True)
+        params: list[inspect.Parameter] = []
+        for param in own.parameters.values():
+            if param.name == name:
+                params += [member.replace(kind=param.kind) for member in grouped]
+            else:
+                params.append(param)
+        signature = own.replace(parameters=params)
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            given = signature.bind(*args, **kwargs)
+            given.apply_defaults()
+            values = dict(given.arguments)
+            members = {param.name: values.pop(param.name) for param in grouped}
+            return function(**values, **{name: declaration(**members)})
+
+        call.__signature__ = signature  # type: ignore[attr-defined]
+        call.__annotations__ = {
+            **{param.name: param.annotation for param in params},
+            "return": signature.return_annotation,
+        }
+        return cast(F, call)
+
+    return share
