@@ -60,6 +60,16 @@ def read_config(path: Path) -> dict[str, Any]:
     return data
 
 
+class _Below:
+    """A path below the memdir's root, as a read-only attribute of Memdir."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, memdir: Memdir, owner: type | None = None) -> Path:
+        return memdir.root.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class Memdir:
     """An opened memdir: its root, its configuration, and the paths of its files."""
@@ -68,41 +78,15 @@ class Memdir:
     config: dict[str, Any]
     settings: Settings = field(default_factory=Settings)
 
-    @property
-    def shelves_dir(self) -> Path:
-        return self.root / "shelves"
-
-    @property
-    def memory_shelf(self) -> Path:
-        return self.shelves_dir / "memories.jsonl"
-
-    @property
-    def event_shelf(self) -> Path:
-        return self.shelves_dir / "events.jsonl"
-
-    @property
-    def recall_shelf(self) -> Path:
-        return self.shelves_dir / "recalls.jsonl"
-
-    @property
-    def journal_dir(self) -> Path:
-        return self.root / "journal"
-
-    @property
-    def state_dir(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def documents_dir(self) -> Path:
-        return self.root / "documents"
-
-    @property
-    def quarantine_dir(self) -> Path:
-        return self.root / "quarantine"
-
-    @property
-    def cache_dir(self) -> Path:
-        return self.root / ".memdir"
+    shelves_dir = _Below("shelves")
+    memory_shelf = _Below("shelves", "memories.jsonl")
+    event_shelf = _Below("shelves", "events.jsonl")
+    recall_shelf = _Below("shelves", "recalls.jsonl")
+    journal_dir = _Below("journal")
+    state_dir = _Below("state")
+    documents_dir = _Below("documents")
+    quarantine_dir = _Below("quarantine")
+    cache_dir = _Below(".memdir")  # derived: indexes, caches, locks
 
     def shelves(self) -> list[Path]:
         """Every shelf file, in a stable order."""
