@@ -27,17 +27,17 @@ from memdir.archive_format.clock import format_time, local_zone, parse_duration,
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import fold
 
-from .blas import single_thread
-from .catalog import CatalogMemory
+from ..blas import single_thread
+from ..catalog import CatalogMemory
 from .query import QueryAnalysis, analyse
 from .timewindow import TimeWindow
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .affect import Affect
-    from .index import MemoryIndex
-    from .scoring import Scored
+    from ..affect import Affect
+    from ..index import MemoryIndex
+    from .relevance import Scored
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
 PRIORS = ("affect", "degree", "recency", "importance", "keyword")
@@ -260,7 +260,7 @@ def _recall(
     # 4. score -------------------------------------------------------------------------------
     _priors(index, survivors, analysis, now, weights, settings)
     # decay: fidelity from rehearsal timestamps lowers the score (indexers/decay.py)
-    from .decay import apply_to_recall
+    from ..decay import apply_to_recall
 
     times = index.catalog.rehearsal_times(c.id for c in survivors)
     decay_notes = apply_to_recall(index.memdir, survivors, now, options.perfect, times)
@@ -355,7 +355,7 @@ def _relevance(index: MemoryIndex, analysis: QueryAnalysis, vector: np.ndarray, 
     """Score the scope and put its best memories (see _shortlist) into the pool."""
     import numpy as np
 
-    from .scoring import score_pool, score_table
+    from .relevance import score_pool, score_table
 
     table = index.scoring_table()
     if table is not None:
@@ -445,7 +445,7 @@ def _priors(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnal
             weights: dict[str, float], settings: dict[str, Any]) -> None:  # fmt: skip
     """Add affect resonance, relational degree, recency, importance and keyword components, and
     compute each score: Σ weight × component over all components, ÷ the relevance weights."""
-    from .affect import resonance
+    from ..affect import resonance
 
     if not candidates:
         return
@@ -483,7 +483,7 @@ def _priors(index: MemoryIndex, candidates: list[Candidate], analysis: QueryAnal
 
 
 def _as_affect(data: dict[str, Any]) -> Affect:
-    from .affect import PLUTCHIK, Affect
+    from ..affect import PLUTCHIK, Affect
 
     chord = {name: float((data.get("chord") or {}).get(name, 0.0)) for name in PLUTCHIK}
     return Affect(

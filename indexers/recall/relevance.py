@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .memorytable import name_code
+from ..memorytable import name_code
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .index import MemoryIndex
+    from ..index import MemoryIndex
     from .query import QueryAnalysis
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
