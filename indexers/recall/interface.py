@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..affect import Annotator
     from ..catalog import CatalogMemory
     from ..embedding import Embedder
+    from ..fulltext import FullText
 
 
 @dataclass
@@ -74,19 +75,6 @@ class RecallCatalog(Protocol):
     def link_degrees(self) -> dict[str, int]: ...
 
 
-class TextScores(Protocol):
-    """BM25 over one full-text index (memories, or one document per session)."""
-
-    def scores(
-        self,
-        text: str,
-        limit: int,
-        field: str = "text",
-        within: list[int] | None = None,
-        between: tuple[int, int] | None = None,
-    ) -> dict[int, float]: ...
-
-
 class RecordTable(Protocol):
     """The fixed-size record of each memory (vector row, neighbours, time, session, speaker)."""
 
@@ -96,8 +84,7 @@ class RecordTable(Protocol):
 class RecallIndex(Protocol):
     """The index as recall uses it (indexers.index.MemoryIndex is one)."""
 
-    @property
-    def memdir(self) -> Memdir: ...
+    memdir: Memdir
 
     @property
     def embedder(self) -> Embedder: ...
@@ -109,10 +96,10 @@ class RecallIndex(Protocol):
     def catalog(self) -> RecallCatalog: ...
 
     @property
-    def fulltext(self) -> TextScores: ...
+    def fulltext(self) -> FullText: ...  # BM25 over memories: scores()
 
     @property
-    def sessions(self) -> TextScores: ...
+    def sessions(self) -> FullText: ...  # BM25 over one document per session: scores()
 
     @property
     def memory_table(self) -> RecordTable: ...
