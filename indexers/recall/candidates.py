@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from .query import QueryAnalysis
 
 
-def gather(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray, now: datetime,
-           options: RecallOptions, weights: dict[str, float]) -> tuple[list[Candidate], Trace]:  # fmt: skip
+def gather(
+    index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray, now: datetime,
+    options: RecallOptions, weights: dict[str, float],
+) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """The pool, each candidate with its relevance components, and its trace."""
     pool: dict[int, Candidate] = {}
     scored = _score_scope(index, analysis, vector, now, options, weights, pool)

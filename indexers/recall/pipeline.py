@@ -9,9 +9,9 @@ Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.
 4. decay and score: priors and the decay component join the relevance components, then one
    blend × decay factor × provenance weight (score.py);
 5. counterweights: for strongly negative queries, a bounded share of the results goes to
-   relevant memories that are not negative;
+   relevant memories that are not negative (selection.py, as are 6 and 7);
 6. diversity: near-duplicates collapse (MMR optional, off by default);
-7. budget (selection.py), then the verdict (verdict.py).
+7. budget, then the verdict (verdict.py).
 """
 
 from __future__ import annotations

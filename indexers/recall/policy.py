@@ -21,8 +21,10 @@ PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}
 EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
 
 
-def screen(index: RecallIndex, pool: list[Candidate], now: datetime, window: TimeWindow | None,
-           options: RecallOptions, cutoffs: dict[str, timedelta]) -> tuple[list[Candidate], Trace]:  # fmt: skip
+def screen(
+    index: RecallIndex, pool: list[Candidate], now: datetime, window: TimeWindow | None,
+    options: RecallOptions, cutoffs: dict[str, timedelta],
+) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """The candidates that may be recalled (each with its status; the others with the reason
     they were dropped), and the trace."""
     statuses = _fold_statuses(index, pool, now)
