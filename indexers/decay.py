@@ -1,5 +1,5 @@
-"""Decay in practice: the rehearsal times of every memory (a small incremental cache) and the
-decay step of recall.
+"""Decay in practice: the rehearsal times of every memory (a small incremental cache) and one
+memory's fidelity (recall's decay component, `memdir decay ID`).
 
 The fidelity itself is archive_format.decay's closed form. Rehearsals are `recall` lines and
 `confirm` events, which may sit in any shelf; scanning every shelf on each recall would cost
@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.decay import (
@@ -153,51 +153,6 @@ def memory_fidelity(
         intensity(affect),
         settings,
     )
-
-
-class Scored(Protocol):
-    """What the recall step needs from a candidate (indexers.recall.Candidate)."""
-
-    @property
-    def id(self) -> str: ...
-
-    memory: Any
-    affect: dict[str, Any]
-    components: dict[str, float]
-    raw: dict[str, float]
-    score: float
-
-
-def apply_to_recall(
-    memdir: Memdir,
-    candidates: Sequence[Scored],
-    now: datetime,
-    perfect: bool,
-    times: Mapping[str, Sequence[float]] | None = None,
-) -> list[str]:
-    """Recall's decay step: each score × (1 - strength × (1 - F)); `perfect` leaves scores alone.
-
-    Sets the `decay` component (F, or 1 when perfect) and returns notes for `--explain`.
-    `times` are the candidates' rehearsals (the index keeps them); without them, they are read
-    from the cache here.
-    """
-    settings = memdir.settings.decay
-    if perfect:
-        for candidate in candidates:
-            candidate.components["decay"] = 1.0
-        return ["perfect recall: decay ignored"]
-    if times is None:
-        times = rehearsals(memdir)
-    for candidate in candidates:
-        result = memory_fidelity(candidate.memory.line, candidate.affect, times, now, settings)
-        candidate.components["decay"] = result.value
-        candidate.raw["stability_days"] = result.stability_days
-        candidate.raw["rehearsals"] = result.rehearsals
-        candidate.score *= multiplier(result.value, settings)
-    return [
-        f"score × (1 - {settings.strength:g} × (1 - F)), F = (1 + t/S)^-{settings.exponent:g}"
-        " from rehearsal timestamps (`memdir decay ID` shows one memory)"
-    ]
 
 
 def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, Any]:

@@ -654,14 +654,14 @@ class MemoryIndex:
         return [Hit(found[iid].id, found[iid].text, score) for iid, score in hits if iid in found]
 
     def scoring_table(self) -> Any:
-        """Every searchable memory as arrays for exact scoring (indexers/scoring.py), or None
+        """Every searchable memory as arrays for exact scoring (recall/relevance.py), or None
         when the archive is larger than `recall.exact_below` (then recall uses a pool)."""
         limit = self.memdir.settings.recall.exact_below
         if self._scoring_table is None:
             if self.catalog.counts()["searchable"] > limit:
                 self._scoring_table = False  # too large: remembered until the next update
             else:
-                from .scoring import build_table
+                from .recall.relevance import build_table
 
                 self._scoring_table = build_table(self)
         return self._scoring_table or None

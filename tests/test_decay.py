@@ -188,7 +188,7 @@ def test_cli_decay_shows_fidelity_and_a_falling_forecast(cli, md: Memdir) -> Non
 
 def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
     from memdir.cli.usecases.recall import recall
-    from memdir.indexers.recall import RecallOptions
+    from memdir.indexers.recall import RecallOptions, Stage
 
     memdir = fast(md)
     old = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id
@@ -203,8 +203,8 @@ def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
     assert faded.components["decay"] == pytest.approx(expected)
     assert faded.score == pytest.approx(kept.score * (1 - 0.1 * (1 - faded.components["decay"])))
     stages = {stage.name: stage for stage in plain.stages}
-    assert "decay" in stages and math.isfinite(faded.score)
-    assert any("perfect" in note for note in {s.name: s for s in perfect.stages}["decay"].notes)
+    assert Stage.DECAY in stages and math.isfinite(faded.score)
+    assert any("perfect" in note for note in {s.name: s for s in perfect.stages}[Stage.DECAY].notes)
 
 
 def test_recall_sees_rehearsals_through_the_index(md: Memdir) -> None:

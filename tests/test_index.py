@@ -698,7 +698,7 @@ def test_memory_table_neighbours_follow_the_sessions(md: Memdir, hashing: Any) -
     # the context vector recall scores with: normalise(2·v + Σ neighbour vectors)
     import numpy as np
 
-    from memdir.indexers.scoring import vectors_with_context
+    from memdir.indexers.recall.relevance import vectors_with_context
 
     memories = {m.id: m for m in index.catalog.all_memories()}
     ids = sorted(expected)

@@ -13,7 +13,7 @@ from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
 from memdir.cli.usecases.locomo import load_samples, repair_evidence
 from memdir.indexers.index import MemoryIndex
-from memdir.indexers.recall import RecallOptions, recall
+from memdir.indexers.recall import RecallOptions, Stage, recall
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -42,7 +42,9 @@ def test_provisional_ranks_below_equal_durable(tmp_path: Path) -> None:
     guessed = lifecycle.infer(memdir, "Maria's favourite colour is green", T0).id
     lifecycle.teach(memdir, "The office is closed on public holidays", T0)
     result = run(memdir, "what is Maria's favourite colour?", T0 + timedelta(hours=1))
-    scored = {row["id"]: row for row in next(s for s in result.stages if s.name == "score").rows}
+    scored = {
+        row["id"]: row for row in next(s for s in result.stages if s.name == Stage.SCORE).rows
+    }
     assert scored[guessed]["weight"] == pytest.approx(0.4)
     assert scored[taught]["weight"] == pytest.approx(1.0)
     assert scored[guessed]["score"] == pytest.approx(0.4 * scored[taught]["score"])
@@ -122,10 +124,8 @@ def test_pool_scope_scores_a_small_archive_like_the_exact_scope(tmp_path: Path, 
     exact = run(chat_memdir(tmp_path / "exact"), query, now, k=5)
     pooled = run(chat_memdir(tmp_path / "pool", exact_below=0), query, now, k=5)
     notes = {s.name: " ".join(s.notes) for s in pooled.stages}
-    assert "a pool of" in notes["candidate pool"], notes
-    assert "every memory" in " ".join(
-        next(s for s in exact.stages if s.name == "candidate pool").notes
-    )
+    assert "a pool of" in notes[Stage.POOL], notes
+    assert "every memory" in " ".join(next(s for s in exact.stages if s.name == Stage.POOL).notes)
     texts = [(c.memory.text, round(c.score, 5)) for c in exact.results]
     assert [(c.memory.text, round(c.score, 5)) for c in pooled.results] == texts
     for mine, theirs in zip(exact.results, pooled.results, strict=True):
@@ -183,7 +183,7 @@ def test_pool_scope_keeps_to_the_time_window_and_now(tmp_path: Path) -> None:
     assert "s1" in sessions and "s3" not in sessions  # s3 (the talk itself) is in June
     # outside the window is left out before scoring, not just filtered afterwards
     session_of = {f"{speaker}: {text}": session for session, _, speaker, text in CHAT}
-    pooled = next(s for s in windowed.stages if s.name == "candidate pool").rows
+    pooled = next(s for s in windowed.stages if s.name == Stage.POOL).rows
     assert pooled and "s3" not in {session_of[row["text"]] for row in pooled}
     before_s3 = datetime(2026, 6, 1, tzinfo=timezone.utc)  # session s3 is on 9 June
     early = run(memdir, "the conference talk in Lisbon and the slides", before_s3, k=10)
@@ -297,14 +297,14 @@ def test_recall_cli_json_and_explain(tmp_path: Path, cli) -> None:
     explained = cli("--dir", str(root), "recall", "who is a nurse?", "--explain")
     assert explained.code == 0, explained
     for stage in (
-        "query analysis",
-        "candidate pool",
-        "filters",
-        "score",
-        "counterweights",
-        "verdict",
+        Stage.QUERY,
+        Stage.POOL,
+        Stage.FILTERS,
+        Stage.SCORE,
+        Stage.COUNTERWEIGHTS,
+        Stage.VERDICT,
     ):
-        assert stage in explained.out
+        assert stage.value in explained.out
     recalls = (root / "shelves" / "recalls.jsonl").read_text().splitlines()
     assert len(recalls) == 2 and json.loads(recalls[0])["memories"][0] == taught
     assert cli("--dir", str(root), "verify").code == 0

@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from memdir.indexers.timewindow import find_time_window
+from memdir.indexers.recall.timewindow import find_time_window
 
 NOW = datetime(2026, 11, 29, 15, 0, tzinfo=timezone.utc)
 

@@ -125,9 +125,11 @@ def render_results(result: RecallResult) -> None:
 def render_explain(result: RecallResult) -> None:
     from rich.table import Table
 
+    from memdir.indexers.recall import Stage
+
     out = console()
     analysis = result.analysis.to_dict()
-    out.rule("1. query analysis")
+    out.rule(f"1. {Stage.QUERY.value}")
     affect = analysis["affect"]
     out.print(f"affect: valence {affect['valence']:+.2f}, arousal {affect['arousal']:.2f}"
               + ("  → strongly negative" if analysis["strongly_negative"] else ""))  # fmt: skip
@@ -141,15 +143,15 @@ def render_explain(result: RecallResult) -> None:
         f"names: {', '.join(analysis['names']) or 'none'}   keys named: {', '.join(analysis['keys']) or 'none'}"
     )
     stages = {stage.name: stage for stage in result.stages}
-    pool = stages["candidate pool"].rows
-    out.rule(f"2. candidate pool ({len(pool)})")
+    pool = stages[Stage.POOL].rows
+    out.rule(f"2. {Stage.POOL.value} ({len(pool)})")
     counts: dict[str, int] = {}
     for row in pool:
         for channel in row["channels"]:
             counts[channel] = counts.get(channel, 0) + 1
     out.print(", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "empty")
-    filters = stages["filters"]
-    out.rule("3. filters")
+    filters = stages[Stage.FILTERS]
+    out.rule(f"3. {Stage.FILTERS.value}")
     dropped = [row for row in filters.rows if row["dropped"]]
     for note in filters.notes:
         out.print(note)
@@ -158,24 +160,24 @@ def render_explain(result: RecallResult) -> None:
         for row in dropped[:15]:
             table.add_row(row["id"], row["status"], row["dropped"])
         out.print(table)
-    out.rule("4. score (top 15) = Σ weight × component, × provenance weight")
+    out.rule(f"4. {Stage.SCORE.value} (top 15) = Σ weight × component, × provenance weight")
     table = Table("id", "score", "×w", *SHOWN, "text", box=None)
     texts = {row["id"]: row["text"] for row in pool}
-    for row in stages["score"].rows[:15]:
+    for row in stages[Stage.SCORE].rows[:15]:
         components = [f"{row.get(name, 0.0):.2f}" for name in SHOWN.values()]
         text = shorten(texts.get(row["id"]), 40)
         table.add_row(
             row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}", *components, text
         )
     out.print(table)
-    for number, name in ((5, "counterweights"), (6, "diversity"), (7, "budget")):
+    for number, name in ((5, Stage.COUNTERWEIGHTS), (6, Stage.DIVERSITY), (7, Stage.BUDGET)):
         stage = stages[name]
-        out.rule(f"{number}. {name}")
+        out.rule(f"{number}. {name.value}")
         for note in stage.notes:
             out.print(note)
         for row in stage.rows:
             out.print(_row_text(row), markup=False)
-    out.rule("verdict")
+    out.rule(Stage.VERDICT.value)
 
 
 def _row_text(row: dict[str, Any]) -> str:

@@ -111,7 +111,7 @@ def analyse(
     zone: Any,
 ) -> QueryAnalysis:
     """Everything recall needs to know about the query before it looks anything up."""
-    from .affect import is_strongly_negative
+    from ..affect import is_strongly_negative
 
     affect = annotator.annotate(query)
     named = named_speakers(query, speakers)

@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .memorytable import name_code
+from ..memorytable import name_code
+from .interface import RecallIndex, ScoringTable
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .index import MemoryIndex
     from .query import QueryAnalysis
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
@@ -32,34 +32,7 @@ CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
 
-@dataclass
-class ScoringTable:
-    """Every searchable memory as arrays, built once per process and index state."""
-
-    iids: np.ndarray
-    created: np.ndarray  # epoch seconds
-    session_keys: np.ndarray  # the distinct session codes (name_code; 0: no session)
-    session_of: np.ndarray  # each memory's index into session_keys
-    speakers: np.ndarray  # name_code of who said each memory (0: nobody in particular)
-    vectors: np.ndarray
-    context: np.ndarray
-    row_of_iid: np.ndarray  # iid → row, -1 when not in the table
-
-    def __len__(self) -> int:
-        return len(self.iids)
-
-    def rows(self, iids: list[int]) -> np.ndarray:
-        """Table rows of these iids (-1 for those not in it)."""
-        import numpy as np
-
-        found = np.asarray(iids, dtype=np.int64)
-        inside = found < len(self.row_of_iid)
-        rows = np.full(len(found), -1, dtype=np.int64)
-        rows[inside] = self.row_of_iid[found[inside]]
-        return rows
-
-
-def build_table(index: MemoryIndex) -> ScoringTable:
+def build_table(index: RecallIndex) -> ScoringTable:
     import numpy as np
 
     iids = np.asarray(
@@ -86,7 +59,7 @@ def build_table(index: MemoryIndex) -> ScoringTable:
 
 
 def vectors_with_context(
-    index: MemoryIndex, iids: np.ndarray, near: np.ndarray
+    index: RecallIndex, iids: np.ndarray, near: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each memory's vector, and its context vector normalise(2·v_i + Σ v_j) over its
     same-session neighbours j (`near`: their iids, -1 pads); zeros for a missing vector."""
@@ -153,7 +126,7 @@ def _finish(iids: list[int], raw: dict[str, np.ndarray], exact: bool) -> Scored:
 
 
 def score_table(
-    index: MemoryIndex, table: ScoringTable, analysis: QueryAnalysis, query: np.ndarray,
+    index: RecallIndex, table: ScoringTable, analysis: QueryAnalysis, query: np.ndarray,
     mask: np.ndarray,
 ) -> Scored:  # fmt: skip
     """Every memory in the table (where `mask` holds) scored; normalised over those."""
@@ -186,7 +159,7 @@ def score_table(
 
 
 def score_pool(
-    index: MemoryIndex,
+    index: RecallIndex,
     iids: list[int],
     analysis: QueryAnalysis,
     query: np.ndarray,

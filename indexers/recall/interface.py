@@ -1,0 +1,117 @@
+"""What recall needs from the index: typing Protocols and the scoring table it hands back.
+
+Recall depends on this narrow surface, not on indexers/index.py: MemoryIndex satisfies it (and
+builds its scoring table with relevance.build_table, imported lazily), and a fake index or
+another backend can stand in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import numpy as np
+
+    from memdir.archive_format.memdir import Memdir
+
+    from ..affect import Annotator
+    from ..catalog import CatalogMemory
+    from ..embedding import Embedder
+    from ..fulltext import FullText
+
+
+@dataclass
+class ScoringTable:
+    """Every searchable memory as arrays, built once per process and index state."""
+
+    iids: np.ndarray
+    created: np.ndarray  # epoch seconds
+    session_keys: np.ndarray  # the distinct session codes (name_code; 0: no session)
+    session_of: np.ndarray  # each memory's index into session_keys
+    speakers: np.ndarray  # name_code of who said each memory (0: nobody in particular)
+    vectors: np.ndarray
+    context: np.ndarray
+    row_of_iid: np.ndarray  # iid → row, -1 when not in the table
+
+    def __len__(self) -> int:
+        return len(self.iids)
+
+    def rows(self, iids: list[int]) -> np.ndarray:
+        """Table rows of these iids (-1 for those not in it)."""
+        import numpy as np
+
+        found = np.asarray(iids, dtype=np.int64)
+        inside = found < len(self.row_of_iid)
+        rows = np.full(len(found), -1, dtype=np.int64)
+        rows[inside] = self.row_of_iid[found[inside]]
+        return rows
+
+
+class RecallCatalog(Protocol):
+    """The catalog lookups recall makes."""
+
+    @property
+    def db(self) -> sqlite3.Connection: ...  # the scoring table's one query (build_table)
+
+    def speakers(self) -> list[str]: ...
+
+    def keys(self) -> list[str]: ...
+
+    def guaranteed(self, limit: int) -> list[CatalogMemory]: ...
+
+    def ids_with_keys(self, keys: Iterable[str]) -> list[str]: ...
+
+    def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]: ...
+
+    def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]: ...
+
+    def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]: ...
+
+    def rehearsal_times(self, ids: Iterable[str]) -> dict[str, list[float]]: ...
+
+    def link_degrees(self) -> dict[str, int]: ...
+
+
+class RecordTable(Protocol):
+    """The fixed-size record of each memory (vector row, neighbours, time, session, speaker)."""
+
+    def get(self, iids: np.ndarray) -> np.ndarray: ...
+
+
+class RecallIndex(Protocol):
+    """The index as recall uses it (indexers.index.MemoryIndex is one)."""
+
+    memdir: Memdir
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def annotator(self) -> Annotator: ...
+
+    @property
+    def catalog(self) -> RecallCatalog: ...
+
+    @property
+    def fulltext(self) -> FullText: ...  # BM25 over memories: scores()
+
+    @property
+    def sessions(self) -> FullText: ...  # BM25 over one document per session: scores()
+
+    @property
+    def memory_table(self) -> RecordTable: ...
+
+    def follow_rebuilds(self) -> None: ...
+
+    def scoring_table(self) -> ScoringTable | None: ...
+
+    def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
+
+    def vector_matrix(self, iids: list[int]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def vectors_for(self, memories: list[CatalogMemory]) -> dict[int, np.ndarray]: ...
+
+    def affects_of(self, memories: list[CatalogMemory]) -> dict[str, dict[str, Any]]: ...

@@ -1,0 +1,76 @@
+"""Recall as one pipeline: what should the assistant remember right now, and why.
+
+Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.md):
+1. query analysis: affect, time window, acronyms and proper nouns, supersede keys it names
+   (query.py);
+2. candidate pool: the scope's shortlist ∪ guaranteed channel ∪ hard facts (candidates.py);
+3. filters: status at *now*, persona, visibility, per-type age cut-offs, the query's time
+   window (policy.py);
+4. decay and score: priors and the decay component join the relevance components, then one
+   blend × decay factor × provenance weight (score.py);
+5. counterweights: for strongly negative queries, a bounded share of the results goes to
+   relevant memories that are not negative (selection.py, as are 6 and 7);
+6. diversity: near-duplicates collapse (MMR optional, off by default);
+7. budget, then the verdict (verdict.py).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from ..blas import single_thread
+from . import candidates, policy, score, selection
+from .interface import RecallIndex
+from .options import RecallOptions, read_settings
+from .query import analyse
+from .result import RecallResult, Stage, Trace
+from .verdict import verdict
+
+
+def recall(
+    index: RecallIndex, query: str, now: datetime, options: RecallOptions | None = None
+) -> RecallResult:
+    """Run the whole pipeline; the index should be up to date (see MemoryIndex.update).
+
+    One query is many small matrix products: one BLAS thread does them fastest.
+    """
+    index.follow_rebuilds()
+    with single_thread():
+        return _recall(index, query, now, options or RecallOptions())
+
+
+def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOptions) -> RecallResult:
+    began = time.perf_counter()
+    settings = read_settings(index.memdir.settings, options.profile)
+    catalog = index.catalog
+    analysis = analyse(
+        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone
+    )
+    traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
+
+    vector = index.embedder.embed([analysis.dense_query])[0]
+    pool, trace = candidates.gather(index, analysis, vector, now, options, settings.weights)
+    traces.append(trace)
+
+    survivors, trace = policy.screen(index, pool, now, analysis.window, options, settings.cutoffs)
+    traces.append(trace)
+
+    score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives)
+    traces.append(score.decay(index, survivors, now, options.perfect, settings.decay))
+    policy.weigh(survivors, settings.provisional_weight)
+    ranked, trace = score.rank(survivors, settings.weights, settings.decay)
+    traces.append(trace)
+
+    chosen = selection.reserve_guaranteed(ranked, options)
+    chosen, trace = selection.counterweigh(ranked, chosen, options, analysis.negative)
+    traces.append(trace)
+    chosen, trace = selection.diversify(index, chosen, ranked, options)
+    traces.append(trace)
+    results, trace = selection.fit_budget(chosen, options.budget)
+    traces.append(trace)
+
+    return RecallResult(
+        analysis, now, settings.profile, verdict(results, settings.verdict), results, traces,
+        (time.perf_counter() - began) * 1000,
+    )  # fmt: skip

@@ -1,0 +1,94 @@
+"""What may be recalled, and at what weight: status at *now* (re-folded from the lines, so
+`--now` replays the past), persona, visibility, per-type age cut-offs, the query's time window,
+and the provenance weight (durable 1, provisional `provisional_weight` (0.4), expired 0.2)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from memdir.archive_format.clock import parse_time
+from memdir.archive_format.fold import fold
+
+from .options import RecallOptions
+from .result import Candidate, Stage, Trace
+
+if TYPE_CHECKING:
+    from .interface import RecallIndex
+    from .timewindow import TimeWindow
+
+PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}  # provisional: see weigh()
+EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
+
+
+def screen(
+    index: RecallIndex, pool: list[Candidate], now: datetime, window: TimeWindow | None,
+    options: RecallOptions, cutoffs: dict[str, timedelta],
+) -> tuple[list[Candidate], Trace]:  # fmt: skip
+    """The candidates that may be recalled (each with its status; the others with the reason
+    they were dropped), and the trace."""
+    statuses = _fold_statuses(index, pool, now)
+    for candidate in pool:
+        candidate.status = statuses.get(candidate.id, "forgotten")
+        candidate.dropped = _filter_reason(candidate, now, window, options, cutoffs)
+    survivors = [c for c in pool if not c.dropped]
+    trace = Trace(
+        Stage.FILTERS, [{"id": c.id, "status": c.status, "dropped": c.dropped} for c in pool]
+    )
+    trace.notes.append(f"{len(survivors)} of {len(pool)} candidates kept")
+    # hard facts keep only the current memory per key
+    for candidate in survivors:
+        if "hard-fact" in candidate.channels:
+            candidate.channels.discard("hard-fact")
+            if candidate.status == "durable":
+                candidate.channels.add("hard-fact")
+    return survivors, trace
+
+
+def weigh(candidates: list[Candidate], provisional_weight: float) -> None:
+    """Give each candidate its provenance weight, which multiplies its score; a provisional
+    inference weighs `provisional_weight` (memdir.yaml)."""
+    weights = {**PROVENANCE, "provisional": provisional_weight}
+    for candidate in candidates:
+        candidate.weight = weights.get(candidate.status, 1.0)
+
+
+def _fold_statuses(
+    index: RecallIndex, candidates: list[Candidate], now: datetime
+) -> dict[str, str]:
+    """Each candidate's status at `now`, folded from its lines and those sharing its key."""
+    memories = {c.id: c.memory for c in candidates}
+    keys = [m.line["key"] for m in memories.values() if m.line.get("key")]
+    peers = set(index.catalog.ids_with_keys(keys)) - set(memories)
+    if peers:
+        memories.update(index.catalog.memories_by_id(peers))
+    lines = [m.line for m in memories.values()] + index.catalog.events_for(memories)
+    view = fold(lines, now)
+    return {memory_id: state.status for memory_id, state in view.states.items()}
+
+
+def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | None, options: RecallOptions,
+                   cutoffs: dict[str, timedelta]) -> str | None:  # fmt: skip
+    line = candidate.memory.line
+    if candidate.status in EXCLUDED:
+        return EXCLUDED[candidate.status]
+    if candidate.status == "expired" and not options.include_expired:
+        return "expired (use --include-expired)"
+    if candidate.status not in PROVENANCE:
+        return f"status {candidate.status}"
+    visibility = line.get("visibility", "normal")
+    if visibility == "sealed":
+        return "sealed"
+    if visibility == "private" and not options.include_private:
+        return "private (use --include-private)"
+    personas = line.get("personas") or []
+    if options.persona and personas and options.persona not in personas:
+        return f"persona scope {', '.join(personas)}"
+    created = parse_time(line["created"])
+    for label in (line.get("type"), line.get("subtype")):
+        cutoff = cutoffs.get(str(label).lower()) if label else None
+        if cutoff is not None and now - created > cutoff:
+            return f"older than the {label} cut-off"
+    if window is not None and not window.contains(created):
+        return "outside time window"
+    return None
