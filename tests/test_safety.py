@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memdir.cli.usecases import safety
+from memdir.cli.bench import safety
 
 SESSIONS = 30
 
