@@ -24,7 +24,7 @@ import yaml
 
 from . import shelf
 from .clock import format_time, parse_time
-from .documents import write_text
+from .atomic import write_text
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .records import content_id, encode_line, ordered_line

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import ring, shelf
+from . import atomic, ring, shelf
 from .clock import format_time, parse_duration
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
@@ -426,4 +426,4 @@ def _compact(path: Any, memory_id: str, now: datetime) -> None:
             continue
         output.append(raw + b"\n")
     if changed:
-        shelf.rewrite(path, output)
+        atomic.write_bytes(path, output)

@@ -21,7 +21,8 @@ from typing import Any
 
 from memdir.archive_format import journal, ring
 from memdir.archive_format.clock import format_duration, format_time, local_zone, parse_time
-from memdir.archive_format.documents import estimate_tokens, write_text
+from memdir.archive_format.atomic import write_text
+from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.memdir import Memdir
