@@ -23,15 +23,15 @@ from typing import Any
 import yaml
 
 from . import shelf
-from .clock import format_time, parse_time
 from .atomic import write_text
+from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .records import content_id, encode_line, ordered_line
 from .validate import JOURNAL_KINDS, line_problems, load_schema
+from .visibility import shown
 
 ROLES = ("user", "assistant", "tool")
-SECRECY = ("public", "sensitive", "secret")
 TURN_FIELDS = (
     "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
 )  # fmt: skip
@@ -63,8 +63,9 @@ class Turn:
 
     @property
     def summarisable(self) -> bool:
-        """Normal and not secret: the only turns a dream may summarise or wake may show."""
-        return self.visibility == "normal" and self.secrecy != "secret"
+        """Shown to a prompt (normal, not secret): the only turns a dream may summarise or wake
+        may show."""
+        return shown(self.visibility, self.secrecy)
 
     @property
     def trusted(self) -> bool:

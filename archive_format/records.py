@@ -18,7 +18,6 @@ from .errors import BadInputError
 SOURCES = ("teaching", "inference", "observation", "derived")
 STORES = ("episodic", "semantic", "procedural")
 TEMPORAL_CLASSES = ("ephemeral", "persistent", "milestone")
-VISIBILITIES = ("normal", "private", "sealed")
 EVENT_OPS = ("confirm", "reject", "expire", "forget", "link")
 PLUTCHIK = ("joy", "trust", "fear", "surprise", "sadness", "disgust", "anger", "anticipation")
 

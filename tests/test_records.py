@@ -27,7 +27,6 @@ from memdir.archive_format.records import (
     STORES,
     TEMPORAL_CLASSES,
     TOMBSTONE_FIELDS,
-    VISIBILITIES,
     Event,
     Memory,
     Tombstone,
@@ -38,6 +37,7 @@ from memdir.archive_format.records import (
     new_memory,
 )
 from memdir.archive_format.validate import SCHEMA_DIR, line_problems, load_schema, problems
+from memdir.archive_format.visibility import VISIBILITIES
 
 # --- strategies -------------------------------------------------------------------------------
 
