@@ -31,7 +31,6 @@ EVENT_FIELDS = (
     "redacted",
 )  # fmt: skip
 TOMBSTONE_FIELDS = ("kind", "id", "created", "forgotten")
-META_FIELDS = ("intent", "rationale", "evidence", "alternatives", "confidence")
 
 DEFAULT_STORE = {
     "teaching": "semantic",
@@ -264,16 +263,3 @@ class Tombstone:
     @classmethod
     def from_line(cls, line: dict[str, Any]) -> Tombstone:
         return cls(id=line["id"], created=line["created"], forgotten=line["forgotten"])
-
-
-Line = Memory | Event | Tombstone
-
-
-def decode(line: dict[str, Any]) -> Line:
-    """The typed object for a validated line."""
-    kind = line["kind"]
-    if kind == "memory":
-        return Memory.from_line(line)
-    if kind == "event":
-        return Event.from_line(line)
-    return Tombstone.from_line(line)

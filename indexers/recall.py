@@ -68,7 +68,6 @@ DEFAULT_CUTOFFS = {"emotion": "48h", "date": "168h", "financial": "168h"}
 DEFAULT_HALF_LIVES = {"fact": 3650.0, "rule": 3650.0, "howto": 3650.0, "emotion": 2.0}
 PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}
 EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
-NEGATIVE_QUERY = -0.5
 COUNTERWEIGHT_SHARE = 0.3
 ON_TOPIC = 0.5  # a counterweight must be at least half as similar to the query as the best
 DUPLICATE_COSINE = 0.97
