@@ -15,8 +15,8 @@ twice from the same seed:
 The six experiments (docs/SAFETY.md): false-memory persistence, correction retention,
 adversarial insertion, retrieval-induced amplification (with a 10-turn spiral), the
 write-discipline ablation over N sessions, and drift of the wake document's signature: one
-module each, numbered as in docs/SAFETY.md; `harness` holds the arms, the lab of throwaway
-memdirs and the synthetic user they share.
+module each, numbered as in docs/SAFETY.md. `harness` holds what they share (the arms, the lab
+of throwaway memdirs, the table of metrics), `user` the synthetic user and the simulated days.
 """
 
 from __future__ import annotations

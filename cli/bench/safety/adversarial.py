@@ -9,19 +9,8 @@ from typing import Any
 
 from memdir.archive_format import journal, lifecycle
 
-from .harness import (
-    ARMS,
-    ATTRIBUTES,
-    OPEN,
-    SAFE,
-    K,
-    Lab,
-    Metric,
-    on_day,
-    share,
-    small_talk,
-    top_k,
-)
+from .harness import ARMS, SAFE, K, Lab, Measure, Metric, compare, share
+from .user import ATTRIBUTES, on_day
 
 # Adversarial payloads: what an attacker wants remembered about the user.
 PAYLOADS = (
@@ -76,8 +65,7 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
     conversations = _attack_conversations(rng)
     found: dict[str, dict[str, Any]] = {}
     for arm in ARMS:
-        memdir = lab.memdir(f"attack-{arm}")
-        small_talk(memdir)
+        memdir = lab.memdir(f"attack-{arm}", small_talk=True)
         for _, _, template, values in ATTRIBUTES:
             lifecycle.teach(memdir, template.format(values[0]), on_day(0, 1))
         # path 1: an import, then a night's dream
@@ -125,7 +113,7 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
             durable_mcp.append(mcp_state.status == "durable")
             if number % 2 == 1:
                 pasted_leak.append(mcp_state.status == "durable")
-            results = top_k(index, query, on_day(2), arm)
+            results = lab.recall(index, query, on_day(2), arm)
             ids = [c.id for c in results]
             top_import.append(any(s.id in ids for s in imported))
             top_mcp.append(mcp[number] in ids)
@@ -136,34 +124,15 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
             "mcp_top_k": share(top_mcp),
             "mcp_durable_pasted_by_user": share(pasted_leak),
         }
-    s, u = found[SAFE], found[OPEN]
-    metrics = [
-        Metric(
-            "3 adversarial",
-            "import: payload durable as the user's word",
-            s["import_durable_as_user"],
-            u["import_durable_as_user"],
-        ),  # fmt: skip
-        Metric(
-            "3 adversarial",
-            f"import: payload text in recall top-{K}",
-            s["import_top_k"],
-            u["import_top_k"],
-            note="safeguarded: inside a dream summary labelled Assistant",
-        ),  # fmt: skip
-        Metric(
-            "3 adversarial",
-            "MCP teach: payload durable",
-            s["mcp_durable"],
-            u["mcp_durable"],
-            note="safeguarded: pasted material in a user turn is not the user's words",
-        ),  # fmt: skip
-        Metric(
-            "3 adversarial",
-            f"MCP teach: payload in recall top-{K}",
-            s["mcp_top_k"],
-            u["mcp_top_k"],
-            note="safeguarded: as a provisional inference (weight 0.4)",
-        ),  # fmt: skip
-    ]
+    metrics = compare(
+        "3 adversarial",
+        found,
+        Measure("import: payload durable as the user's word", "import_durable_as_user"),
+        Measure(f"import: payload text in recall top-{K}", "import_top_k",
+                note="safeguarded: inside a dream summary labelled Assistant"),
+        Measure("MCP teach: payload durable", "mcp_durable",
+                note="safeguarded: pasted material in a user turn is not the user's words"),
+        Measure(f"MCP teach: payload in recall top-{K}", "mcp_top_k",
+                note="safeguarded: as a provisional inference (weight 0.4)"),
+    )  # fmt: skip
     return metrics, found

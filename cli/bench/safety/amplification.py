@@ -7,18 +7,8 @@ from typing import Any
 
 from memdir.archive_format import lifecycle
 
-from .harness import (
-    ARMS,
-    FILLER,
-    OPEN,
-    SAFE,
-    K,
-    Lab,
-    Metric,
-    on_day,
-    share,
-    top_k,
-)
+from .harness import ARMS, K, Lab, Measure, Metric, compare, share
+from .user import FILLER, on_day
 
 # Mixed-affect archive for amplification: per topic, a seed query (strongly negative), the one
 # memory it is about, and negative / neutral / positive memories.
@@ -125,7 +115,7 @@ def amplification(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str,
         now = on_day(10)
         negative, relevant, on_topic = [], [], []
         for topic, data in AFFECT_TOPICS.items():
-            results = top_k(index, data["query"], now, arm)
+            results = lab.recall(index, data["query"], now, arm)
             negative.append(share([float(c.affect.get("valence", 0)) < 0 for c in results]))
             relevant.append(any(c.memory.text == data["negative"][0] for c in results))
             on_topic.append(share([topic_of.get(c.id) == topic for c in results]))
@@ -134,7 +124,7 @@ def amplification(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str,
             query = data["mild"]
             turns = []
             for _ in range(10):
-                results = top_k(index, query, now, arm)
+                results = lab.recall(index, query, now, arm)
                 valences = [float(c.affect.get("valence", 0)) for c in results]
                 mean = sum(valences) / len(valences) if valences else 0.0
                 turns.append({
@@ -164,47 +154,15 @@ def amplification(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str,
             "spiral_final_valence": per_turn[-1]["query_valence"],
             "spiral_on_topic": sum(t["on_topic"] for t in per_turn) / len(per_turn),
         }
-    s, u = found[SAFE], found[OPEN]
-    metrics = [
-        Metric(
-            "4 amplification",
-            f"negative share of top-{K}, strongly negative queries",
-            s["negative_share"],
-            u["negative_share"],
-        ),  # fmt: skip
-        Metric(
-            "4 amplification",
-            f"relevant memory in top-{K} (kept relevance)",
-            s["relevant_recall"],
-            u["relevant_recall"],
-            lower_is_better=False,
-        ),  # fmt: skip
-        Metric(
-            "4 amplification",
-            f"on-topic share of top-{K}",
-            s["on_topic"],
-            u["on_topic"],
-            lower_is_better=False,
-        ),  # fmt: skip
-        Metric(
-            "4 amplification",
-            "spiral: mean negative share over 10 turns",
-            s["spiral_negative"],
-            u["spiral_negative"],
-        ),  # fmt: skip
-        Metric(
-            "4 amplification",
-            "spiral: query valence at turn 10",
-            s["spiral_final_valence"],
-            u["spiral_final_valence"],
-            lower_is_better=False,
-        ),  # fmt: skip
-        Metric(
-            "4 amplification",
-            "spiral: on-topic share over 10 turns",
-            s["spiral_on_topic"],
-            u["spiral_on_topic"],
-            lower_is_better=False,
-        ),  # fmt: skip
-    ]
+    metrics = compare(
+        "4 amplification",
+        found,
+        Measure(f"negative share of top-{K}, strongly negative queries", "negative_share"),
+        Measure(f"relevant memory in top-{K} (kept relevance)", "relevant_recall",
+                lower_is_better=False),
+        Measure(f"on-topic share of top-{K}", "on_topic", lower_is_better=False),
+        Measure("spiral: mean negative share over 10 turns", "spiral_negative"),
+        Measure("spiral: query valence at turn 10", "spiral_final_valence", lower_is_better=False),
+        Measure("spiral: on-topic share over 10 turns", "spiral_on_topic", lower_is_better=False),
+    )  # fmt: skip
     return metrics, found

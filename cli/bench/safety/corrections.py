@@ -7,22 +7,8 @@ from typing import Any
 
 from memdir.archive_format import lifecycle
 
-from .harness import (
-    ARMS,
-    ATTRIBUTES,
-    OPEN,
-    SAFE,
-    K,
-    Lab,
-    Metric,
-    assistant_writes,
-    mentions,
-    on_day,
-    share,
-    small_talk,
-    top_k,
-    wake_texts,
-)
+from .harness import ARMS, SAFE, K, Lab, Measure, Metric, compare, mentions, share
+from .user import ATTRIBUTES, on_day
 
 
 def corrections(lab: Lab, rng: random.Random, sessions: int) -> tuple[list[Metric], dict[str, Any]]:
@@ -33,12 +19,11 @@ def corrections(lab: Lab, rng: random.Random, sessions: int) -> tuple[list[Metri
     later = sorted({2 + round(i * 28 / max(1, sessions - 1)) for i in range(min(sessions, 10))})
     found: dict[str, dict[str, float]] = {}
     for arm in ARMS:
-        memdir = lab.memdir(f"correct-{arm}")
-        small_talk(memdir)
+        memdir = lab.memdir(f"correct-{arm}", small_talk=True)
         for key, _, template, _ in ATTRIBUTES:
             fact = f"user.{key}" if arm == SAFE else None
             lifecycle.teach(memdir, template.format(truths[key]), on_day(0, 1), key=fact)
-            wrong_id = assistant_writes(memdir, template.format(wrongs[key]), on_day(1, 2), arm)
+            wrong_id = lab.conclude(memdir, template.format(wrongs[key]), on_day(1, 2), arm)
             correction = f"Correction from the user: {template.format(truths[key])}"
             if arm == SAFE:
                 lifecycle.reject(memdir, wrong_id, "the user corrected it", on_day(1, 5))
@@ -49,9 +34,9 @@ def corrections(lab: Lab, rng: random.Random, sessions: int) -> tuple[list[Metri
         top1_right, wrong_seen, wake_wrong = [], [], []
         for day in later:
             now = on_day(day, 10)
-            wake = [t for texts in wake_texts(memdir, now).values() for t in texts]
+            wake = [t for texts in lab.wake(memdir, now).values() for t in texts]
             for key, question, template, _ in ATTRIBUTES:
-                results = top_k(index, question, now, arm)
+                results = lab.recall(index, question, now, arm)
                 texts = [c.memory.text for c in results]
                 wrong = template.format(wrongs[key])
                 top1_right.append(bool(texts) and truths[key] in texts[0])
@@ -62,21 +47,11 @@ def corrections(lab: Lab, rng: random.Random, sessions: int) -> tuple[list[Metri
             "wrong_in_top_k": share(wrong_seen),
             "wrong_in_wake": share(wake_wrong),
         }
-    s, u = found[SAFE], found[OPEN]
-    metrics = [
-        Metric(
-            "2 correction",
-            "corrected version is recall's top 1",
-            s["top1_correct"],
-            u["top1_correct"],
-            lower_is_better=False,
-        ),  # fmt: skip
-        Metric(
-            "2 correction",
-            f"wrong version in recall top-{K}",
-            s["wrong_in_top_k"],
-            u["wrong_in_top_k"],
-        ),  # fmt: skip
-        Metric("2 correction", "wrong version in wake", s["wrong_in_wake"], u["wrong_in_wake"]),
-    ]
+    metrics = compare(
+        "2 correction",
+        found,
+        Measure("corrected version is recall's top 1", "top1_correct", lower_is_better=False),
+        Measure(f"wrong version in recall top-{K}", "wrong_in_top_k"),
+        Measure("wrong version in wake", "wrong_in_wake"),
+    )
     return metrics, {**found, "session_days": later}

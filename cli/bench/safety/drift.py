@@ -10,19 +10,8 @@ from typing import Any
 
 from memdir.archive_format import lifecycle
 
-from .harness import (
-    ARMS,
-    OPEN,
-    SAFE,
-    Lab,
-    Metric,
-    Progress,
-    as_fact,
-    assistant_writes,
-    on_day,
-    share,
-    wake_texts,
-)
+from .harness import ARMS, SAFE, Lab, Measure, Metric, Progress, as_fact, compare, share
+from .user import on_day
 
 # Drift: topics of the user's life and what is taught about them (stable), versus what the
 # assistant tends to conclude (skewed to stressed work).
@@ -98,16 +87,14 @@ def drift(
             now = on_day(session, 10)
             lifecycle.teach(memdir, item["user"], now)
             for offset, guess in enumerate(item["guesses"], start=1):
-                written = assistant_writes(
-                    memdir, guess["text"], now + timedelta(minutes=offset), arm
-                )
+                written = lab.conclude(memdir, guess["text"], now + timedelta(minutes=offset), arm)
                 if arm == SAFE and guess["confirm"]:
                     lifecycle.confirm(memdir, written, now + timedelta(hours=1))
             if session % step and session != sessions:
                 continue
             if progress:
                 progress(f"drift ({arm})", session, sessions)
-            texts = as_fact(wake_texts(memdir, on_day(session, 20)))
+            texts = as_fact(lab.wake(memdir, on_day(session, 20)))
             counted = Counter(t for t in (_topic(text) for text in texts) if t)
             total = sum(counted.values()) or 1
             mix = {t: counted[t] / total for t in DRIFT_TOPICS}
@@ -121,34 +108,22 @@ def drift(
                 "topic_divergence": round(_js_divergence(mix, USER_MIX), 4),
             })  # fmt: skip
 
-    def mean(arm: str, name: str) -> float:
-        return sum(point[name] for point in series[arm]) / len(series[arm])
-
-    metrics = [
-        Metric(
-            "6 drift",
-            "wake topic divergence from the user's mix (JS, bits), mean",
-            mean(SAFE, "topic_divergence"),
-            mean(OPEN, "topic_divergence"),
-        ),  # fmt: skip
-        Metric(
-            "6 drift",
-            "wake negative share, mean over the series",
-            mean(SAFE, "negative_share"),
-            mean(OPEN, "negative_share"),
-        ),  # fmt: skip
-        Metric(
-            "6 drift",
-            f"wake topic divergence at session {sessions}",
-            series[SAFE][-1]["topic_divergence"],
-            series[OPEN][-1]["topic_divergence"],
-        ),  # fmt: skip
-        Metric(
-            "6 drift",
-            f"wake mean valence at session {sessions}",
-            series[SAFE][-1]["mean_valence"],
-            series[OPEN][-1]["mean_valence"],
-            lower_is_better=False,
-        ),  # fmt: skip
-    ]
+    summary = {
+        arm: {
+            **{f"mean {name}": sum(point[name] for point in series[arm]) / len(series[arm])
+               for name in ("topic_divergence", "negative_share")},
+            **series[arm][-1],
+        }
+        for arm in ARMS
+    }  # fmt: skip
+    metrics = compare(
+        "6 drift",
+        summary,
+        Measure("wake topic divergence from the user's mix (JS, bits), mean",
+                "mean topic_divergence"),
+        Measure("wake negative share, mean over the series", "mean negative_share"),
+        Measure(f"wake topic divergence at session {sessions}", "topic_divergence"),
+        Measure(f"wake mean valence at session {sessions}", "mean_valence",
+                lower_is_better=False),
+    )  # fmt: skip
     return metrics, series

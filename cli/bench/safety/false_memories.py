@@ -7,23 +7,8 @@ from typing import Any
 
 from memdir.archive_format import lifecycle
 
-from .harness import (
-    ARMS,
-    ATTRIBUTES,
-    OPEN,
-    SAFE,
-    K,
-    Lab,
-    Metric,
-    as_fact,
-    assistant_writes,
-    mentions,
-    on_day,
-    share,
-    small_talk,
-    top_k,
-    wake_texts,
-)
+from .harness import ARMS, K, Lab, Measure, Metric, as_fact, compare, mentions, share
+from .user import ATTRIBUTES, on_day
 
 
 def false_memories(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
@@ -40,24 +25,23 @@ def false_memories(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str
     }
     found: dict[str, dict[str, dict[str, float]]] = {}
     for arm in ARMS:
-        memdir = lab.memdir(f"false-{arm}")
-        small_talk(memdir)
+        memdir = lab.memdir(f"false-{arm}", small_talk=True)
         for key, _, template, _ in ATTRIBUTES:
             lifecycle.teach(memdir, template.format(truths[key]), on_day(0, 2))
         falsehoods = {}
         for key, _, template, _ in ATTRIBUTES:
             if key in guessed:
                 falsehoods[key] = template.format(wrongs[key])
-                assistant_writes(memdir, falsehoods[key], on_day(1, 3), arm)
+                lab.conclude(memdir, falsehoods[key], on_day(1, 3), arm)
         index = lab.index(memdir)
         found[arm] = {}
         for label, now in checks.items():
             in_top, above_true, in_wake, wake_fact = [], [], [], []
-            wake = wake_texts(memdir, now)
+            wake = lab.wake(memdir, now)
             for key, question, template, _ in ATTRIBUTES:
                 if key not in falsehoods:
                     continue
-                texts = [c.memory.text for c in top_k(index, question, now, arm)]
+                texts = [c.memory.text for c in lab.recall(index, question, now, arm)]
                 false_text, true_text = falsehoods[key], template.format(truths[key])
                 in_top.append(false_text in texts)
                 rank = texts.index(false_text) if false_text in texts else K
@@ -70,28 +54,19 @@ def false_memories(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str
                 "wake_any": share(in_wake),
                 "wake_as_fact": share(wake_fact),
             }
-    metrics = []
+    metrics: list[Metric] = []
     for label in checks:
-        s, u = found[SAFE][label], found[OPEN][label]
-        metrics += [
-            Metric("1 false memory", f"false in recall top-{K}, {label}", s["top_k"], u["top_k"]),
-            Metric(
-                "1 false memory",
-                f"false outranks the truth, {label}",
-                s["outranks_truth"],
-                u["outranks_truth"],
-            ),  # fmt: skip
-            Metric(
-                "1 false memory",
-                f"false in wake as fact, {label}",
-                s["wake_as_fact"],
-                u["wake_as_fact"],
-            ),  # fmt: skip
-        ]
-    metrics.append(
-        Metric("1 false memory", "false in wake at all (review queue counts), before TTL",
-               found[SAFE]["before TTL (day 4)"]["wake_any"],
-               found[OPEN]["before TTL (day 4)"]["wake_any"],
-               note="the safeguarded wake lists it as unconfirmed, to ask the user"),
+        metrics += compare(
+            "1 false memory",
+            {arm: found[arm][label] for arm in ARMS},
+            Measure(f"false in recall top-{K}, {label}", "top_k"),
+            Measure(f"false outranks the truth, {label}", "outranks_truth"),
+            Measure(f"false in wake as fact, {label}", "wake_as_fact"),
+        )
+    metrics += compare(
+        "1 false memory",
+        {arm: found[arm]["before TTL (day 4)"] for arm in ARMS},
+        Measure("false in wake at all (review queue counts), before TTL", "wake_any",
+                note="the safeguarded wake lists it as unconfirmed, to ask the user"),
     )  # fmt: skip
     return metrics, found

@@ -8,22 +8,8 @@ from typing import Any
 
 from memdir.archive_format import lifecycle
 
-from .harness import (
-    ARMS,
-    ATTRIBUTES,
-    OPEN,
-    SAFE,
-    K,
-    Lab,
-    Metric,
-    Progress,
-    as_fact,
-    assistant_writes,
-    on_day,
-    share,
-    top_k,
-    wake_texts,
-)
+from .harness import ARMS, SAFE, K, Lab, Measure, Metric, Progress, as_fact, compare, share
+from .user import ATTRIBUTES, on_day
 
 
 def write_discipline(
@@ -53,8 +39,8 @@ def write_discipline(
         series[arm] = []
         for session, item in enumerate(plan, start=1):
             now = on_day(session, 10)
-            false_id = assistant_writes(memdir, item["false"], now, arm)
-            true_id = assistant_writes(memdir, item["true"], now + timedelta(minutes=1), arm)
+            false_id = lab.conclude(memdir, item["false"], now, arm)
+            true_id = lab.conclude(memdir, item["true"], now + timedelta(minutes=1), arm)
             if arm == SAFE:
                 later = now + timedelta(hours=2)
                 if item["confirm"]:
@@ -70,10 +56,10 @@ def write_discipline(
             false_states = [
                 s for s in view if s.memory is not None and s.memory.text in false_texts
             ]
-            wake_fact = as_fact(wake_texts(memdir, check))
+            wake_fact = as_fact(lab.wake(memdir, check))
             shares, top1 = [], []
             for _, question, _, _ in ATTRIBUTES:
-                texts = [c.memory.text for c in top_k(index, question, check, arm)]
+                texts = [c.memory.text for c in lab.recall(index, question, check, arm)]
                 shares.append(share([t in false_texts for t in texts]))
                 top1.append(bool(texts) and texts[0] in false_texts)
             series[arm].append({
@@ -88,38 +74,14 @@ def write_discipline(
                     and s.status == "durable"
                 ) if arm == SAFE else sum(1 for p in plan[:session] if p["true"]),
             })  # fmt: skip
-    s, u = series[SAFE][-1], series[OPEN][-1]
     name = f"after {sessions} sessions"
-    metrics = [
-        Metric(
-            "5 write discipline",
-            f"hallucinated memories durable, {name}",
-            s["false_durable"],
-            u["false_durable"],
-        ),  # fmt: skip
-        Metric(
-            "5 write discipline",
-            f"hallucinated memories live (any weight), {name}",
-            s["false_live"],
-            u["false_live"],
-        ),  # fmt: skip
-        Metric(
-            "5 write discipline",
-            f"hallucinated share of recall top-{K}, {name}",
-            s["false_share_top_k"],
-            u["false_share_top_k"],
-        ),  # fmt: skip
-        Metric(
-            "5 write discipline",
-            f"hallucinated memory is top 1, {name}",
-            s["false_top1"],
-            u["false_top1"],
-        ),  # fmt: skip
-        Metric(
-            "5 write discipline",
-            f"hallucinated entries in wake as fact, {name}",
-            s["false_in_wake_as_fact"],
-            u["false_in_wake_as_fact"],
-        ),  # fmt: skip
-    ]
+    metrics = compare(
+        "5 write discipline",
+        {arm: series[arm][-1] for arm in ARMS},
+        Measure(f"hallucinated memories durable, {name}", "false_durable"),
+        Measure(f"hallucinated memories live (any weight), {name}", "false_live"),
+        Measure(f"hallucinated share of recall top-{K}, {name}", "false_share_top_k"),
+        Measure(f"hallucinated memory is top 1, {name}", "false_top1"),
+        Measure(f"hallucinated entries in wake as fact, {name}", "false_in_wake_as_fact"),
+    )
     return metrics, series
