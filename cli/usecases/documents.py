@@ -150,8 +150,8 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
 
 
 def shown(state: MemoryState) -> bool:
-    """Only memories shown without asking for private ones go into documents meant for a system
-    prompt: private ones are recalled only when asked for, sealed ones never."""
+    """Whether a memory may go into a document meant for a system prompt: the visibility rule
+    without private ones (those are recalled only when asked for; sealed ones never)."""
     return state.memory is not None and visibility.shown(state.memory.visibility)
 
 
