@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import shelf
+from . import atomic, shelf
 from .errors import BadInputError, LifecycleError
 from .memdir import Memdir
 from .state import read_yaml, write_yaml
@@ -79,7 +79,7 @@ def remove_source(memdir: Memdir, source: str) -> int:
                 hint="keep the import, or forget the summary memories and remove the digests",
             )
         for path, kept, count in plans:
-            shelf.rewrite(path, kept)
+            atomic.write_bytes(path, kept)
             removed += count
         sources = read_manifest(memdir)
         if source in sources:

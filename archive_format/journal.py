@@ -23,15 +23,15 @@ from typing import Any, TypeVar
 import yaml
 
 from . import shelf
+from .atomic import write_text
 from .clock import format_time, parse_time
-from .documents import write_text
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .records import LineRecord, content_id, encode_line
 from .validate import JOURNAL_KINDS, line_problems, load_schema
+from .visibility import shown
 
 ROLES = ("user", "assistant", "tool")
-SECRECY = ("public", "sensitive", "secret")
 TURN_FIELDS = (
     "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
 )  # fmt: skip
@@ -66,8 +66,9 @@ class Turn(LineRecord):
 
     @property
     def summarisable(self) -> bool:
-        """Normal and not secret: the only turns a dream may summarise or wake may show."""
-        return self.visibility == "normal" and self.secrecy != "secret"
+        """Shown to a prompt (normal, not secret): the only turns a dream may summarise or wake
+        may show."""
+        return shown(self.visibility, self.secrecy)
 
     @property
     def trusted(self) -> bool:

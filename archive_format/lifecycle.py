@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import ring, shelf
+from . import atomic, ring, shelf
 from .clock import format_time
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
@@ -144,6 +145,12 @@ def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
     return WriteResult(memory.id, True)
 
 
+# what a caller may set on a new memory (the rest is derived: id, created, text, source, …)
+_OPTIONAL_MEMORY_FIELDS = frozenset(f.name for f in dataclass_fields(Memory)) - {
+    "id", "created", "text", "source", "author", "store", "personas", "links",
+}  # fmt: skip
+
+
 def _memory(text: str, source: str, author: str, now: datetime, **options: Any) -> Memory:
     text = text.strip()
     if not text:
@@ -152,19 +159,19 @@ def _memory(text: str, source: str, author: str, now: datetime, **options: Any) 
     personas = tuple(options.pop("personas", None) or ())
     links = tuple(options.pop("links", None) or ())
     fields = {key: value for key, value in options.items() if value is not None}
-    try:
-        return new_memory(
-            created=format_time(now),
-            text=text,
-            source=source,
-            author=author,
-            store=store,
-            personas=personas,
-            links=links,
-            **fields,
-        )
-    except TypeError as error:
-        raise BadInputError(f"unknown memory field: {error}") from None
+    unknown = sorted(set(fields) - _OPTIONAL_MEMORY_FIELDS)
+    if unknown:
+        raise BadInputError(f"unknown memory field: {unknown[0]!r}")
+    return new_memory(
+        created=format_time(now),
+        text=text,
+        source=source,
+        author=author,
+        store=store,
+        personas=personas,
+        links=links,
+        **fields,
+    )
 
 
 def teach(
@@ -426,4 +433,4 @@ def _compact(path: Any, memory_id: str, now: datetime) -> None:
             continue
         output.append(raw + b"\n")
     if changed:
-        shelf.rewrite(path, output)
+        atomic.write_bytes(path, output)

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from . import atomic
 from .clock import format_time
 from .errors import FormatError, NotAMemdirError
 from .lock import WriterLock
@@ -149,7 +150,7 @@ def init(root: Path, now: datetime) -> tuple[Memdir, bool]:
         (root / "shelves" / shelf).touch(exist_ok=True)
     for name, text in ((".gitattributes", GITATTRIBUTES), (".gitignore", GITIGNORE)):
         if not (root / name).exists():
-            (root / name).write_text(text, encoding="utf-8")
+            atomic.write_text(root / name, text)  # a crash must not leave half a file for good
     if created:
         config = {
             "format": FORMAT_VERSION,

@@ -18,7 +18,6 @@ from .errors import BadInputError
 SOURCES = ("teaching", "inference", "observation", "derived")
 STORES = ("episodic", "semantic", "procedural")
 TEMPORAL_CLASSES = ("ephemeral", "persistent", "milestone")
-VISIBILITIES = ("normal", "private", "sealed")
 EVENT_OPS = ("confirm", "reject", "expire", "forget", "link")
 PLUTCHIK = ("joy", "trust", "fear", "surprise", "sadness", "disgust", "anger", "anticipation")
 
@@ -32,7 +31,6 @@ EVENT_FIELDS = (
     "redacted",
 )  # fmt: skip
 TOMBSTONE_FIELDS = ("kind", "id", "created", "forgotten")
-META_FIELDS = ("intent", "rationale", "evidence", "alternatives", "confidence")
 
 DEFAULT_STORE = {
     "teaching": "semantic",
@@ -259,16 +257,3 @@ class Tombstone(LineRecord):
     id: str
     created: str
     forgotten: str
-
-
-Line = Memory | Event | Tombstone
-
-
-def decode(line: dict[str, Any]) -> Line:
-    """The typed object for a validated line."""
-    kind = line["kind"]
-    if kind == "memory":
-        return Memory.from_line(line)
-    if kind == "event":
-        return Event.from_line(line)
-    return Tombstone.from_line(line)

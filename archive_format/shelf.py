@@ -3,7 +3,7 @@
 A shelf line is written with one O_APPEND write followed by fsync, under the writer lock. A
 crash can leave at most one torn (newline-less) last line; the next writer moves it to the
 quarantine directory and reports it, so it is never silently dropped and never glued to the
-next line. Whole-file rewrites (only `forget`) go through a temp file and an atomic rename.
+next line. Whole-file rewrites (`forget`, `import --undo`) go through `atomic.write_bytes`.
 """
 
 from __future__ import annotations
@@ -145,19 +145,3 @@ def torn_tail(path: Path) -> int:
                 return size - (start + newline + 1)
             position = start
     return size
-
-
-def rewrite(path: Path, lines: Iterable[bytes]) -> None:
-    """Replace a shelf atomically: temp file in the same directory, fsync, rename, fsync dir."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temp, "wb") as handle:
-        for line in lines:
-            handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .atomic import write_text
 from .errors import FormatError
-
-# libyaml's C loader and dumper when PyYAML was built with them: several times faster.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 # libyaml's safe loader and dumper when PyYAML has them: the same YAML, ~10x faster (the ring
 # is read and rewritten on every teach).
@@ -21,17 +17,11 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def write_yaml(path: Path, data: Any) -> None:
-    """Write YAML by temp file + fsync + rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write YAML atomically (`atomic.write_text`), so a reader never sees half a file."""
     text = yaml.dump(
         data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False
     )
-    with open(temp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+    write_text(path, text)
 
 
 def read_yaml(path: Path, default: Any = None) -> Any:

@@ -23,6 +23,7 @@ from pydantic import Field
 from memdir.archive_format import clock, journal, lifecycle, people, ring
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.visibility import shown, withheld
 
 from . import parameters
 from .usecases import provenance
@@ -84,11 +85,6 @@ def _memory_options(
     return {"type": kind or None, "subtype": subtype or None, "key": key,
             "importance": importance, "temporal": temporal, "store": store,
             "visibility": visibility, "session": session}  # fmt: skip
-
-
-def _visible(line: dict[str, Any], include_private: bool) -> bool:
-    visibility = line.get("visibility", "normal")
-    return visibility == "normal" or (visibility == "private" and include_private)
 
 
 class MemdirTools:
@@ -258,19 +254,22 @@ class MemdirTools:
             lines = index.catalog.memories_by_id(hit.id for hit in hits)
         finally:
             index.close()
-        shown = [
+        results = [
             {"id": hit.id, "text": hit.text, "score": round(hit.score, 4), "snippet": hit.snippet,
              "status": lines[hit.id].status, "source": lines[hit.id].line["source"]}
             for hit in hits
-            if hit.id in lines and _visible(lines[hit.id].line, include_private)
+            if hit.id in lines
+            and shown(lines[hit.id].line.get("visibility", "normal"), include_private=include_private)
         ][:k]  # fmt: skip
-        return {"query": query, "results": shown}
+        return {"query": query, "results": results}
 
     def show(self, memory_id: MemoryId) -> dict[str, Any]:
         """One memory with its current status, provenance and history of events."""
         state = lifecycle.load_view(self.memdir, self._now()).resolve(memory_id)
-        if state.memory is not None and state.memory.visibility == "sealed":
-            raise _Refused(f"{state.id} is sealed: it is never shown")
+        # naming the id is asking for it: private is shown, sealed never
+        hidden = withheld(state.memory.visibility, include_private=True) if state.memory else None
+        if hidden is not None:
+            raise _Refused(f"{state.id} is {hidden.value}: it is never shown")
         return state.to_dict()
 
     def stats(self) -> dict[str, Any]:
@@ -334,8 +333,7 @@ class MemdirTools:
             if (session is None or turn.session == session)
             and (role is None or turn.role == role)
             and (start is None or turn.moment >= start)
-            and turn.secrecy != "secret"
-            and (turn.visibility == "normal" or (turn.visibility == "private" and include_private))
+            and shown(turn.visibility, turn.secrecy, include_private=include_private)
         ][-limit:]
         return {"turns": [{**turn.to_line(), "trusted": turn.trusted} for turn in chosen]}
 

@@ -37,13 +37,13 @@ def test_format_doc_names_every_status_and_op() -> None:
 
 
 def test_schema_enums_match_code_constants() -> None:
-    from memdir.archive_format import records
+    from memdir.archive_format import records, visibility
 
     memory = load_schema("memory")["properties"]
     assert tuple(memory["source"]["enum"]) == records.SOURCES
     assert tuple(memory["store"]["enum"]) == records.STORES
     assert tuple(memory["temporal"]["enum"]) == records.TEMPORAL_CLASSES
-    assert tuple(memory["visibility"]["enum"]) == records.VISIBILITIES
+    assert tuple(memory["visibility"]["enum"]) == visibility.VISIBILITIES
     assert tuple(load_schema("event")["properties"]["op"]["enum"]) == records.EVENT_OPS
     assert tuple(load_schema("memory")["properties"]) == records.MEMORY_FIELDS
     assert tuple(load_schema("event")["properties"]) == records.EVENT_FIELDS

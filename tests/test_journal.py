@@ -20,6 +20,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import content_id, encode_line
 from memdir.archive_format.validate import JOURNAL_KINDS, line_problems, load_schema
 from memdir.archive_format.verify import verify
+from memdir.archive_format.visibility import SECRECY
 from memdir.cli.usecases.journal import read_turns
 
 texts = st.text(min_size=1, max_size=80).filter(lambda text: text.strip() != "")
@@ -37,7 +38,7 @@ TURN_SCHEMA = jsonschema.Draft202012Validator(load_schema("turn"))
     text=texts,
     topic=st.none() | names,
     visibility=st.sampled_from(("normal", "private", "sealed")),
-    secrecy=st.sampled_from(journal.SECRECY),
+    secrecy=st.sampled_from(SECRECY),
     channel=st.sampled_from(("cli", "mcp", "import:chatgpt-2026", "import:x")),
 )
 def test_turn_lines_round_trip_and_match_their_schema(

@@ -80,6 +80,13 @@ def test_assistant_cannot_teach_and_user_cannot_infer(md: Memdir) -> None:
     assert shelf_lines(md) == []
 
 
+def test_an_unknown_or_derived_field_is_a_typed_error_and_writes_nothing(md: Memdir) -> None:
+    for name in ("colour", "id", "created"):
+        with pytest.raises(BadInputError, match=f"unknown memory field: '{name}'"):
+            lifecycle.teach(md, "I take my coffee black", T0_DT, **{name: "x"})
+    assert shelf_lines(md) == []
+
+
 def test_only_the_user_confirms_and_only_inferences(md: Memdir) -> None:
     guess = lifecycle.infer(md, "guess", T0_DT).id
     taught = lifecycle.teach(md, "fact", T0_DT).id

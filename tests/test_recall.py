@@ -11,7 +11,7 @@ from conftest import configure
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
-from memdir.cli.usecases.locomo import load_samples, repair_evidence
+from memdir.cli.bench.locomo import load_samples, repair_evidence
 from memdir.indexers.index import MemoryIndex
 from memdir.indexers.recall import RecallOptions, Stage, recall
 

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from memdir.cli.usecases import safety
+from memdir.cli.bench import safety
+
+# The module's fixture runs the whole benchmark (≈ 70 s on a busy 2-core host): `make test-slow`.
+pytestmark = pytest.mark.slow
 
 SESSIONS = 30
 

@@ -124,26 +124,29 @@ def test_a_memory_taught_by_another_process_is_searchable_within_2s(
 
 
 def test_a_burst_of_thousands_of_appends_is_indexed_whole(
-    hashed: Memdir, daemon: Callable[..., Daemon]
+    hashed: Memdir, daemon: Callable[..., Daemon], tmp_path: Path
 ) -> None:
     running = daemon()
     count = 3000
     # Another process appends line by line, one write() each, under the writer lock (no fsync:
-    # the disk's flush time is not what this test is about).
-    writer = f"""
+    # the disk's flush time is not what this test is about). It gets the lines in a file.
+    burst = tmp_path / "burst.jsonl"
+    burst.write_bytes(
+        b"".join(memory_line(f"burst line {number} token{number}x") for number in range(count))
+    )
+    writer = """
 import os, sys
 from pathlib import Path
 from memdir.archive_format.memdir import Memdir
-sys.path.insert(0, {str(Path(__file__).parent)!r})
-from test_watch import memory_line
-md = Memdir.open(Path({str(hashed.root)!r}))
+md = Memdir.open(Path(sys.argv[1]))
 fd = os.open(md.memory_shelf, os.O_WRONLY | os.O_APPEND)
-for number in range({count}):
+for line in Path(sys.argv[2]).read_bytes().splitlines(keepends=True):
     with md.lock():
-        os.write(fd, memory_line(f"burst line {{number}} token{{number}}x"))
+        os.write(fd, line)
 """
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", writer], check=True, env=clean_env(), timeout=60)
+    subprocess.run([sys.executable, "-c", writer, str(hashed.root), str(burst)], check=True,
+                   env=clean_env(), timeout=60)  # fmt: skip
     wrote = time.monotonic() - started
 
     def caught_up() -> bool:

@@ -31,7 +31,7 @@ def locomo(
 
     Example: memdir bench locomo ../shared/bench/locomo/locomo-dev.json --json
     """
-    from memdir.cli.usecases.locomo import run
+    from memdir.cli.bench.locomo import run
 
     with progress_bar() as advance:
         report = run(file, profile, limit, advance, decay=decay)
@@ -67,7 +67,7 @@ def safety(
 
     Example: memdir bench safety --seed 0 --json
     """
-    from memdir.cli.usecases.safety import run
+    from memdir.cli.bench.safety import run
 
     with progress_bar() as advance:
         report = run(seed, sessions, progress=advance)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from memdir.archive_format import atomic
 from memdir.archive_format.errors import BadInputError, ExitStatus, MemdirError
 from memdir.archive_format.memdir import CONFIG_NAME, Memdir
 from memdir.archive_format.verify import Report, verify
@@ -72,7 +73,7 @@ def canonical_files(memdir: Memdir) -> list[Path]:
             continue
         for path in sorted(directory.rglob("*")):
             relative = path.relative_to(root)
-            # Temporary files of atomic writes (".name.pid.tmp") are not part of the memdir.
+            # Temporary files of atomic writes (".NAME.….tmp") are not part of the memdir.
             if path.is_file() and not path.is_symlink() and not _hidden(relative):
                 found.append(relative)
     return found
@@ -108,34 +109,23 @@ def export(memdir: Memdir, out: Path, passphrase: str | None = None) -> ExportRe
             f"{out} is inside the memdir's canonical files; the next export would pack it",
             hint="write it outside the memdir",
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    temp = Path(temp_name)
     files = bytes_in = 0
-    try:
-        with open(descriptor, "wb") as raw:
-            sealer = SealedWriter(raw, passphrase) if passphrase is not None else None
-            target: IO[bytes] = sealer if sealer is not None else raw  # type: ignore[assignment]
-            with gzip.GzipFile(fileobj=target, mode="wb", compresslevel=6, mtime=0) as zipped:
-                with tarfile.open(fileobj=zipped, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-                    with _snapshot(memdir) as snapshot:
-                        for relative, handle, size, stat in snapshot:
-                            info = tarfile.TarInfo(relative.as_posix())
-                            info.size, info.mtime = size, int(stat.st_mtime)
-                            info.mode = stat.st_mode & 0o777
-                            # addfile reads exactly `size` bytes: the snapshot's length.
-                            tar.addfile(info, handle)
-                            files += 1
-                            bytes_in += size
-            if sealer is not None:
-                sealer.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(temp, 0o600)
-        os.replace(temp, out)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    with atomic.replacing(out, mode=0o600) as raw:
+        sealer = SealedWriter(raw, passphrase) if passphrase is not None else None
+        target: IO[bytes] = sealer if sealer is not None else raw  # type: ignore[assignment]
+        with gzip.GzipFile(fileobj=target, mode="wb", compresslevel=6, mtime=0) as zipped:
+            with tarfile.open(fileobj=zipped, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                with _snapshot(memdir) as snapshot:
+                    for relative, handle, size, stat in snapshot:
+                        info = tarfile.TarInfo(relative.as_posix())
+                        info.size, info.mtime = size, int(stat.st_mtime)
+                        info.mode = stat.st_mode & 0o777
+                        # addfile reads exactly `size` bytes: the snapshot's length.
+                        tar.addfile(info, handle)
+                        files += 1
+                        bytes_in += size
+        if sealer is not None:
+            sealer.close()
     return ExportReport(out, files, bytes_in, out.stat().st_size, passphrase is not None,
                         time.perf_counter() - started)  # fmt: skip
 

@@ -19,9 +19,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memdir.archive_format import journal, ring
+from memdir.archive_format import journal, ring, visibility
+from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
-from memdir.archive_format.documents import estimate_tokens, write_text
+from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.memdir import Memdir
@@ -149,9 +150,9 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
 
 
 def shown(state: MemoryState) -> bool:
-    """Only normal-visibility memories go into documents meant for a system prompt: private
-    ones are recalled only when asked for, sealed ones never."""
-    return state.memory is not None and state.memory.visibility == "normal"
+    """Whether a memory may go into a document meant for a system prompt: the visibility rule
+    without private ones (those are recalled only when asked for; sealed ones never)."""
+    return state.memory is not None and visibility.shown(state.memory.visibility)
 
 
 def _hard_facts(view: ArchiveView) -> Section:

@@ -35,6 +35,7 @@ from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 from memdir.archive_format.settings import DreamSettings
+from memdir.archive_format.visibility import summary_visibility
 
 log = logging.getLogger("memdir")
 
@@ -260,14 +261,13 @@ class Planned:
 def _memory(text: str, store: str, group: Group, links: list[dict[str, str]]) -> Memory:
     turns = group.summarisable
     sessions = {turn.session for turn in turns}
-    sensitive = any(turn.secrecy == "sensitive" for turn in turns)
     return new_memory(
         created=turns[-1].at,  # the episode's time: the same group gives the same memory
         text=text,
         source="derived",
         author="memdir",
         store=store,
-        visibility="private" if sensitive else "normal",
+        visibility=summary_visibility(turn.secrecy for turn in turns),
         session=next(iter(sessions)) if len(sessions) == 1 else None,
         links=tuple(links),
     )

@@ -94,17 +94,17 @@ def source_id(data: bytes) -> str:
 def _moment(value: Any, what: str) -> datetime:
     """An epoch number or an ISO-8601 string as UTC."""
     if isinstance(value, bool):
-        raise ValueError(f"{what} is not a time: {value!r}")
+        raise BadInputError(f"{what} is not a time: {value!r}")
     if isinstance(value, (int, float)):
         if not math.isfinite(value) or not 0 <= value < 253402300800:
-            raise ValueError(f"{what} is out of range: {value!r}")
+            raise BadInputError(f"{what} is out of range: {value!r}")
         return datetime.fromtimestamp(value, tz=timezone.utc)
     if isinstance(value, str) and value.strip():
         try:
             return parse_time(value, what)
         except MemdirError:
-            raise ValueError(f"{what} is not an ISO-8601 time: {value!r}") from None
-    raise ValueError(f"{what} is missing or not a time: {value!r}")
+            raise BadInputError(f"{what} is not an ISO-8601 time: {value!r}") from None
+    raise BadInputError(f"{what} is missing or not a time: {value!r}")
 
 
 def _text(value: Any) -> str:
@@ -173,7 +173,7 @@ def _chatgpt_conversation(raw: Any, where: str) -> Conversation:
         node_id = node.get("parent")
     try:
         started = _moment(raw.get("create_time"), "create_time")
-    except ValueError:
+    except BadInputError:
         started = None
     conversation = Conversation(f"chatgpt-{ident}", where, title or None)
     for node_id, node in reversed(branch):
@@ -197,7 +197,7 @@ def _chatgpt_conversation(raw: Any, where: str) -> Conversation:
         stamp = message.get("create_time")
         try:
             at = _moment(stamp, "create_time") if stamp is not None else started
-        except ValueError as error:
+        except BadInputError as error:
             raise Malformed(spot, str(error)) from None
         if at is None:
             raise Malformed(spot, "no create_time on the message or the conversation")
@@ -251,7 +251,7 @@ def _claude_conversation(raw: Any, where: str) -> Conversation:
             continue
         try:
             at = _moment(message.get("created_at"), "created_at")
-        except ValueError as error:
+        except BadInputError as error:
             raise Malformed(spot, str(error)) from None
         conversation.messages.append(Message(CLAUDE_SENDERS[sender], text, at))
     return conversation
@@ -303,7 +303,7 @@ def _jsonl_message(item: dict[str, Any], where: str) -> Message:
         raise Malformed(where, "content must be a non-empty string")
     try:
         at = _moment(item.get("timestamp"), "timestamp")
-    except ValueError as error:
+    except BadInputError as error:
         raise Malformed(where, str(error)) from None
     return Message(JSONL_ROLES[role], content.strip(), at)
 

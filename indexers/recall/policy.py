@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.fold import fold
+from memdir.archive_format.visibility import Withheld, withheld
 
 from .options import RecallOptions
 from .result import Candidate, Stage, Trace
@@ -76,11 +77,11 @@ def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | Non
         return "expired (use --include-expired)"
     if candidate.status not in PROVENANCE:
         return f"status {candidate.status}"
-    visibility = line.get("visibility", "normal")
-    if visibility == "sealed":
-        return "sealed"
-    if visibility == "private" and not options.include_private:
+    hidden = withheld(line.get("visibility", "normal"), include_private=options.include_private)
+    if hidden is Withheld.PRIVATE:
         return "private (use --include-private)"
+    if hidden is not None:
+        return hidden.value
     personas = line.get("personas") or []
     if options.persona and personas and options.persona not in personas:
         return f"persona scope {', '.join(personas)}"

@@ -1,0 +1,62 @@
+"""Atomic replacement of a whole file: a reader sees the old content or the new, never half.
+
+The one way memdir replaces a file it owns — state files, memdir.yaml, generated documents, a
+shelf rewritten by `forget`, a journal rewritten by `import --undo`, an export: write a
+temporary file in the same directory (a dot name, so `export` and `watch` pass it over), fsync
+it, rename it over the target, then fsync the directory so the rename survives a power cut. On
+any failure before the rename the temporary file is removed and the target is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+
+@contextmanager
+def replacing(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A binary handle whose content replaces `path` when the block ends without an error.
+
+    `mode` sets the new file's permissions (e.g. 0o600, before any byte is written); by default
+    they are those of any new file (0o666 less the umask).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # pid and random bytes: two processes, or two threads of one, never share a temporary file
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    try:
+        with open(descriptor, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    sync_directory(path.parent)
+
+
+def write_bytes(path: Path, chunks: Iterable[bytes], mode: int | None = None) -> None:
+    """Replace `path` with the concatenated `chunks` (e.g. a shelf's lines), atomically."""
+    with replacing(path, mode) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` in UTF-8, atomically."""
+    write_bytes(path, [text.encode("utf-8")])
+
+
+def sync_directory(directory: Path) -> None:
+    """fsync a directory, so the names created or renamed in it are on disk."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -1,0 +1,111 @@
+"""The one atomic-write helper: the old file survives every failure, and no temporary is left."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memdir.archive_format import atomic
+from memdir.archive_format.state import read_yaml, write_yaml
+
+
+class Interrupted(Exception):
+    pass
+
+
+def chunks_then_failure(count: int) -> Iterator[bytes]:
+    for number in range(count):
+        yield f"new line {number}\n".encode()
+    raise Interrupted("the writer died midway")
+
+
+def names(directory: Path) -> list[str]:
+    return sorted(path.name for path in directory.iterdir())
+
+
+def test_a_write_that_fails_midway_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "memories.jsonl"
+    target.write_bytes(b"old line 1\nold line 2\n")
+    with pytest.raises(Interrupted):
+        atomic.write_bytes(target, chunks_then_failure(1000))
+    assert target.read_bytes() == b"old line 1\nold line 2\n"
+    assert names(tmp_path) == ["memories.jsonl"]
+
+
+def test_a_failure_inside_the_block_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "export.tar.gz"
+    target.write_bytes(b"previous export")
+    with pytest.raises(Interrupted), atomic.replacing(target, mode=0o600) as handle:
+        handle.write(b"half of the new one")
+        raise Interrupted("disk full")
+    assert target.read_bytes() == b"previous export"
+    assert names(tmp_path) == ["export.tar.gz"]
+
+
+def test_a_failed_rename_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "ring.yaml"
+    target.mkdir()  # os.replace cannot put a file over a directory
+    with pytest.raises(OSError):
+        atomic.write_text(target, "slots: []\n")
+    assert target.is_dir() and names(tmp_path) == ["ring.yaml"]
+
+
+def test_a_state_file_whose_yaml_cannot_be_written_keeps_its_old_content(tmp_path: Path) -> None:
+    target = tmp_path / "state" / "self.yaml"
+    write_yaml(target, {"fields": {"name": "Sam"}})
+    with pytest.raises(yaml.YAMLError):  # cannot represent an object: fails before any byte
+        write_yaml(target, {"fields": {"name": object()}})
+    assert read_yaml(target) == {"fields": {"name": "Sam"}}
+    assert names(target.parent) == ["self.yaml"]
+
+
+def test_success_replaces_the_content_with_the_usual_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "documents" / "wake.md"  # the directory is created
+    atomic.write_text(target, "# Wake\n")
+    assert target.read_text(encoding="utf-8") == "# Wake\n"
+    plain = tmp_path / "plain.md"
+    plain.write_text("x")
+    assert stat.S_IMODE(target.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+    atomic.write_text(target, "# Wake, again\n")
+    assert target.read_text(encoding="utf-8") == "# Wake, again\n"
+    assert names(target.parent) == ["wake.md"]
+
+
+def test_an_explicit_mode_is_set(tmp_path: Path) -> None:
+    target = tmp_path / "export.tar.gz"
+    atomic.write_bytes(target, [b"secret"], mode=0o600)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_concurrent_writers_in_one_process_never_share_a_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "people.yaml"
+    payloads = [f"writer {number}\n".encode() * 2000 for number in range(8)]
+    threads = [
+        threading.Thread(target=atomic.write_bytes, args=(target, [payload]))
+        for payload in payloads
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert target.read_bytes() in payloads  # one writer's content, whole
+    assert names(tmp_path) == ["people.yaml"]
+
+
+def test_the_temporary_is_a_dot_file_beside_the_target(tmp_path: Path) -> None:
+    """`export` and `watch` pass over dot files: a temporary must never look canonical."""
+    target = tmp_path / "events.jsonl"
+    with atomic.replacing(target) as handle:
+        handle.write(b"{}\n")
+        [temporary] = [name for name in names(tmp_path) if name != "events.jsonl"]
+        assert temporary.startswith(".events.jsonl.") and temporary.endswith(".tmp")
+        assert str(os.getpid()) in temporary
+    assert names(tmp_path) == ["events.jsonl"]
