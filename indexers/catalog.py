@@ -14,7 +14,7 @@ import json
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,9 +150,10 @@ class SqliteCatalog:
         self.db.close()
 
     def transaction(self) -> _Transaction:
-        """`with catalog.transaction():` commits on success, rolls back on error."""
+        """`with catalog.transaction():` commits on success, rolls back on error (and forgets
+        what was read inside it, which may have been rolled back too)."""
         self.db.execute("BEGIN IMMEDIATE")
-        return _Transaction(self.db)
+        return _Transaction(self.db, self._forget_cache)
 
     # manifest -------------------------------------------------------------------------------
     def manifest(self) -> dict[str, str]:
@@ -406,11 +407,16 @@ class SqliteCatalog:
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, on_rollback: Callable[[], None]) -> None:
         self.db = db
+        self.on_rollback = on_rollback
 
     def __enter__(self) -> sqlite3.Connection:
         return self.db
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+            self.on_rollback()

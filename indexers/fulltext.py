@@ -175,13 +175,13 @@ class TantivyIndex:
 
 
 def _highlight(snippet: Any) -> str:
-    """The snippet's fragment with matches wrapped in [ ]."""
-    fragment: str = snippet.fragment()
-    pieces: list[str] = []
+    """The snippet's fragment with matches wrapped in [ ] (Tantivy's spans count UTF-8 bytes)."""
+    fragment: bytes = snippet.fragment().encode("utf-8")
+    pieces: list[bytes] = []
     last = 0
     for span in snippet.highlighted():
         pieces.append(fragment[last : span.start])
-        pieces.append("[" + fragment[span.start : span.end] + "]")
+        pieces.append(b"[" + fragment[span.start : span.end] + b"]")
         last = span.end
     pieces.append(fragment[last:])
-    return "".join(pieces)
+    return b"".join(pieces).decode("utf-8", "replace")
