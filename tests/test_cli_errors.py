@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import T0, T0_DT, Run, clean_env, snapshot
+from conftest import T0, T0_DT, Run, clean_env, configure, snapshot
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.errors import ExitStatus
@@ -196,6 +196,38 @@ def test_bad_now(cli, filled: tuple[Memdir, str]) -> None:
     )
     assert_clean_error(cli(*in_dir(md, "list", "--since", "soon")), ExitStatus.BAD_INPUT, "--since")
     assert snapshot(md.root) == before
+
+
+@pytest.mark.parametrize(
+    ("settings", "command", "needle"),
+    [
+        ({"embedder": {"kind": "word2vec"}}, ("similar", "Lisbon"), "unknown embedder kind"),
+        ({"embedder": {"kind": "http"}}, ("similar", "Lisbon"), "MEMDIR_EMBED_URL"),
+        (
+            {"embedder": {"kind": "hashing"}, "affect": {"annotator": "tarot"}},
+            ("index",),
+            "unknown affect annotator",
+        ),
+        (
+            {"embedder": {"kind": "hashing"}},
+            ("recall", "Lisbon", "--profile", "nope"),
+            "unknown recall profile",
+        ),
+    ],
+    ids=["embedder-kind", "http-embedder-unset", "annotator", "recall-profile"],
+)
+def test_index_settings_mistakes_are_one_line_errors(
+    cli, filled: tuple[Memdir, str], settings: dict, command: tuple[str, ...], needle: str
+) -> None:
+    """The index's own mistakes (indexers raise BadInputError) reach the error boundary as one
+    line: no blanket `except ValueError` is needed, so none can hide a bug."""
+    md, _ = filled
+    assert cli(*in_dir(configure(md, embedder={"kind": "hashing"}), "index")).code == 0
+    md = configure(md, **settings)
+    before = sorted(md.memory_shelf.parent.iterdir())
+    done = cli(*in_dir(md, *command), env=clean_env(MEMDIR_EMBED_URL=None))
+    assert_clean_error(done, ExitStatus.BAD_INPUT, needle)
+    assert sorted(md.memory_shelf.parent.iterdir()) == before
 
 
 @pytest.mark.parametrize("ttl", ["3x", "0d", "-1d"])

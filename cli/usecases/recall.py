@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memdir.archive_format.errors import LockedError
+from memdir.archive_format.errors import BadInputError, LockedError
 from memdir.archive_format.lifecycle import record_recall
 from memdir.archive_format.memdir import Memdir
 
@@ -27,6 +27,18 @@ def fresh_index(memdir: Memdir, progress: Progress | None = None) -> MemoryIndex
     return index
 
 
+def check_profile(memdir: Memdir, profile: str | None) -> None:
+    """A weight profile that does not exist is the caller's mistake (BadInputError)."""
+    from memdir.indexers.recall import profile_weights
+
+    try:
+        profile_weights(memdir.settings, profile)
+    except ValueError as error:  # (raised for an unknown profile only)
+        raise BadInputError(
+            str(error), hint="or define recall.profiles.NAME in memdir.yaml"
+        ) from None
+
+
 def recall(
     memdir: Memdir,
     query: str,
@@ -44,14 +56,16 @@ def recall(
     embedder; it is brought up to date and closed here like the default one."""
     from memdir.indexers.recall import recall as run_recall
 
-    if index is None:
-        index = fresh_index(memdir, progress)
-    elif index.needs_update():
-        index.update(progress)
     try:
+        check_profile(memdir, options.profile)  # (before any index work)
+        if index is None:
+            index = fresh_index(memdir, progress)
+        elif index.needs_update():
+            index.update(progress)
         result = run_recall(index, query, now, options)
     finally:
-        index.close()
+        if index is not None:
+            index.close()
     if record and result.results:
         try:
             record_recall(memdir, [c.id for c in result.results], now, actor, f"recall: {query}")
