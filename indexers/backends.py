@@ -101,8 +101,6 @@ class VectorIndex(Protocol):
     def kind(self) -> str:
         """What kind of index answers ("flat", "hnsw", …; "none" before the first build)."""
 
-    def exists(self) -> bool: ...
-
     def remove(self) -> None: ...
 
 

@@ -177,9 +177,6 @@ class MemoryVectorIndex:
     def kind(self) -> str:
         return "none" if self.state.vectors is None else "exact"
 
-    def exists(self) -> bool:
-        return self.state.vectors is not None
-
     def remove(self) -> None:
         self.state.vectors = self.state.iids = None
 

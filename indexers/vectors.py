@@ -119,9 +119,6 @@ class FaissIndex:
         self.settings = settings
         self._index: Any = None
 
-    def exists(self) -> bool:
-        return self.path.exists()
-
     def _open(self) -> Any:
         if self._index is None and self.path.exists():
             import faiss
