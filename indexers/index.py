@@ -10,10 +10,10 @@ they read it (`needs_update()` is cheap), so results never lag the shelves.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.lock import WriterLock
-from memdir.archive_format.memdir import Memdir
 
 from .backends import CatalogMemory
 from .reader import Hit, IndexReader
@@ -23,24 +23,19 @@ from .updater import IndexUpdater, Progress, UpdateReport
 if TYPE_CHECKING:
     import numpy as np
 
-    from .affect import Annotator
-    from .embedding import Embedder
-
 __all__ = ["Hit", "MemoryIndex", "Progress", "UpdateReport"]
 
 
 class MemoryIndex(IndexStorage):
     """Tantivy + FAISS + the catalog for one memdir, under `.memdir/index/`."""
 
-    def __init__(
-        self,
-        memdir: Memdir,
-        embedder: Embedder | None = None,
-        annotator: Annotator | None = None,
-    ) -> None:
-        super().__init__(memdir, embedder, annotator)
-        self.updater = IndexUpdater(self)
-        self.reader = IndexReader(self, catch_up=self.update)
+    @cached_property
+    def updater(self) -> IndexUpdater:
+        return IndexUpdater(self)
+
+    @cached_property
+    def reader(self) -> IndexReader:
+        return IndexReader(self, catch_up=self.update)
 
     # keeping up with the shelves ------------------------------------------------------------
     def lock(self) -> WriterLock:

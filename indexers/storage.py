@@ -17,6 +17,7 @@ the one place that picks the backend implementations (backends.py says what they
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.errors import BadInputError
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("memdir")
 
 FULLTEXT_NAMES = ("tantivy", "sessions")
+GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
 
 
 class IndexStorage:
@@ -56,11 +58,6 @@ class IndexStorage:
         self.embedder_warning: str | None = None
         self.vector_settings = VectorSettings.from_settings(memdir.settings)
         self._generation: int | None = None
-        self._fulltext: FullTextIndex | None = None
-        self._sessions: FullTextIndex | None = None
-        self._base: VectorIndex | None = None
-        self._store: VectorRows | None = None
-        self._memory_table: MemoryTable | None = None
         # recall's table of every memory (scoring.py), built by the reader; None: not built,
         # False: the archive is too large for one. Any update or rebuild drops it.
         self.cached_scoring_table: Any = None
@@ -105,51 +102,42 @@ class IndexStorage:
             self._generation = int(self.catalog.manifest().get("generation", "0"))
         return self._generation
 
-    @property
+    # Each part is opened on first use and kept (cached_property); the parts of one generation
+    # are dropped together when it changes, and reopened on next use.
+    @cached_property
     def fulltext(self) -> FullTextIndex:
-        if self._fulltext is None:
-            self._fulltext = TantivyIndex(self.root / f"tantivy-{self.generation}")
-        return self._fulltext
+        return TantivyIndex(self.root / f"tantivy-{self.generation}")
 
-    @property
+    @cached_property
     def sessions(self) -> FullTextIndex:
         """One document per session (its memories joined): recall's session prior."""
-        if self._sessions is None:
-            self._sessions = TantivyIndex(self.root / f"sessions-{self.generation}")
-        return self._sessions
+        return TantivyIndex(self.root / f"sessions-{self.generation}")
 
-    @property
-    def store(self) -> VectorRows:
-        """The embedding cache: the model's vectors, one row per distinct text."""
-        if self._store is None:
-            self._store = VectorFile(
-                self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32",
-                self.embedder.dim,
-            )
-        return self._store
-
-    @property
+    @cached_property
     def memory_table(self) -> MemoryTable:
         """What recall needs of each memory at scale, by iid (memorytable.py); one file per
         generation, since a rebuild renumbers the memories."""
-        if self._memory_table is None:
-            self._memory_table = MemoryTable(self.root / f"memories-{self.generation}.table")
-        return self._memory_table
+        return MemoryTable(self.root / f"memories-{self.generation}.table")
 
-    @property
+    @cached_property
     def base(self) -> VectorIndex:
-        if self._base is None:
-            self._base = FaissIndex(
-                self.root / "faiss" / "base.index", self.embedder.dim, self.vector_settings
-            )
-        return self._base
+        return FaissIndex(
+            self.root / "faiss" / "base.index", self.embedder.dim, self.vector_settings
+        )
+
+    @cached_property
+    def store(self) -> VectorRows:
+        """The embedding cache: the model's vectors, one row per distinct text."""
+        path = self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32"
+        return VectorFile(path, self.embedder.dim)
 
     def close(self) -> None:
         self.catalog.close()
 
     # generations ----------------------------------------------------------------------------
     def _drop_generation(self) -> None:
-        self._fulltext = self._sessions = self._base = self._memory_table = None
+        for name in GENERATION_PARTS:
+            self.__dict__.pop(name, None)
         self._generation = None
         self.cached_scoring_table = None
 
@@ -167,9 +155,9 @@ class IndexStorage:
     def start_generation(self) -> int:
         """Begin a rebuild: the next generation's full-text directories start empty and the
         vector base is removed. Returns the new generation, which the rebuild's manifest names."""
-        for opened in (self._fulltext, self._sessions):  # (opening an old one may fail)
-            if opened is not None:
-                opened.rollback()
+        for name in ("fulltext", "sessions"):  # those already open (opening one may fail)
+            if name in self.__dict__:
+                self.__dict__[name].rollback()
         following = self.generation + 1
         self._drop_generation()
         self._generation = following

@@ -36,13 +36,17 @@ def document(iid: int, text: str, time: int = 0, **fields: Any) -> Document:
     return found
 
 
-# --- full text -------------------------------------------------------------------------------
-class FullTextContract:
-    """backends.FullTextIndex."""
+class Contract:
+    """A suite's one requirement of its subclass: the `opener` fixture."""
 
     @pytest.fixture
-    def opener(self) -> Callable[[], FullTextIndex]:
+    def opener(self) -> Callable[[], Any]:
         raise NotImplementedError("the backend's test module provides `opener`")
+
+
+# --- full text -------------------------------------------------------------------------------
+class FullTextContract(Contract):
+    """backends.FullTextIndex."""
 
     @pytest.fixture
     def index(self, opener: Callable[[], FullTextIndex]) -> FullTextIndex:
@@ -194,12 +198,8 @@ def unit_vectors(count: int, seed: int = 7) -> Any:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-class VectorIndexContract:
+class VectorIndexContract(Contract):
     """backends.VectorIndex over DIM-dimensional unit vectors."""
-
-    @pytest.fixture
-    def opener(self) -> Callable[[], VectorIndex]:
-        raise NotImplementedError("the backend's test module provides `opener`")
 
     @pytest.fixture
     def index(self, opener: Callable[[], VectorIndex]) -> VectorIndex:
@@ -259,12 +259,8 @@ class VectorIndexContract:
         assert reopened.search(vectors[4], 1)[0][0] == 4
 
 
-class VectorRowsContract:
+class VectorRowsContract(Contract):
     """backends.VectorRows of DIM-dimensional float32 rows."""
-
-    @pytest.fixture
-    def opener(self) -> Callable[[], VectorRows]:
-        raise NotImplementedError("the backend's test module provides `opener`")
 
     @pytest.fixture
     def rows(self, opener: Callable[[], VectorRows]) -> VectorRows:
@@ -327,12 +323,8 @@ def event_line(number: int, target: str, op: str = "confirm", **fields: Any) -> 
             "at": "2026-05-02T09:00:00Z", **fields}  # fmt: skip
 
 
-class CatalogContract:
+class CatalogContract(Contract):
     """backends.Catalog."""
-
-    @pytest.fixture
-    def opener(self) -> Callable[[], Catalog]:
-        raise NotImplementedError("the backend's test module provides `opener`")
 
     @pytest.fixture
     def catalog(self, opener: Callable[[], Catalog]) -> Catalog:
