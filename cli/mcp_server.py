@@ -230,11 +230,8 @@ class MemdirTools:
             k=k, profile=profile, include_private=include_private, budget=budget
         )
         index = self._index()
-        try:
-            result = run_recall(self.memdir, query.strip(), self._now(), options,
-                                actor="assistant", index=index)  # fmt: skip
-        except ValueError as error:
-            raise _Refused(str(error)) from None
+        result = run_recall(self.memdir, query.strip(), self._now(), options,
+                            actor="assistant", index=index)  # fmt: skip
         self._keep_models(index)
         return result.to_dict(explain=explain)
 

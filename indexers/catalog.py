@@ -1,10 +1,11 @@
-"""The catalog: a SQLite file in the cache that mirrors the shelves line by line.
+"""The catalog in SQLite: a file in the cache that mirrors the shelves line by line.
 
-It holds each memory's line and text, each event's line, the shelf checkpoints, derived
-annotations (affect), the embedding cache and the index manifest. It is a cache: deleting
-`.memdir/` loses nothing. SQLite is in the standard library and opens in well under a
-millisecond, so a cold command pays nothing to consult it. `secure_delete` is on so forgotten
-text does not linger in free pages.
+It implements backends.Catalog: each memory's line and text, each event's line, the rehearsal
+times, the shelf checkpoints, derived annotations (affect), the embedding cache's rows and the
+index manifest. It is a cache: deleting `.memdir/` loses nothing. SQLite is in the standard
+library and opens in well under a millisecond, so a cold command pays nothing to consult it.
+`secure_delete` is on so forgotten text does not linger in free pages. Every SQL statement
+memdir runs is in this module.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import json
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,61 +74,18 @@ CREATE TABLE IF NOT EXISTS vectors (
 SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
 MIRROR_TABLES = ("checkpoints", "memories", "events", "rehearsals")
 
+# Values bound per `IN (...)` statement: below SQLite's oldest limit of 999 host parameters.
+CHUNK = 500
 
-def speaker_of(author: str) -> str | None:
-    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
-
-    Plain 'user', 'assistant' or 'memdir' name no one in particular.
-    """
-    if ":" not in author:
-        return None
-    name = author.split(":", 1)[1].strip()
-    return name or None
+_MEMORY_COLUMNS = (
+    "SELECT m.iid, m.id, m.line, m.text, m.status, m.searchable, m.content_hash,"
+    " a.annotator, a.value"
+    " FROM memories AS m LEFT JOIN affect AS a ON a.content_hash = m.content_hash"
+)
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """How far a shelf has been indexed, and a fingerprint of that prefix."""
-
-    shelf: str
-    offset: int
-    inode: int
-    fingerprint: str
-
-
-@dataclass
-class CatalogMemory:
-    """A catalogued memory: enough to score and show it without reading the shelves.
-
-    The shelf line and the affect annotation are parsed on first use: recall reads them for its
-    shortlist only (it scores the wider pool from the memory table).
-    """
-
-    iid: int
-    id: str
-    stored_line: str  # the line's JSON
-    text: str
-    status: str
-    searchable: bool
-    content_hash: str
-    annotator: str | None = None  # who annotated its affect, None when nobody has
-    stored_affect: str = ""  # that annotation's JSON
-
-    @cached_property
-    def line(self) -> dict[str, Any]:
-        line: dict[str, Any] = json.loads(self.stored_line)
-        return line
-
-    @cached_property
-    def annotation(self) -> tuple[str, dict[str, Any]] | None:
-        """(annotator, affect) of the derived annotation, when there is one."""
-        if self.annotator is None:
-            return None
-        return self.annotator, json.loads(self.stored_affect)
-
-
-class Catalog:
-    """Access to the catalog database; one connection per instance."""
+class SqliteCatalog:
+    """backends.Catalog in `.memdir/index/catalog.sqlite`; one connection per instance."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,13 +137,23 @@ class Catalog:
             self.db.execute("ROLLBACK")
             raise
 
+    def _in(self, sql: str, values: Iterable[Any]) -> Iterator[Any]:
+        """The rows of `sql` for every distinct value, where `sql` has one `IN ({marks})`:
+        run CHUNK values at a time, so any number of values fits SQLite's parameter limit.
+        Rows come chunk by chunk: order across chunks is the caller's to restore."""
+        wanted = list(dict.fromkeys(values))
+        for start in range(0, len(wanted), CHUNK):
+            chunk = wanted[start : start + CHUNK]
+            yield from self.db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
+
     def close(self) -> None:
         self.db.close()
 
-    def transaction(self) -> sqlite3.Connection:
-        """`with catalog.transaction():` commits on success, rolls back on error."""
+    def transaction(self) -> _Transaction:
+        """`with catalog.transaction():` commits on success, rolls back on error (and forgets
+        what was read inside it, which may have been rolled back too)."""
         self.db.execute("BEGIN IMMEDIATE")
-        return _Transaction(self.db)  # type: ignore[return-value]
+        return _Transaction(self.db, self._forget_cache)
 
     # manifest -------------------------------------------------------------------------------
     def manifest(self) -> dict[str, str]:
@@ -195,6 +163,9 @@ class Catalog:
         self.db.executemany(
             "INSERT OR REPLACE INTO manifest(name, value) VALUES (?, ?)", values.items()
         )
+
+    def clear_manifest(self) -> None:
+        self.db.execute("DELETE FROM manifest")
 
     # checkpoints ----------------------------------------------------------------------------
     def checkpoints(self) -> dict[str, Checkpoint]:
@@ -245,72 +216,55 @@ class Catalog:
             (status, int(searchable), memory_id),
         )
 
-    def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
-        wanted = list(set(keys))
-        if not wanted:
-            return []
-        marks = ",".join("?" * len(wanted))
-        return [
-            row[0]
-            for row in self.db.execute(f"SELECT id FROM memories WHERE key IN ({marks})", wanted)
-        ]
-
-    def _select(self, where: str, values: Iterable[Any]) -> Iterator[CatalogMemory]:
-        query = (
-            "SELECT m.iid, m.id, m.line, m.text, m.status, m.searchable, m.content_hash,"
-            " a.annotator, a.value"
-            " FROM memories AS m LEFT JOIN affect AS a ON a.content_hash = m.content_hash"
-            " WHERE " + where
+    @staticmethod
+    def _memory(row: tuple[Any, ...]) -> CatalogMemory:
+        iid, memory_id, line, text, status, searchable, digest, annotator, affect = row
+        return CatalogMemory(
+            iid, memory_id, line, text, status, bool(searchable), digest, annotator, affect or ""
         )
-        for row in self.db.execute(query, list(values)):
-            iid, memory_id, line, text, status, searchable, digest, annotator, affect = row
-            yield CatalogMemory(
-                iid,
-                memory_id,
-                line,
-                text,
-                status,
-                bool(searchable),
-                digest,
-                annotator,
-                affect or "",
-            )
 
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
-        wanted = list(dict.fromkeys(ids))
-        found: dict[str, CatalogMemory] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for memory in self._select(f"id IN ({marks})", chunk):
-                found[memory.id] = memory
-        return found
+        rows = self._in(_MEMORY_COLUMNS + " WHERE m.id IN ({marks})", ids)
+        return {memory.id: memory for memory in map(self._memory, rows)}
 
     def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]:
         wanted = [int(iid) for iid in dict.fromkeys(iids)]
         found = {iid: self._memories[iid] for iid in wanted if iid in self._memories}
         missing = [iid for iid in wanted if iid not in found]
-        for start in range(0, len(missing), 500):
-            chunk = missing[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for memory in self._select(f"iid IN ({marks})", chunk):
-                found[memory.iid] = self._memories[memory.iid] = memory
+        for row in self._in(_MEMORY_COLUMNS + " WHERE m.iid IN ({marks})", missing):
+            memory = self._memory(row)
+            found[memory.iid] = self._memories[memory.iid] = memory
         return found
 
     def all_memories(self) -> Iterator[CatalogMemory]:
-        return self._select("1 ORDER BY iid", ())
+        return map(self._memory, self.db.execute(_MEMORY_COLUMNS + " ORDER BY m.iid"))
+
+    def max_iid(self) -> int | None:
+        found: int | None = self.db.execute("SELECT MAX(iid) FROM memories").fetchone()[0]
+        return found
+
+    def searchable_iids(self) -> list[int]:
+        rows = self.db.execute("SELECT iid FROM memories WHERE searchable = 1 ORDER BY iid")
+        return [row[0] for row in rows]
+
+    def content_hashes(self) -> dict[int, str]:
+        return dict(self.db.execute("SELECT iid, content_hash FROM memories"))
+
+    def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
+        return [row[0] for row in self._in("SELECT id FROM memories WHERE key IN ({marks})", keys)]
+
+    def keys(self) -> list[str]:
+        """Every supersede key in use."""
+        return [
+            row[0]
+            for row in self.db.execute("SELECT DISTINCT key FROM memories WHERE key IS NOT NULL")
+        ]
 
     def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]:
-        wanted = list(dict.fromkeys(ids))
-        lines: list[dict[str, Any]] = []
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.execute(
-                f"SELECT line FROM events WHERE target IN ({marks}) ORDER BY rowid", chunk
-            )
-            lines.extend(json.loads(row[0]) for row in rows)
-        return lines
+        rows = sorted(
+            self._in("SELECT rowid, line FROM events WHERE target IN ({marks})", ids)
+        )  # (one order across chunks: the order they were added)
+        return [json.loads(line) for _, line in rows]
 
     def session_rows(self, sessions: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
         """Each session's searchable memories as (iid, text), in time order."""
@@ -324,25 +278,13 @@ class Catalog:
             found[session] = [(int(iid), text) for iid, text in rows]
         return found
 
-    def add_rehearsals(self, times: dict[str, list[float]]) -> None:
-        self.db.executemany(
-            "INSERT INTO rehearsals(memory, at) VALUES (?, ?)",
-            ((memory_id, at) for memory_id, moments in times.items() for at in moments),
-        )
-
-    def rehearsal_times(self, ids: Iterable[str]) -> dict[str, list[float]]:
-        """memory id → sorted epoch seconds of its rehearsals (recall's decay step)."""
-        wanted = list(dict.fromkeys(ids))
-        times: dict[str, list[float]] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.execute(
-                f"SELECT memory, at FROM rehearsals WHERE memory IN ({marks}) ORDER BY at", chunk
-            )
-            for memory_id, at in rows:
-                times.setdefault(memory_id, []).append(at)
-        return times
+    def guaranteed(self, limit: int) -> list[CatalogMemory]:
+        """Pinned and milestone memories, most important and newest first (recall's bounded channel)."""
+        where = " WHERE guaranteed = 1 AND searchable = 1 ORDER BY importance DESC, created DESC"
+        return [
+            self._memory(row)
+            for row in self.db.execute(_MEMORY_COLUMNS + where + " LIMIT ?", (limit,))
+        ]
 
     def speakers(self) -> list[str]:
         """Names of the people who said the memories (from authors such as 'user:Sam')."""
@@ -352,38 +294,18 @@ class Catalog:
             self._speakers = sorted(name for name in names if name)
         return self._speakers
 
-    def keys(self) -> list[str]:
-        """Every supersede key in use."""
-        return [
-            row[0]
-            for row in self.db.execute("SELECT DISTINCT key FROM memories WHERE key IS NOT NULL")
-        ]
-
-    def guaranteed(self, limit: int) -> list[CatalogMemory]:
-        """Pinned and milestone memories, most important and newest first (recall's bounded channel)."""
-        where = "guaranteed = 1 AND searchable = 1 ORDER BY importance DESC, created DESC LIMIT ?"
-        return list(self._select(where, (limit,)))
-
     def link_degrees(self) -> dict[str, int]:
-        """How many links between memories touch each memory id (written links plus link
-        events). Links to journal turns (a dream summary's backlinks) do not count: they would
-        make every summary look well connected."""
-        if self._degrees is not None:
-            return self._degrees
-        pairs: list[tuple[str, str]] = []
-        for target, line in self.db.execute("SELECT target, line FROM events WHERE op = 'link'"):
-            pairs.append((target, str(json.loads(line).get("to") or "")))
-        for memory_id, line in self.db.execute(
-            "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
-        ):
-            pairs.extend((memory_id, str(link["to"])) for link in json.loads(line).get("links", ()))
-        degrees: dict[str, int] = {}
-        for one, other in pairs:
-            if one.startswith("m-") and other.startswith("m-"):
-                degrees[one] = degrees.get(one, 0) + 1
-                degrees[other] = degrees.get(other, 0) + 1
-        self._degrees = degrees
-        return degrees
+        """How many links between memories touch each memory id (backends.link_degrees)."""
+        if self._degrees is None:
+            events = self.db.execute("SELECT target, line FROM events WHERE op = 'link'")
+            written = self.db.execute(
+                "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
+            )
+            self._degrees = link_degrees(
+                ((target, json.loads(line)) for target, line in events),
+                ((memory_id, json.loads(line)) for memory_id, line in written),
+            )
+        return self._degrees
 
     def counts(self) -> dict[str, int]:
         total, searchable, delta = self.db.execute(
@@ -392,19 +314,50 @@ class Catalog:
         events = self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
         return {"memories": total, "searchable": searchable, "delta": delta, "events": events}
 
+    # the vector base ------------------------------------------------------------------------
+    def delta_iids(self) -> list[int]:
+        """Searchable memories whose vectors are not in the base index."""
+        rows = self.db.execute("SELECT iid FROM memories WHERE in_base = 0 AND searchable = 1")
+        return [row[0] for row in rows]
+
+    def hidden_iids(self) -> set[int]:
+        rows = self.db.execute("SELECT iid FROM memories WHERE searchable = 0 AND in_base = 1")
+        return {row[0] for row in rows}
+
+    def set_base(self, iids: Iterable[int]) -> None:
+        self.db.execute("UPDATE memories SET in_base = 0")
+        self.db.executemany(
+            "UPDATE memories SET in_base = 1 WHERE iid = ?", ((int(i),) for i in iids)
+        )
+
+    # rehearsals -----------------------------------------------------------------------------
+    def add_rehearsals(self, times: dict[str, list[float]]) -> None:
+        self.db.executemany(
+            "INSERT INTO rehearsals(memory, at) VALUES (?, ?)",
+            ((memory_id, at) for memory_id, moments in times.items() for at in moments),
+        )
+
+    def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
+        """memory id → sorted epoch seconds of its rehearsals (decay's input)."""
+        rows = (
+            self.db.execute("SELECT memory, at FROM rehearsals ORDER BY at")
+            if ids is None
+            else self._in(
+                "SELECT memory, at FROM rehearsals WHERE memory IN ({marks}) ORDER BY at", ids
+            )
+        )  # (a memory's rows are all in one chunk)
+        times: dict[str, list[float]] = {}
+        for memory_id, at in rows:
+            times.setdefault(memory_id, []).append(at)
+        return times
+
     # derived annotations and the embedding cache ---------------------------------------------
     def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        found: dict[str, tuple[str, dict[str, Any]]] = {}
-        wanted = list(dict.fromkeys(hashes))
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.execute(
-                f"SELECT content_hash, annotator, value FROM affect WHERE content_hash IN ({marks})",
-                chunk,
-            )
-            found.update((h, (annotator, json.loads(value))) for h, annotator, value in rows)
-        return found
+        rows = self._in(
+            "SELECT content_hash, annotator, value FROM affect WHERE content_hash IN ({marks})",
+            hashes,
+        )
+        return {digest: (annotator, json.loads(value)) for digest, annotator, value in rows}
 
     def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
         self._forget_cache()
@@ -413,48 +366,57 @@ class Catalog:
             ((h, annotator, json.dumps(value)) for h, annotator, value in items),
         )
 
-    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        wanted = list(dict.fromkeys(hashes))
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.execute(
-                f"SELECT content_hash, row FROM vectors WHERE content_hash IN ({marks})", chunk
+    def clear_affect(self, unreferenced_only: bool = False) -> None:
+        self._forget_cache()
+        if unreferenced_only:
+            self.db.execute(
+                "DELETE FROM affect WHERE content_hash NOT IN (SELECT content_hash FROM memories)"
             )
-            found.update(rows)
-        return found
+        else:
+            self.db.execute("DELETE FROM affect")
+
+    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
+        rows = self._in(
+            "SELECT content_hash, row FROM vectors WHERE content_hash IN ({marks})", hashes
+        )
+        return dict(rows)
 
     def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None:
         self.db.executemany(
             "INSERT OR REPLACE INTO vectors(content_hash, row) VALUES (?, ?)", items
         )
 
-    def delta_iids(self) -> list[int]:
-        """Searchable memories whose vectors are not in the base index."""
-        rows = self.db.execute("SELECT iid FROM memories WHERE in_base = 0 AND searchable = 1")
-        return [row[0] for row in rows]
+    def max_vector_row(self) -> int | None:
+        found: int | None = self.db.execute("SELECT MAX(row) FROM vectors").fetchone()[0]
+        return found
 
-    def mark_in_base(self, iids: Iterable[int]) -> None:
-        self.db.executemany(
-            "UPDATE memories SET in_base = 1 WHERE iid = ?", ((int(i),) for i in iids)
-        )
+    def clear_vector_rows(self) -> None:
+        self.db.execute("DELETE FROM vectors")
 
+    # starting over --------------------------------------------------------------------------
     def clear(self) -> None:
-        """Drop everything but the embedding cache and affect annotations."""
+        """Drop everything that mirrors the shelves; keep the manifest and derived caches."""
         self._forget_cache()
-        self.db.execute("DELETE FROM memories")
-        self.db.execute("DELETE FROM events")
-        self.db.execute("DELETE FROM rehearsals")
-        self.db.execute("DELETE FROM checkpoints")
+        for table in MIRROR_TABLES:
+            self.db.execute(f"DELETE FROM {table}")
+
+    def release_space(self) -> None:
+        """Old pages (a forgotten memory's text among them) stay in the WAL file until it is
+        truncated; a long-lived process would otherwise keep them on disk."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, on_rollback: Callable[[], None]) -> None:
         self.db = db
+        self.on_rollback = on_rollback
 
     def __enter__(self) -> sqlite3.Connection:
         return self.db
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+            self.on_rollback()

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memdir.archive_format.errors import BadInputError, MemdirError
+
 if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
@@ -46,6 +48,7 @@ ENV_HTTP_URL = "MEMDIR_EMBED_URL"
 ENV_HTTP_MODEL = "MEMDIR_EMBED_HTTP_MODEL"
 ENV_HTTP_KEY = "MEMDIR_EMBED_KEY"
 ENV_HTTP_DIM = "MEMDIR_EMBED_DIM"
+_ENDPOINT_HINT = f"{ENV_HTTP_URL} should serve an OpenAI-compatible /embeddings endpoint"
 
 _LAYER_COUNT = 6
 _HEAD_COUNT = 12
@@ -127,7 +130,9 @@ def load_embedder(
     if kind == "http":
         return HttpEmbedder.from_env(), None
     if kind not in ("auto", "minilm"):
-        raise ValueError(f"unknown embedder kind {kind!r}; use auto, minilm, hashing or http")
+        raise BadInputError(
+            f"unknown embedder kind {kind!r}", hint="embedder.kind is auto, minilm, hashing or http"
+        )
     model_dir = find_model_dir(configured_path)
     if model_dir is None:
         return HashingEmbedder(), (
@@ -590,10 +595,12 @@ class HttpEmbedder:
         base_url = os.environ.get(ENV_HTTP_URL)
         model = os.environ.get(ENV_HTTP_MODEL)
         if not base_url or not model:
-            raise ValueError(
+            raise BadInputError(
                 f"the http embedder needs {ENV_HTTP_URL} and {ENV_HTTP_MODEL} to be set"
             )
-        dim = os.environ.get(ENV_HTTP_DIM)
+        dim = os.environ.get(ENV_HTTP_DIM) or ""
+        if dim and not dim.isdigit():
+            raise BadInputError(f"{ENV_HTTP_DIM} must be a whole number, not {dim!r}")
         return cls(
             base_url,
             model,
@@ -614,8 +621,9 @@ class HttpEmbedder:
             ]
         )
         if vectors.shape[1] != self.dim:
-            raise ValueError(
-                f"embedding endpoint returned width {vectors.shape[1]}, not {self.dim}"
+            raise MemdirError(
+                f"embedding endpoint returned width {vectors.shape[1]}, not {self.dim}",
+                hint=_ENDPOINT_HINT,
             )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         np.divide(vectors, norms, out=vectors, where=norms > 0)
@@ -627,7 +635,10 @@ class HttpEmbedder:
         data = self._post({"model": self.model, "input": texts})
         items = sorted(data["data"], key=lambda item: int(item.get("index", 0)))
         if len(items) != len(texts):
-            raise ValueError(f"embedding endpoint returned {len(items)} vectors for {len(texts)}")
+            raise MemdirError(
+                f"embedding endpoint returned {len(items)} vectors for {len(texts)}",
+                hint=_ENDPOINT_HINT,
+            )
         return np.asarray([item["embedding"] for item in items], dtype=np.float32)
 
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:

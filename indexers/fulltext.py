@@ -1,4 +1,4 @@
-"""Full text: a Tantivy index over memories, English stemming, with snippets.
+"""Full text in Tantivy (backends.FullTextIndex): memory documents, English stemming, snippets.
 
 Documents are keyed by memory id; an update deletes by id and adds again, so writing the same
 memory twice never duplicates it. Commits are explicit (tantivy-py's context manager commits
@@ -8,18 +8,11 @@ even when its block raises) and batched: one per update.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FIELDS = ("id", "text", "context", "type", "source", "status", "persona", "session", "time")
-
-
-@dataclass(frozen=True)
-class TextHit:
-    id: str
-    score: float
-    snippet: str
+from .backends import Document, TextHit
 
 
 def _schema() -> Any:
@@ -41,8 +34,8 @@ def _schema() -> Any:
     return builder.build()
 
 
-class FullText:
-    """The Tantivy index in `.memdir/index/tantivy`."""
+class TantivyIndex:
+    """One Tantivy index directory (`.memdir/index/tantivy-N`, `sessions-N`)."""
 
     def __init__(self, path: Path) -> None:
         import tantivy
@@ -72,8 +65,8 @@ class FullText:
             self._writer = self.index.writer(heap_size=32_000_000, num_threads=1)
         return self._writer
 
-    def upsert(self, documents: list[dict[str, Any]]) -> None:
-        """Add or replace documents: {id, text, type, source, status, persona: [..], session, time}."""
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Add or replace documents (backends.Document)."""
         import tantivy
 
         writer = self._writer_open()
@@ -83,16 +76,18 @@ class FullText:
             document.add_text("id", fields["id"])
             document.add_text("text", fields["text"])
             document.add_text("context", fields.get("context") or fields["text"])
-            for name in ("type", "source", "status", "session"):
-                if fields.get(name):
-                    document.add_text(name, fields[name])
+            labels = {"type": fields.get("type"), "source": fields.get("source"),
+                      "status": fields.get("status"), "session": fields.get("session")}  # fmt: skip
+            for name, label in labels.items():
+                if label:
+                    document.add_text(name, label)
             for persona in fields.get("persona") or ():
                 document.add_text("persona", persona)
             document.add_integer("time", int(fields["time"]))
             document.add_integer("iid", int(fields.get("iid", -1)))
             writer.add_document(document)
 
-    def delete(self, ids: list[str]) -> None:
+    def delete(self, ids: Sequence[str]) -> None:
         writer = self._writer_open()
         for memory_id in ids:
             writer.delete_documents_by_term("id", memory_id)
@@ -180,13 +175,13 @@ class FullText:
 
 
 def _highlight(snippet: Any) -> str:
-    """The snippet's fragment with matches wrapped in [ ]."""
-    fragment: str = snippet.fragment()
-    pieces: list[str] = []
+    """The snippet's fragment with matches wrapped in [ ] (Tantivy's spans count UTF-8 bytes)."""
+    fragment: bytes = snippet.fragment().encode("utf-8")
+    pieces: list[bytes] = []
     last = 0
     for span in snippet.highlighted():
         pieces.append(fragment[last : span.start])
-        pieces.append("[" + fragment[span.start : span.end] + "]")
+        pieces.append(b"[" + fragment[span.start : span.end] + b"]")
         last = span.end
     pieces.append(fragment[last:])
-    return "".join(pieces)
+    return b"".join(pieces).decode("utf-8", "replace")

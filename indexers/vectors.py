@@ -1,4 +1,5 @@
-"""Vectors: an append-only float32 store per embedding model, and a FAISS index over it.
+"""Vectors: an append-only float32 file per embedding model (backends.VectorRows), and a FAISS
+index over it (backends.VectorIndex).
 
 The FAISS index is written whole only now and then (at rebuild, or when the delta grows);
 vectors added since live in the *delta*, searched exactly with numpy. So appending one memory
@@ -25,7 +26,7 @@ def safe_name(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)
 
 
-class VectorStore:
+class VectorFile:
     """Rows of float32 vectors in one flat file: row i starts at byte i * dim * 4."""
 
     def __init__(self, path: Path, dim: int) -> None:
@@ -67,7 +68,10 @@ class VectorStore:
         """The file memory-mapped, re-mapped only when it was replaced or is too short."""
         import numpy as np
 
-        stat = self.path.stat()
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            raise IndexError(f"vector row {rows - 1}: no vectors in {self.path} yet") from None
         key = (stat.st_ino, stat.st_size)
         if self._map is None or self._map_key != key or len(self._map) < rows:
             count = stat.st_size // self.row_bytes
@@ -88,7 +92,7 @@ class VectorStore:
         os.replace(temp, self.path)
 
 
-class BaseIndex:
+class FaissIndex:
     """The FAISS base index file (IndexIDMap2 over flat IP or HNSW)."""
 
     def __init__(self, path: Path, dim: int, settings: VectorSettings) -> None:
@@ -96,9 +100,6 @@ class BaseIndex:
         self.dim = dim
         self.settings = settings
         self._index: Any = None
-
-    def exists(self) -> bool:
-        return self.path.exists()
 
     def _open(self) -> Any:
         if self._index is None and self.path.exists():

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import T0, T0_DT, Run, clean_env, snapshot
+import yaml
+from conftest import T0, T0_DT, Run, clean_env, configure, snapshot
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.errors import ExitStatus
@@ -196,6 +197,50 @@ def test_bad_now(cli, filled: tuple[Memdir, str]) -> None:
     )
     assert_clean_error(cli(*in_dir(md, "list", "--since", "soon")), ExitStatus.BAD_INPUT, "--since")
     assert snapshot(md.root) == before
+
+
+@pytest.mark.parametrize(
+    ("settings", "command", "status", "needle"),
+    [
+        (
+            {"embedder": {"kind": "word2vec"}},
+            ("similar", "Lisbon"),
+            ExitStatus.BAD_FORMAT,
+            "settings.embedder.kind must be one of auto, minilm, hashing, http",
+        ),
+        ({"embedder": {"kind": "http"}}, ("similar", "Lisbon"), ExitStatus.BAD_INPUT, "MEMDIR_EMBED_URL"),
+        (
+            {"embedder": {"kind": "hashing"}, "affect": {"annotator": "tarot"}},
+            ("index",),
+            ExitStatus.BAD_FORMAT,
+            "settings.affect.annotator must be one of vader+nrc, vader, none",
+        ),
+        (
+            {"embedder": {"kind": "hashing"}},
+            ("recall", "Lisbon", "--profile", "nope"),
+            ExitStatus.BAD_INPUT,
+            "unknown recall profile",
+        ),
+    ],
+    ids=["embedder-kind", "http-embedder-unset", "annotator", "recall-profile"],
+)  # fmt: skip
+def test_index_settings_mistakes_are_one_line_errors(
+    cli, filled: tuple[Memdir, str], settings: dict, command: tuple[str, ...], status: ExitStatus,
+    needle: str,
+) -> None:  # fmt: skip
+    """The index's own mistakes (indexers raise BadInputError) and wrong settings (refused when
+    memdir.yaml is read) reach the error boundary as one line: no blanket `except ValueError`
+    is needed, so none can hide a bug."""
+    md, _ = filled
+    assert cli(*in_dir(configure(md, embedder={"kind": "hashing"}), "index")).code == 0
+    config_path = md.root / "memdir.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["settings"].update(settings)
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    before = sorted(md.memory_shelf.parent.iterdir())
+    done = cli(*in_dir(md, *command), env=clean_env(MEMDIR_EMBED_URL=None))
+    assert_clean_error(done, status, needle)
+    assert sorted(md.memory_shelf.parent.iterdir()) == before
 
 
 @pytest.mark.parametrize("ttl", ["3x", "0d", "-1d"])

@@ -207,10 +207,18 @@ def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
     assert any("perfect" in note for note in {s.name: s for s in perfect.stages}[Stage.DECAY].notes)
 
 
-def test_recall_sees_rehearsals_through_the_index(md: Memdir) -> None:
-    """Recall reads its candidates' rehearsals from the index (kept in step with recall lines
-    and confirm events), the same times the rehearsal cache holds, incrementally and after a
-    rebuild; a rehearsed memory fades less than an equal one that was not."""
+def shelf_rehearsals(memdir: Memdir) -> dict[str, list[float]]:
+    """Every memory's rehearsal times as a fold over the shelves, read from scratch."""
+    from memdir.archive_format import shelf
+    from memdir.archive_format.decay import rehearsal_times
+
+    return rehearsal_times(item.data for path in memdir.shelves() for item in shelf.read(path))
+
+
+def test_the_rehearsal_cache_is_a_fold_over_the_shelves(md: Memdir) -> None:
+    """The index's rehearsal times (recall lines and confirm events, the one rehearsal cache)
+    equal a fold over the shelves, incrementally and after a rebuild; recall and `memdir
+    decay` read them, and a rehearsed memory fades less than an equal one that was not."""
     from memdir.cli.usecases.recall import recall
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions
@@ -219,19 +227,23 @@ def test_recall_sees_rehearsals_through_the_index(md: Memdir) -> None:
     rehearsed = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id
     other = lifecycle.teach(memdir, "We hiked the Camino trail in Spain", at()).id
     guess = lifecycle.infer(memdir, "The user likes hiking trails", at()).id
+    index = MemoryIndex(memdir)
     for day in (2, 9, 30):
         lifecycle.record_recall(memdir, [rehearsed], at(days=day))
+        index.update()  # one recall line at a time
+        assert index.rehearsals() == shelf_rehearsals(memdir)
     lifecycle.confirm(memdir, guess, at(days=3))
     now = at(days=60)
     result = recall(memdir, "hiked trail", now, RecallOptions(k=5), record=False)
     decay = {c.id: c.components["decay"] for c in result.results}
     assert decay[rehearsed] > decay[other]
-    index = MemoryIndex(memdir)
-    cached = rehearsals(memdir)
-    ids = [rehearsed, other, guess]
-    assert index.catalog.rehearsal_times(ids) == {i: cached[i] for i in ids if i in cached}
-    assert len(cached[rehearsed]) == 3 and len(cached[guess]) == 1
-    incremental = index.catalog.rehearsal_times(ids)
+    folded = shelf_rehearsals(memdir)
+    assert len(folded[rehearsed]) == 3 and len(folded[guess]) == 1 and other not in folded
+    assert index.rehearsals() == folded == rehearsals(memdir)
+    assert index.rehearsals([rehearsed, other]) == {rehearsed: folded[rehearsed]}
     index.update(rebuild=True)
-    assert index.catalog.rehearsal_times(ids) == incremental
+    assert index.rehearsals() == folded
     index.close()
+    line = lifecycle.load_view(memdir, now).states[rehearsed].memory.to_line()  # type: ignore[union-attr]
+    assert describe(memdir, line, now)["rehearsals"] == 3
+    assert not (memdir.cache_dir / "rehearsals.json").exists()  # no second cache

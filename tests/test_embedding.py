@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np  # noqa: TID253 (a test module may load numpy eagerly)
 import pytest
 
+from memdir.archive_format.errors import BadInputError
 from memdir.indexers import embedding
 from memdir.indexers.embedding import (
     HashingEmbedder,
@@ -230,7 +231,7 @@ def test_a_broken_configured_path_is_reported_when_another_model_is_used(
 def test_kinds_can_be_forced() -> None:
     embedder, warning = load_embedder(kind="hashing")
     assert embedder.kind == "hashing" and warning is None
-    with pytest.raises(ValueError, match="unknown embedder kind"):
+    with pytest.raises(BadInputError, match="unknown embedder kind"):
         load_embedder(kind="word2vec")
 
 
@@ -339,5 +340,5 @@ def test_http_embedder_without_key_and_with_a_failing_server(embeddings_server: 
 
 def test_http_embedder_needs_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMDIR_EMBED_URL", raising=False)
-    with pytest.raises(ValueError, match="MEMDIR_EMBED_URL"):
+    with pytest.raises(BadInputError, match="MEMDIR_EMBED_URL"):
         load_embedder(kind="http")

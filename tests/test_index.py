@@ -202,7 +202,7 @@ def test_incremental_updates_match_a_rebuild(md: Memdir, hashing: Any, base: str
     statuses = {memory.id: memory.status for memory in index.catalog.all_memories()}
     assert (statuses[ids["guess_b"]], statuses[ids["guess_c"]]) == ("durable", "expired")
 
-    index._merge_delta(full=False)  # folding the delta into the base changes nothing
+    index.updater.merge_delta()  # folding the delta into the base changes nothing
     assert results(index) == incremental
 
     report = index.update(rebuild=True)

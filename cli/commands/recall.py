@@ -87,11 +87,8 @@ def register(app: typer.Typer) -> None:
         if not text:
             raise BadInputError("the query is empty")
         with progress_bar() as advance:
-            try:
-                result = run(context.open_memdir(ctx), text, context.now(ctx, now), options,
-                             record=not no_record, progress=advance)  # fmt: skip
-            except ValueError as error:
-                raise BadInputError(str(error)) from None
+            result = run(context.open_memdir(ctx), text, context.now(ctx, now), options,
+                         record=not no_record, progress=advance)  # fmt: skip
         turns = raw_window(ctx, now) if window else None
         if json_:
             data = result.to_dict(explain=explain)

@@ -27,6 +27,13 @@ def fresh_index(memdir: Memdir, progress: Progress | None = None) -> MemoryIndex
     return index
 
 
+def check_profile(memdir: Memdir, profile: str | None) -> None:
+    """A weight profile that does not exist is the caller's mistake (BadInputError)."""
+    from memdir.indexers.recall.options import profile_weights
+
+    profile_weights(memdir.settings.recall, profile)
+
+
 def recall(
     memdir: Memdir,
     query: str,
@@ -44,14 +51,16 @@ def recall(
     embedder; it is brought up to date and closed here like the default one."""
     from memdir.indexers.recall import recall as run_recall
 
-    if index is None:
-        index = fresh_index(memdir, progress)
-    elif index.needs_update():
-        index.update(progress)
     try:
+        check_profile(memdir, options.profile)  # (before any index work)
+        if index is None:
+            index = fresh_index(memdir, progress)
+        elif index.needs_update():
+            index.update(progress)
         result = run_recall(index, query, now, options)
     finally:
-        index.close()
+        if index is not None:
+            index.close()
     if record and result.results:
         try:
             record_recall(memdir, [c.id for c in result.results], now, actor, f"recall: {query}")

@@ -96,13 +96,13 @@ def decay_summary(
     memdir: Memdir, index: MemoryIndex, view: ArchiveView, now: datetime
 ) -> dict[str, Any]:
     """Fidelity of every live memory at `now`: how many there are, the mean, the faded ones."""
-    from memdir.indexers.decay import memory_fidelity, rehearsals
+    from memdir.indexers.decay import memory_fidelity
 
     settings = memdir.settings.decay
     live = [state for state in view.live() if state.memory is not None]
     catalogued = index.catalog.memories_by_id(state.id for state in live)
     affects = index.affects_of(list(catalogued.values()))
-    times = rehearsals(memdir)
+    times = index.rehearsals()
     scored = []
     for state in live:
         assert state.memory is not None

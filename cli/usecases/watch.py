@@ -30,7 +30,7 @@ from memdir.archive_format.settings import WatchSettings
 if TYPE_CHECKING:
     from memdir.indexers.affect import Annotator
     from memdir.indexers.embedding import Embedder
-    from memdir.indexers.index import UpdateReport
+    from memdir.indexers.updater import UpdateReport
 
 log = logging.getLogger("memdir")
 

@@ -11,16 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import sqlite3
-
     import numpy as np
 
     from memdir.archive_format.memdir import Memdir
 
     from ..affect import Annotator
-    from ..catalog import CatalogMemory
+    from ..backends import CatalogMemory, FullTextIndex
     from ..embedding import Embedder
-    from ..fulltext import FullText
 
 
 @dataclass
@@ -53,8 +50,7 @@ class ScoringTable:
 class RecallCatalog(Protocol):
     """The catalog lookups recall makes."""
 
-    @property
-    def db(self) -> sqlite3.Connection: ...  # the scoring table's one query (build_table)
+    def searchable_iids(self) -> list[int]: ...
 
     def speakers(self) -> list[str]: ...
 
@@ -96,10 +92,10 @@ class RecallIndex(Protocol):
     def catalog(self) -> RecallCatalog: ...
 
     @property
-    def fulltext(self) -> FullText: ...  # BM25 over memories: scores()
+    def fulltext(self) -> FullTextIndex: ...  # BM25 over memories: scores()
 
     @property
-    def sessions(self) -> FullText: ...  # BM25 over one document per session: scores()
+    def sessions(self) -> FullTextIndex: ...  # BM25 over one document per session: scores()
 
     @property
     def memory_table(self) -> RecordTable: ...

@@ -35,12 +35,7 @@ BM25_DEPTH = 2000
 def build_table(index: RecallIndex) -> ScoringTable:
     import numpy as np
 
-    iids = np.asarray(
-        [row[0] for row in index.catalog.db.execute(
-            "SELECT iid FROM memories WHERE searchable = 1 ORDER BY iid"
-        )],
-        dtype=np.int64,
-    )  # fmt: skip
+    iids = np.asarray(index.catalog.searchable_iids(), dtype=np.int64)
     records = index.memory_table.get(iids)
     vectors, context = vectors_with_context(index, iids, records["near"])
     session_keys, session_of = np.unique(records["session"], return_inverse=True)

@@ -1,0 +1,308 @@
+"""The narrow interfaces behind the index: full text, vectors and the catalog.
+
+memdir's index is three kinds of store, each behind a Protocol here: a full-text index over
+memory documents (Tantivy, fulltext.py), a vector index plus the embedding cache it is built
+from (FAISS and a flat file, vectors.py), and the catalog that mirrors the shelves (SQLite,
+catalog.py). The updater and the reader use them only through these methods, so another
+backend (an in-memory one in tests, a server engine later) is a new module, not a rewrite.
+tests/contracts.py holds the behaviour each method promises, and every backend runs it.
+
+Memories are numbered twice: their memory id (m-…) and an integer *iid* the catalog hands
+out, which the full-text and vector indexes store so that their hits need no look-up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+# --- full text -------------------------------------------------------------------------------
+class Document(TypedDict, total=False):
+    """A memory as the full-text index holds it (`id`, `text` and `time` are required)."""
+
+    id: str
+    iid: int  # the catalog's iid (a session document's: its name_code)
+    text: str
+    context: str  # the text with its same-session neighbours; defaults to `text`
+    type: str | None
+    source: str
+    status: str
+    persona: list[str]
+    session: str | None
+    time: int  # epoch seconds
+
+
+@dataclass(frozen=True)
+class TextHit:
+    """A full-text search result: the document's id, its BM25 score, a highlighted snippet."""
+
+    id: str
+    score: float
+    snippet: str
+
+
+class FullTextIndex(Protocol):
+    """Documents keyed by id, searched with BM25 over English-stemmed words.
+
+    Writes are staged until `commit()` (one per update) and dropped by `rollback()`; readers,
+    including other instances opened on the same store, see only committed documents.
+    """
+
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Add documents, replacing any with the same id."""
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove documents by id (unknown ids are ignored)."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def count(self) -> int:
+        """Documents in the last commit, including one made through another instance."""
+
+    def scores(
+        self,
+        text: str,
+        limit: int,
+        field: str = "text",
+        within: list[int] | None = None,
+        between: tuple[int, int] | None = None,
+    ) -> dict[int, float]:
+        """BM25 scores of the best `limit` documents for a query on `field` ("text" or
+        "context"), best first, by iid; `within` keeps those iids, `between` times in
+        [start, end). An empty query, limit 0 or `within=[]` gives {}."""
+
+    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
+        """The best `k` documents for a free-text query, best first; with `snippets`, a piece
+        of the text with the matched words in [brackets]."""
+
+
+# --- vectors ---------------------------------------------------------------------------------
+class VectorIndex(Protocol):
+    """Unit vectors by iid, searched by inner product (cosine); written whole by `build`."""
+
+    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
+        """Replace the index with exactly these vectors (rows aligned with `iids`)."""
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Up to `k` (iid, inner product) pairs, highest first."""
+
+    def size(self) -> int: ...
+
+    def kind(self) -> str:
+        """What kind of index answers ("flat", "hnsw", …; "none" before the first build)."""
+
+    def remove(self) -> None: ...
+
+
+class VectorRows(Protocol):
+    """The embedding cache of one model: float32 rows, appended and read by row number."""
+
+    def count(self) -> int: ...
+
+    def append(self, vectors: np.ndarray) -> int:
+        """Store rows after the last one; returns the first new row number."""
+
+    def rows(self, numbers: list[int] | np.ndarray) -> np.ndarray:
+        """These rows, in the order asked (IndexError for a row that does not exist)."""
+
+    def rewrite(self, vectors: np.ndarray) -> None:
+        """Replace every row (compaction after a rebuild)."""
+
+
+# --- the catalog -----------------------------------------------------------------------------
+def speaker_of(author: str) -> str | None:
+    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
+
+    Plain 'user', 'assistant' or 'memdir' name no one in particular.
+    """
+    if ":" not in author:
+        return None
+    name = author.split(":", 1)[1].strip()
+    return name or None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """How far a shelf has been indexed, and a fingerprint of that prefix."""
+
+    shelf: str
+    offset: int
+    inode: int
+    fingerprint: str
+
+
+@dataclass
+class CatalogMemory:
+    """A catalogued memory: enough to score and show it without reading the shelves.
+
+    The shelf line and the affect annotation are parsed on first use: recall reads them for its
+    shortlist only (it scores the wider pool from the memory table).
+    """
+
+    iid: int
+    id: str
+    stored_line: str  # the line's JSON
+    text: str
+    status: str
+    searchable: bool
+    content_hash: str
+    annotator: str | None = None  # who annotated its affect, None when nobody has
+    stored_affect: str = ""  # that annotation's JSON
+
+    @cached_property
+    def line(self) -> dict[str, Any]:
+        line: dict[str, Any] = json.loads(self.stored_line)
+        return line
+
+    @cached_property
+    def annotation(self) -> tuple[str, dict[str, Any]] | None:
+        """(annotator, affect) of the derived annotation, when there is one."""
+        if self.annotator is None:
+            return None
+        return self.annotator, json.loads(self.stored_affect)
+
+
+def link_degrees(
+    link_events: Iterable[tuple[str, dict[str, Any]]],
+    written: Iterable[tuple[str, dict[str, Any]]],
+) -> dict[str, int]:
+    """How many links between memories touch each memory id, from link events (target, event
+    line) and links written into memory lines (memory id, memory line). Links to journal turns
+    (a dream summary's backlinks) do not count: they would make every summary look well
+    connected."""
+    pairs = [(target, str(line.get("to") or "")) for target, line in link_events]
+    for memory_id, line in written:
+        pairs.extend((memory_id, str(link["to"])) for link in line.get("links", ()))
+    degrees: dict[str, int] = {}
+    for one, other in pairs:
+        if one.startswith("m-") and other.startswith("m-"):
+            degrees[one] = degrees.get(one, 0) + 1
+            degrees[other] = degrees.get(other, 0) + 1
+    return degrees
+
+
+class Catalog(Protocol):
+    """The shelves mirrored line by line, with the index's bookkeeping and derived caches.
+
+    It holds each memory's line, text and current status, each event's line, the rehearsal
+    times decay reads, the shelf checkpoints, the index manifest, the affect annotations and
+    the embedding cache's row numbers (both by content hash). Every query memdir makes of it
+    is one of these methods; writes go inside `transaction()`.
+    """
+
+    def transaction(self) -> AbstractContextManager[object]:
+        """`with catalog.transaction():` commits on success and rolls back on error."""
+
+    def close(self) -> None: ...
+
+    # manifest and checkpoints
+    def manifest(self) -> dict[str, str]: ...
+
+    def set_manifest(self, values: dict[str, str]) -> None: ...
+
+    def clear_manifest(self) -> None: ...
+
+    def checkpoints(self) -> dict[str, Checkpoint]: ...
+
+    def set_checkpoint(self, checkpoint: Checkpoint) -> None: ...
+
+    # memories and events
+    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
+        """Insert a memory line (status durable, searchable, not in the vector base); returns
+        its iid, or None when a memory with that id is already there."""
+
+    def add_event(self, line: dict[str, Any]) -> bool:
+        """Insert an event line; False when an event with that id is already there."""
+
+    def set_status(self, memory_id: str, status: str, searchable: bool) -> None: ...
+
+    def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]: ...
+
+    def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]: ...
+
+    def all_memories(self) -> Iterator[CatalogMemory]:
+        """Every memory, by iid."""
+
+    def max_iid(self) -> int | None: ...
+
+    def searchable_iids(self) -> list[int]:
+        """The iids of searchable memories, ascending."""
+
+    def content_hashes(self) -> dict[int, str]:
+        """Every memory's content hash, by iid."""
+
+    def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
+        """Ids of the memories that carry any of these supersede keys."""
+
+    def keys(self) -> list[str]:
+        """Every supersede key in use."""
+
+    def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The event lines that target these memories, in the order they were added."""
+
+    def session_rows(self, sessions: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+        """Each session's searchable memories as (iid, text), by creation time then iid."""
+
+    def guaranteed(self, limit: int) -> list[CatalogMemory]:
+        """Searchable pinned and milestone memories, most important and newest first."""
+
+    def speakers(self) -> list[str]:
+        """Sorted names of the people who said searchable memories (see speaker_of)."""
+
+    def link_degrees(self) -> dict[str, int]:
+        """See the module function link_degrees."""
+
+    def counts(self) -> dict[str, int]:
+        """memories, searchable, delta (memories not in the vector base) and events."""
+
+    # the vector base
+    def delta_iids(self) -> list[int]:
+        """Searchable memories whose vectors are not in the vector base."""
+
+    def hidden_iids(self) -> set[int]:
+        """Memories in the vector base that are no longer searchable."""
+
+    def set_base(self, iids: Iterable[int]) -> None:
+        """Exactly these memories now have their vector in the vector base."""
+
+    # rehearsals (recall lines and confirm events): decay's input
+    def add_rehearsals(self, times: dict[str, list[float]]) -> None: ...
+
+    def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
+        """memory id → sorted epoch seconds of its rehearsals; every memory's when `ids` is
+        None (memories without rehearsals are left out)."""
+
+    # derived caches by content hash, kept through a rebuild
+    def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]: ...
+
+    def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
+        """(content hash, annotator, affect) annotations, replacing earlier ones."""
+
+    def clear_affect(self, unreferenced_only: bool = False) -> None:
+        """Drop the annotations (only those no memory's content hash refers to)."""
+
+    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]: ...
+
+    def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None: ...
+
+    def max_vector_row(self) -> int | None: ...
+
+    def clear_vector_rows(self) -> None: ...
+
+    # starting over
+    def clear(self) -> None:
+        """Drop what mirrors the shelves (memories, events, rehearsals, checkpoints); keep the
+        manifest and the derived caches."""
+
+    def release_space(self) -> None:
+        """Give deleted rows' pages back to the filesystem (a forgotten memory's text)."""

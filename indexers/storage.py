@@ -1,0 +1,182 @@
+"""The parts of one memdir's index, opened lazily: its backends and the models that fill them.
+
+Everything lives under `.memdir/index/`:
+
+  catalog.sqlite           the catalog (catalog.py)
+  tantivy-N/, sessions-N/  full text of memories and of whole sessions (fulltext.py)
+  memories-N.table         what recall needs of each memory, by iid (memorytable.py)
+  faiss/base.index         the vector base (vectors.py)
+  vectors/MODEL.f32        the embedding cache of one model (vectors.py)
+
+N is the generation. A rebuild renumbers every memory, so it writes generation N+1 beside N
+and switches over in one catalog commit (the manifest's `generation`): readers never see a
+half-built index, and one that has the old generation open keeps reading it. This module is
+the one place that picks the backend implementations (backends.py says what they must do).
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from memdir.archive_format.memdir import Memdir
+
+from .backends import Catalog, FullTextIndex, VectorIndex, VectorRows
+from .catalog import SqliteCatalog
+from .fulltext import TantivyIndex
+from .memorytable import MemoryTable
+from .vectors import FaissIndex, VectorFile, safe_name
+
+if TYPE_CHECKING:
+    from .affect import Annotator
+    from .embedding import Embedder
+
+log = logging.getLogger("memdir")
+
+FULLTEXT_NAMES = ("tantivy", "sessions")
+GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
+
+
+class IndexStorage:
+    """The catalog, full-text indexes, vector base, embedding cache and memory table of one
+    memdir, and its embedder and affect annotator; each opened on first use."""
+
+    def __init__(
+        self,
+        memdir: Memdir,
+        embedder: Embedder | None = None,
+        annotator: Annotator | None = None,
+    ) -> None:
+        self.memdir = memdir
+        self.root = memdir.cache_dir / "index"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.catalog: Catalog = SqliteCatalog(self.root / "catalog.sqlite")
+        self._embedder = embedder
+        self._annotator = annotator
+        self.embedder_warning: str | None = None
+        self.vector_settings = memdir.settings.vectors
+        self._generation: int | None = None
+        # recall's table of every memory (scoring.py), built by the reader; None: not built,
+        # False: the archive is too large for one. Any update or rebuild drops it.
+        self.cached_scoring_table: Any = None
+
+    # the models -----------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from .embedding import load_embedder
+
+            config = self.memdir.settings.embedder
+            self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
+            if self.embedder_warning:
+                log.warning(self.embedder_warning.removeprefix("memdir: "))
+        return self._embedder
+
+    @property
+    def annotator(self) -> Annotator:
+        if self._annotator is None:
+            from .affect import load_annotator
+
+            # memdir.yaml's settings allow only the annotators load_annotator knows
+            self._annotator = load_annotator(self.memdir.settings.affect.annotator)
+        return self._annotator
+
+    def annotator_label(self) -> str:
+        return f"{self.annotator.name}/{self.annotator.version}"
+
+    # the backends ---------------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """Which full-text directories and memory table are current (see the module doc)."""
+        if self._generation is None:
+            self._generation = int(self.catalog.manifest().get("generation", "0"))
+        return self._generation
+
+    # Each part is opened on first use and kept (cached_property); the parts of one generation
+    # are dropped together when it changes, and reopened on next use.
+    @cached_property
+    def fulltext(self) -> FullTextIndex:
+        return TantivyIndex(self.root / f"tantivy-{self.generation}")
+
+    @cached_property
+    def sessions(self) -> FullTextIndex:
+        """One document per session (its memories joined): recall's session prior."""
+        return TantivyIndex(self.root / f"sessions-{self.generation}")
+
+    @cached_property
+    def memory_table(self) -> MemoryTable:
+        """What recall needs of each memory at scale, by iid (memorytable.py); one file per
+        generation, since a rebuild renumbers the memories."""
+        return MemoryTable(self.root / f"memories-{self.generation}.table")
+
+    @cached_property
+    def base(self) -> VectorIndex:
+        return FaissIndex(
+            self.root / "faiss" / "base.index", self.embedder.dim, self.vector_settings
+        )
+
+    @cached_property
+    def store(self) -> VectorRows:
+        """The embedding cache: the model's vectors, one row per distinct text."""
+        path = self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32"
+        return VectorFile(path, self.embedder.dim)
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    # generations ----------------------------------------------------------------------------
+    def _drop_generation(self) -> None:
+        for name in GENERATION_PARTS:
+            self.__dict__.pop(name, None)
+        self._generation = None
+        self.cached_scoring_table = None
+
+    def follow_rebuilds(self) -> None:
+        """If another process rebuilt the index (a new generation), reopen its files: the old
+        generation's memory table numbers memories differently. One catalog read."""
+        current = self.catalog.manifest().get("generation")
+        if (
+            self._generation is not None
+            and current is not None
+            and int(current) != self._generation
+        ):
+            self._drop_generation()
+
+    def start_generation(self) -> int:
+        """Begin a rebuild: the next generation's full-text directories start empty and the
+        vector base is removed. Returns the new generation, which the rebuild's manifest names."""
+        for name in ("fulltext", "sessions"):  # those already open (opening one may fail)
+            if name in self.__dict__:
+                self.__dict__[name].rollback()
+        following = self.generation + 1
+        self._drop_generation()
+        self._generation = following
+        for name in FULLTEXT_NAMES:
+            TantivyIndex.wipe(self.root / f"{name}-{following}")
+        self.base.remove()
+        return following
+
+    def remove_stale(self) -> None:
+        """Delete other generations' files (after a rebuild has switched over)."""
+        current = {f"{name}-{self.generation}" for name in FULLTEXT_NAMES}
+        for name in FULLTEXT_NAMES:
+            for stale in self.root.glob(f"{name}*"):
+                if stale.name not in current:
+                    TantivyIndex.wipe(stale)
+        for stale in self.root.glob("memories-*.table"):
+            if stale != self.memory_table.path:
+                stale.unlink(missing_ok=True)  # a reader still mapping it keeps its pages
+
+    def files_missing(self) -> str | None:
+        """Which index file was deleted from under the catalog, if any (no model load)."""
+        if not (self.root / f"tantivy-{self.generation}" / "meta.json").is_file():
+            return "full-text index missing"
+        if not (self.root / "faiss" / "base.index").is_file():
+            return "vector index missing"
+        if not self.memory_table.exists():
+            return "memory table missing"
+        return None
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())

@@ -1,0 +1,535 @@
+"""Keeping the index in step with the shelves: staleness, ingest, rebuild, compaction, merge.
+
+`IndexUpdater.update()` reads only what was appended since the last checkpoint of each shelf,
+adds new memories to the catalog, the full text and the vector delta, applies lifecycle
+events, records rehearsals, and commits. A shelf that was rewritten (forget's compaction, a
+git checkout or merge), a new manifest version or a different embedding model triggers a full
+rebuild, which re-embeds nothing it has embedded before (vectors are cached by content hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from memdir.archive_format import shelf as shelf_io
+from memdir.archive_format.clock import parse_time
+from memdir.archive_format.decay import rehearsal_times
+from memdir.archive_format.errors import BadInputError, LockedError
+from memdir.archive_format.fold import ArchiveView, fold
+from memdir.archive_format.lock import WriterLock
+
+from .backends import CatalogMemory, Checkpoint, Document, speaker_of
+from .memorytable import CONTEXT, name_code
+from .storage import IndexStorage
+
+INDEX_VERSION = "8"
+FINGERPRINT_WINDOW = 1 << 16
+NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
+EMBED_BATCH = 512
+
+log = logging.getLogger("memdir")
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class UpdateReport:
+    """What an update did."""
+
+    rebuilt: bool = False
+    reason: str = ""
+    memories: int = 0
+    events: int = 0
+    embedded: int = 0
+    merged: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def past_blank_lines(path: Path, end: int) -> int:
+    """`end`, moved over trailing blank lines (which the reader skips): otherwise the checkpoint
+    never reaches the end of the shelf and every command would run an update."""
+    with open(path, "rb") as handle:
+        handle.seek(end)
+        tail = handle.read(1 << 16)
+    return end + len(tail) if tail.endswith(b"\n") and not tail.strip() else end
+
+
+def fingerprint(path: Path, length: int) -> str:
+    """A cheap fingerprint of a shelf's first `length` bytes: its head and tail windows.
+
+    Rewrites that change the inode (atomic renames, git checkouts) or the bytes near either end
+    of the indexed prefix are detected without reading the whole shelf.
+    """
+    digest = hashlib.sha256(str(length).encode())
+    with open(path, "rb") as handle:
+        digest.update(handle.read(min(length, FINGERPRINT_WINDOW)))
+        if length > FINGERPRINT_WINDOW:
+            handle.seek(max(FINGERPRINT_WINDOW, length - FINGERPRINT_WINDOW))
+            digest.update(
+                handle.read(length - max(FINGERPRINT_WINDOW, length - FINGERPRINT_WINDOW))
+            )
+    return digest.hexdigest()
+
+
+def parseable(lines: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """The lines whose time can be read (a malformed one is `verify`'s business, not recall's)."""
+    for line in lines:
+        try:
+            parse_time(str(line.get("at", "")))
+        except BadInputError:
+            continue
+        yield line
+
+
+def _epoch(text: str) -> int:
+    return int(parse_time(text).timestamp())
+
+
+_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=timezone.utc)
+
+
+class IndexUpdater:
+    """Writes one memdir's index parts from its shelves; the only writer of the index."""
+
+    def __init__(self, storage: IndexStorage) -> None:
+        self.storage = storage
+        self.catalog = storage.catalog
+
+    def lock(self) -> WriterLock:
+        """Only one process updates the index at a time; others wait (then fail clearly)."""
+        return _IndexLock(
+            self.storage.memdir.cache_dir / "index.lock",
+            timeout=float(os.environ.get("MEMDIR_INDEX_TIMEOUT", 120)),
+        )
+
+    # staleness ------------------------------------------------------------------------------
+    def _expected_manifest(self) -> dict[str, str]:
+        embedder = self.storage.embedder
+        return {
+            "version": INDEX_VERSION,
+            "generation": str(self.storage.generation),
+            "model": embedder.model_id,
+            "dim": str(embedder.dim),
+            "annotator": self.storage.annotator_label(),
+        }
+
+    def _stale_reason(self) -> str | None:
+        """Why a full rebuild is needed, or None when appending is enough."""
+        memdir = self.storage.memdir
+        manifest = self.catalog.manifest()
+        if not manifest:
+            return "no index yet"
+        if manifest.get("version") != INDEX_VERSION:
+            return f"index version {manifest.get('version')} → {INDEX_VERSION}"
+        checkpoints = self.catalog.checkpoints()
+        present = {path.name for path in memdir.shelves()}
+        for name, checkpoint in checkpoints.items():
+            path = memdir.shelves_dir / name
+            if name not in present:
+                return f"shelf {name} disappeared"
+            stat = path.stat()
+            if stat.st_ino != checkpoint.inode or stat.st_size < checkpoint.offset:
+                return f"shelf {name} was rewritten"
+            if fingerprint(path, checkpoint.offset) != checkpoint.fingerprint:
+                return f"shelf {name} was rewritten"
+        model = self.storage.embedder.model_id
+        if manifest.get("model") != model:
+            return f"embedding model changed ({manifest.get('model')} → {model})"
+        if manifest.get("annotator") != self.storage.annotator_label():
+            return "affect annotator changed"
+        if self._vector_cache_lost():
+            return "vector cache missing"
+        missing = self._files_missing()
+        if missing:
+            return missing
+        if self.storage.fulltext.count() != self.catalog.counts()["searchable"]:
+            return "full-text index out of step with the catalog"
+        return None
+
+    def _files_missing(self) -> str | None:
+        """Cheap check (no model load) for index files deleted from under the catalog."""
+        missing = self.storage.files_missing()
+        if missing:
+            return missing
+        last = self.catalog.max_iid()
+        if last is not None and len(self.storage.memory_table) <= last:
+            return "memory table shorter than the catalog"
+        return None
+
+    def _vector_cache_lost(self) -> bool:
+        """True when the catalog points at vector rows the model's store no longer holds."""
+        last = self.catalog.max_vector_row()
+        return last is not None and last >= self.storage.store.count()
+
+    def needs_update(self) -> bool:
+        """Cheap check: has any shelf changed since the last update?
+
+        Also notices a rebuild made by another process (a new generation) and reopens.
+        """
+        self.storage.follow_rebuilds()
+        checkpoints = self.catalog.checkpoints()
+        if self.catalog.manifest().get("version") != INDEX_VERSION:
+            return True  # no index yet, or one written by another memdir version
+        shelves = self.storage.memdir.shelves()
+        if {path.name for path in shelves} != set(checkpoints):
+            return any(path.stat().st_size for path in shelves) or bool(checkpoints)
+        for path in shelves:
+            stat = path.stat()
+            checkpoint = checkpoints[path.name]
+            if stat.st_ino != checkpoint.inode or stat.st_size != checkpoint.offset:
+                return True
+            if fingerprint(path, checkpoint.offset) != checkpoint.fingerprint:
+                return True
+        return self._files_missing() is not None
+
+    # updating -------------------------------------------------------------------------------
+    def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
+        """Bring the indexes up to date with the shelves (incrementally when possible)."""
+        with self.lock():
+            reason = "asked to rebuild" if rebuild else self._stale_reason()
+            if reason:
+                return self._rebuild(reason, progress)
+            report = self._apply_appended(progress)
+            self._maybe_merge(report)
+            return report
+
+    def reannotate(self) -> int:
+        """Re-derive every annotation with the configured annotator."""
+        with self.lock():
+            memories = list(self.catalog.all_memories())
+            with self.catalog.transaction():
+                self.catalog.clear_affect()
+                self._annotate([m.content_hash for m in memories], [m.text for m in memories])
+                self.catalog.set_manifest({"annotator": self.storage.annotator_label()})
+        return len(memories)
+
+    def _reset_catalog(self) -> None:
+        """Empty the catalog for a rebuild, keeping the caches that still apply."""
+        manifest = self.catalog.manifest()
+        self.catalog.clear()
+        if (
+            manifest.get("model") not in (None, self.storage.embedder.model_id)
+            or self._vector_cache_lost()
+        ):
+            self.catalog.clear_vector_rows()
+        if manifest.get("annotator") != self.storage.annotator_label():
+            self.catalog.clear_affect()
+        self.catalog.clear_manifest()
+
+    def _apply_appended(self, progress: Progress | None, reset: bool = False) -> UpdateReport:
+        storage = self.storage
+        report = UpdateReport()
+        checkpoints = {} if reset else self.catalog.checkpoints()
+        new_memories: list[dict[str, Any]] = []
+        new_events: list[dict[str, Any]] = []
+        recalls: list[dict[str, Any]] = []
+        tombstoned: list[str] = []
+        positions: list[Checkpoint] = []
+        for path in storage.memdir.shelves():
+            start = checkpoints[path.name].offset if path.name in checkpoints else 0
+            end = start
+            for item in shelf_io.read(path, start):
+                kind = item.data.get("kind")
+                if kind == "memory":
+                    new_memories.append(item.data)
+                elif kind == "event":
+                    new_events.append(item.data)
+                elif kind == "tombstone":
+                    tombstoned.append(item.data["id"])
+                elif kind == "recall":
+                    recalls.append(item.data)
+                end = item.end
+            end = past_blank_lines(path, end)
+            positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
+        with self.catalog.transaction():
+            if reset:
+                self._reset_catalog()
+                storage.memory_table.clear()
+            try:
+                self._ingest(new_memories, new_events, recalls, tombstoned, report, progress)
+                storage.fulltext.commit()
+                storage.sessions.commit()
+            except BaseException:
+                storage.fulltext.rollback()
+                storage.sessions.rollback()
+                raise
+            storage.cached_scoring_table = None  # the in-process scoring table no longer matches
+            for checkpoint in positions:
+                self.catalog.set_checkpoint(checkpoint)
+            self.catalog.set_manifest(self._expected_manifest())
+        return report
+
+    def _ingest(
+        self,
+        memories: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        recalls: list[dict[str, Any]],
+        tombstoned: list[str],
+        report: UpdateReport,
+        progress: Progress | None,
+    ) -> None:
+        affected: set[str] = set(tombstoned)
+        fresh: list[tuple[dict[str, Any], str]] = []
+        iids: list[int] = []
+        for line in memories:
+            digest = content_hash(line["text"])
+            iid = self.catalog.add_memory(line, _epoch(line["created"]), digest)
+            if iid is not None:
+                fresh.append((line, digest))
+                iids.append(iid)
+                affected.add(line["id"])
+        rehearsed = list(recalls)  # recall lines and new confirm events: decay's rehearsals
+        for line in events:
+            if self.catalog.add_event(line):
+                affected.add(line["target"])
+                if line["op"] == "link" and str(line.get("to", "")).startswith("m-"):
+                    affected.add(line["to"])
+                if line["op"] == "confirm":
+                    rehearsed.append(line)
+        self.catalog.add_rehearsals(rehearsal_times(parseable(rehearsed)))
+        report.memories = len(fresh)
+        report.events = len(events)
+        if not affected:
+            return
+        self._annotate([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
+        report.embedded = self._embed(
+            [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
+        )
+        rows = self.catalog.vector_rows(digest for _, digest in fresh)
+        self.storage.memory_table.set(
+            iids,
+            row=[rows.get(digest, -1) for _, digest in fresh],
+            near=[[-1] * 2 * CONTEXT] * len(fresh),  # set below for those in a session
+            created=[_epoch(line["created"]) for line, _ in fresh],
+            session=[name_code(line["session"]) if line.get("session") else 0 for line, _ in fresh],
+            speaker=[_speaker_code(line) for line, _ in fresh],
+        )
+        self._resettle(affected)
+
+    def _resettle(self, affected: set[str]) -> None:
+        """Re-fold the affected memories (and those sharing their supersede keys); update
+        each one's status, Tantivy document and searchability."""
+        current = self.catalog.memories_by_id(affected)
+        keys = [memory.line["key"] for memory in current.values() if memory.line.get("key")]
+        group = set(current) | set(self.catalog.ids_with_keys(keys))
+        if group - set(current):
+            current.update(self.catalog.memories_by_id(group - set(current)))
+        # Tombstones need no line of their own here: forget always appends a forget event.
+        lines = [memory.line for memory in current.values()] + self.catalog.events_for(current)
+        view = fold(lines, _FAR_FUTURE)
+        deletes: list[str] = []
+        searchable_now: list[CatalogMemory] = []
+        for memory_id, memory in current.items():
+            state = view.states.get(memory_id)
+            status = index_status(view, memory_id) if state else "forgotten"
+            searchable = status not in NOT_SEARCHABLE
+            self.catalog.set_status(memory_id, status, searchable)
+            if searchable:
+                searchable_now.append(memory)
+            else:
+                deletes.append(memory_id)
+        self.storage.fulltext.delete(deletes)
+        self._refresh_documents(list(current.values()), searchable_now)
+
+    def _refresh_documents(
+        self, touched: list[CatalogMemory], searchable: list[CatalogMemory]
+    ) -> None:
+        """Write the Tantivy documents of `searchable` memories and of their same-session
+        neighbours (whose context text includes them), and the documents of touched sessions."""
+        sessions = {m.line["session"] for m in touched if m.line.get("session")}
+        rows = self.catalog.session_rows(sessions)
+        context: dict[int, str] = {}
+        around: list[tuple[int, list[int]]] = []
+        wanted = {memory.iid for memory in searchable}
+        for members in rows.values():
+            texts = [text for _, text in members]
+            for position, (iid, _) in enumerate(members):
+                window = range(
+                    max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
+                )
+                context[iid] = " ".join(texts[i] for i in window)
+                around.append((iid, [members[i][0] for i in window if i != position]))
+            changed = [
+                p
+                for p, (iid, _) in enumerate(members)
+                if iid in wanted or iid in {m.iid for m in touched}
+            ]
+            for position in changed:
+                for near in range(
+                    max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
+                ):
+                    wanted.add(members[near][0])
+        if around:
+            self.storage.memory_table.set(
+                [iid for iid, _ in around],
+                near=[near + [-1] * (2 * CONTEXT - len(near)) for _, near in around],
+            )
+        memories = self.catalog.memories_by_iid(wanted)
+        self.storage.fulltext.upsert(
+            [
+                _document(memory, context.get(memory.iid, memory.text))
+                for memory in memories.values()
+                if memory.searchable
+            ]
+        )
+        self.storage.sessions.delete(list(sessions))
+        self.storage.sessions.upsert(
+            [
+                {
+                    "id": name,
+                    "iid": name_code(name),
+                    "text": " ".join(text for _, text in members),
+                    "time": 0,
+                }
+                for name, members in rows.items()
+                if members
+            ]
+        )
+
+    def _annotate(self, hashes: list[str], texts: list[str]) -> None:
+        known = self.catalog.affect_for(hashes)
+        missing = [(h, t) for h, t in zip(hashes, texts, strict=True) if h not in known]
+        if not missing:
+            return
+        from .affect import annotate_many
+
+        label = self.storage.annotator_label()
+        values = annotate_many([text for _, text in missing], self.storage.annotator)
+        self.catalog.set_affect(
+            (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
+        )
+
+    def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
+        """Embed texts not yet in the vector cache; returns how many were embedded."""
+        known = self.catalog.vector_rows(hashes)
+        pending: dict[str, str] = {}
+        for digest, text in zip(hashes, texts, strict=True):
+            if digest not in known and digest not in pending:
+                pending[digest] = text
+        if not pending:
+            return 0
+        items = list(pending.items())
+        store, embedder = self.storage.store, self.storage.embedder
+        done = 0
+        for start in range(0, len(items), EMBED_BATCH):
+            batch = items[start : start + EMBED_BATCH]
+            vectors = embedder.embed([text for _, text in batch])
+            first = store.append(vectors)
+            self.catalog.add_vector_rows(
+                (digest, first + offset) for offset, (digest, _) in enumerate(batch)
+            )
+            done += len(batch)
+            if progress:
+                progress("embedding", done, len(items))
+        return done
+
+    # rebuilding, compaction, merging --------------------------------------------------------
+    def _rebuild(self, reason: str, progress: Progress | None) -> UpdateReport:
+        """Start over from the shelves, reusing cached embeddings and annotations."""
+        log.info("rebuilding the index: %s", reason)
+        self.storage.start_generation()
+        report = self._apply_appended(progress, reset=True)
+        self.storage.remove_stale()
+        report.rebuilt, report.reason = True, reason
+        self._compact_caches()
+        self.merge_delta()
+        report.merged = True
+        self.catalog.release_space()
+        return report
+
+    def _compact_caches(self) -> None:
+        """Drop cached vectors and annotations no memory refers to any more (e.g. forgotten)."""
+        import numpy as np
+
+        hashes = self.catalog.content_hashes()
+        rows = self.catalog.vector_rows(hashes.values())
+        store = self.storage.store
+        with self.catalog.transaction():
+            self.catalog.clear_affect(unreferenced_only=True)
+            ordered = sorted(rows.items(), key=lambda item: item[1])
+            vectors = (
+                store.rows([row for _, row in ordered])
+                if ordered
+                else np.zeros((0, self.storage.embedder.dim), np.float32)
+            )
+            self.catalog.clear_vector_rows()
+            self.catalog.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
+            store.rewrite(vectors)
+            renumbered = {digest: new for new, (digest, _) in enumerate(ordered)}
+            by_iid = np.full(max(hashes, default=-1) + 1, -1, np.int32)
+            for iid, digest in hashes.items():
+                by_iid[iid] = renumbered.get(digest, -1)
+            self.storage.memory_table.set_rows(by_iid)
+
+    def _maybe_merge(self, report: UpdateReport) -> None:
+        counts = self.catalog.counts()
+        if counts["delta"] > max(2000, counts["searchable"] // 20):
+            self.merge_delta()
+            report.merged = True
+
+    def merge_delta(self) -> None:
+        """Write a new vector base holding every searchable vector (the delta becomes empty)."""
+        import numpy as np
+
+        iids = np.asarray(self.catalog.searchable_iids(), dtype=np.int64)
+        rows = self.storage.memory_table.get(iids)["row"]
+        usable = rows >= 0
+        self.storage.base.build(self.storage.store.rows(rows[usable]), iids[usable])
+        with self.catalog.transaction():
+            self.catalog.set_base(iids[usable].tolist())
+
+
+class _IndexLock(WriterLock):
+    """The index writer lock; its refusal names the index and $MEMDIR_INDEX_TIMEOUT."""
+
+    def __enter__(self) -> WriterLock:
+        try:
+            return super().__enter__()
+        except LockedError as error:
+            raise LockedError(
+                error.message.replace("the memdir is locked", "the index is being updated", 1),
+                hint="wait for the other `memdir index` to finish, or raise "
+                "$MEMDIR_INDEX_TIMEOUT (seconds)",
+            ) from None
+
+
+def _speaker_code(line: dict[str, Any]) -> int:
+    speaker = speaker_of(str(line.get("author", "")))
+    return name_code(speaker) if speaker else 0
+
+
+def index_status(view: ArchiveView, memory_id: str) -> str:
+    """The status the lines imply regardless of time: expiry by time is left to recall."""
+    state = view.states[memory_id]
+    if state.status == "expired" and not any(event.op == "expire" for event in state.events):
+        return "provisional"
+    return state.status
+
+
+def _document(memory: CatalogMemory, context: str) -> Document:
+    line = memory.line
+    kind = line.get("type")
+    label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
+    return {
+        "id": line["id"],
+        "iid": memory.iid,
+        "text": line["text"],
+        "context": context,
+        "status": memory.status,
+        "type": label,
+        "source": line["source"],
+        "persona": line.get("personas") or [],
+        "session": line.get("session"),
+        "time": _epoch(line["created"]),
+    }
