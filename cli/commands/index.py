@@ -13,6 +13,7 @@ from ..render import emit_json, note, shorten
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex, Progress
+    from memdir.indexers.reader import Hit
 
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
 
@@ -45,6 +46,19 @@ def open_index(ctx: typer.Context) -> MemoryIndex:
 
     with progress_bar() as advance:
         return fresh_index(context.open_memdir(ctx), advance)
+
+
+def show_hits(hits: list[Hit], json_: bool, snippets: bool) -> None:
+    """`search` and `similar` results: id, score and text (the highlighted snippet, if any)."""
+    if json_:
+        rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits]
+        if snippets:
+            rows = [{**row, "snippet": h.snippet} for row, h in zip(rows, hits, strict=True)]
+        emit_json(rows)
+        return
+    width = 7 if snippets else 6  # BM25 scores run to tens, cosines stay below one
+    for hit in hits:
+        typer.echo(f"{hit.id}  {hit.score:{width}.3f}  {shorten(hit.snippet or hit.text, 100)}")
 
 
 def register(app: typer.Typer) -> None:
@@ -97,17 +111,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir search "coffee order" --k 5
         """
-        hits = open_index(ctx).search(query, k)
-        if json_:
-            emit_json(
-                [
-                    {"id": h.id, "text": h.text, "score": round(h.score, 4), "snippet": h.snippet}
-                    for h in hits
-                ]
-            )
-            return
-        for hit in hits:
-            typer.echo(f"{hit.id}  {hit.score:7.3f}  {shorten(hit.snippet or hit.text, 100)}")
+        show_hits(open_index(ctx).search(query, k), json_, snippets=True)
 
     @app.command()
     def similar(
@@ -122,12 +126,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir similar "what does the user drink in the morning"
         """
-        hits = open_index(ctx).similar(query, k)
-        if json_:
-            emit_json([{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits])
-            return
-        for hit in hits:
-            typer.echo(f"{hit.id}  {hit.score:6.3f}  {shorten(hit.text, 100)}")
+        show_hits(open_index(ctx).similar(query, k), json_, snippets=False)
 
     @app.command()
     def annotate(

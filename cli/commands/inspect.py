@@ -71,6 +71,11 @@ def _matches(state: MemoryState, statuses: set[str], source: str | None, type_: 
     return not (until and created > clock.parse_time(until, "--until"))
 
 
+def resolved(ctx: typer.Context, memory_id: str, now: str | None) -> MemoryState:
+    """The memory an id (or a unique prefix of one) names, folded as of --now."""
+    return load_view(context.open_memdir(ctx), context.now(ctx, now)).resolve(memory_id)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def show(
@@ -83,8 +88,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir show m-3f9a --json
         """
-        view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-        data = view.resolve(memory_id).to_dict()
+        data = resolved(ctx, memory_id, now).to_dict()
         if json_:
             emit_json(data)
             return
@@ -104,8 +108,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir log m-3f9a
         """
-        view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-        state = view.resolve(memory_id)
+        state = resolved(ctx, memory_id, now)
         steps = history(state)
         if json_:
             emit_json({"id": state.id, "status": state.status, "history": steps})

@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from memdir.archive_format import atomic
-from memdir.archive_format.errors import BadInputError, ExitStatus, MemdirError
+from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.memdir import CONFIG_NAME, Memdir
 from memdir.archive_format.verify import Report, verify
 
@@ -39,10 +39,8 @@ TOP_FILES = (CONFIG_NAME, ".gitattributes", ".gitignore")
 TOP_DIRS = ("shelves", "journal", "state", "documents", "quarantine")
 
 
-class RestoreError(MemdirError):
+class RestoreError(BadInputError):
     """An archive that cannot be restored (unsafe, damaged, or not a memdir export)."""
-
-    status = ExitStatus.BAD_INPUT
 
 
 @dataclass(frozen=True)

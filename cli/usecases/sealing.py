@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
-from memdir.archive_format.errors import ExitStatus, MemdirError
+from memdir.archive_format.errors import BadInputError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
@@ -38,10 +38,8 @@ HEADER_SIZE = _HEADER.size
 _LIMITS = {"time": 16, "memory": 4 * 1024 * 1024, "lanes": 64, "chunk": 64 << 20}
 
 
-class SealError(MemdirError):
+class SealError(BadInputError):
     """A sealed export that cannot be opened: wrong passphrase, tampered, or not one at all."""
-
-    status = ExitStatus.BAD_INPUT
 
 
 @dataclass(frozen=True)
