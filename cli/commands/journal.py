@@ -14,6 +14,23 @@ from memdir.cli import context
 from memdir.cli.commands.lifecycle import SessionOpt, VisibilityOpt, read_text
 from memdir.cli.render import emit_json, note
 
+# journal add
+TurnArg = Annotated[str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")]
+RoleOpt = Annotated[str | None, typer.Option("--role", help="user | assistant | tool.")]
+TopicOpt = Annotated[
+    str | None, typer.Option("--topic", help="Explicit topic (dream groups by it).")
+]
+SecrecyOpt = Annotated[str, typer.Option("--secrecy", help="public | sensitive | secret.")]
+JsonlOpt = Annotated[bool, typer.Option("--jsonl", help="Read a JSONL transcript on stdin.")]
+# journal read
+SinceOpt = Annotated[str | None, typer.Option("--since", help="ISO time, or a duration: 2d, 6h.")]
+OnlyRoleOpt = Annotated[str | None, typer.Option("--role", help="Only this role.")]
+WindowOpt = Annotated[
+    bool, typer.Option("--window", help="Only the raw window (recent user turns).")
+]
+EntriesOpt = Annotated[bool, typer.Option("--entries", help="List narrative entries instead.")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Show private, sealed and secret text too.")]
+
 journal_app = typer.Typer(
     help="The raw journal: verbatim conversation turns and narrative entries.",
     no_args_is_help=True,
@@ -23,21 +40,13 @@ journal_app = typer.Typer(
 @journal_app.command("add")
 def add(
     ctx: typer.Context,
-    text: Annotated[
-        str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")
-    ] = None,
-    role: Annotated[str | None, typer.Option("--role", help="user | assistant | tool.")] = None,
+    text: TurnArg = None,
+    role: RoleOpt = None,
     session: SessionOpt = None,
-    topic: Annotated[
-        str | None, typer.Option("--topic", help="Explicit topic (dream groups by it).")
-    ] = None,
+    topic: TopicOpt = None,
     visibility: VisibilityOpt = "normal",
-    secrecy: Annotated[
-        str, typer.Option("--secrecy", help="public | sensitive | secret.")
-    ] = "public",
-    jsonl: Annotated[
-        bool, typer.Option("--jsonl", help="Read a JSONL transcript on stdin.")
-    ] = False,
+    secrecy: SecrecyOpt = "public",
+    jsonl: JsonlOpt = False,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -73,19 +82,11 @@ def add(
 def read(
     ctx: typer.Context,
     session: SessionOpt = None,
-    since: Annotated[
-        str | None, typer.Option("--since", help="ISO time, or a duration: 2d, 6h.")
-    ] = None,
-    role: Annotated[str | None, typer.Option("--role", help="Only this role.")] = None,
-    window: Annotated[
-        bool, typer.Option("--window", help="Only the raw window (recent user turns).")
-    ] = False,
-    entries: Annotated[
-        bool, typer.Option("--entries", help="List narrative entries instead.")
-    ] = False,
-    everything: Annotated[
-        bool, typer.Option("--all", help="Show private, sealed and secret text too.")
-    ] = False,
+    since: SinceOpt = None,
+    role: OnlyRoleOpt = None,
+    window: WindowOpt = False,
+    entries: EntriesOpt = False,
+    everything: AllOpt = False,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
