@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
-from memdir.cli import context
+from memdir.cli import context, parameters
 from memdir.cli.commands.lifecycle import SessionOpt, VisibilityOpt, read_text
 from memdir.cli.render import emit_json, note
 
@@ -37,15 +37,25 @@ journal_app = typer.Typer(
 )
 
 
-@journal_app.command("add")
-def add(
-    ctx: typer.Context,
-    text: TurnArg = None,
+def turn_defaults(
     role: RoleOpt = None,
     session: SessionOpt = None,
     topic: TopicOpt = None,
     visibility: VisibilityOpt = "normal",
     secrecy: SecrecyOpt = "public",
+) -> dict[str, Any]:
+    """The options journal add gives each turn; a JSONL line may set its own."""
+    return {"role": role, "session": session, "topic": topic, "visibility": visibility,
+            "secrecy": secrecy}  # fmt: skip
+
+
+@journal_app.command("add")
+@parameters.group("defaults", turn_defaults)
+def add(
+    ctx: typer.Context,
+    text: TurnArg = None,
+    *,
+    defaults: dict[str, Any],
     jsonl: JsonlOpt = False,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
@@ -60,8 +70,6 @@ def add(
     from memdir.cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
-    defaults = {"role": role, "session": session, "topic": topic, "visibility": visibility,
-                "secrecy": secrecy}  # fmt: skip
     if jsonl:
         turns = turns_from_jsonl(_stdin_lines(), defaults, moment, "cli")
     elif text is None:
