@@ -11,7 +11,8 @@ import typer
 from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
-from memdir.cli.commands.lifecycle import SessionOpt, VisibilityOpt, read_text
+from memdir.cli.commands.lifecycle import read_text
+from memdir.cli.parameters import SessionOpt, VisibilityOpt
 from memdir.cli.render import emit_json, note
 
 # journal add
