@@ -10,7 +10,8 @@ command line, 'assistant' through MCP) — a note is not a teaching.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,25 +37,34 @@ def _mapping(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _check(values: Mapping[str, str], remove: Iterable[str]) -> None:
-    for key, value in values.items():
-        if not key.strip() or len(key) > MAX_KEY:
-            raise BadInputError(f"field name {key!r} must be 1–{MAX_KEY} characters")
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_VALUE:
-            raise BadInputError(f"field {key!r}: the value must be 1–{MAX_VALUE} characters")
-    both = set(values) & set(remove)
-    if both:
-        raise BadInputError(f"field {sorted(both)[0]!r} is both set and removed")
+@dataclass(frozen=True)
+class FieldChange:
+    """One update of a note: fields to set (name → value) and to remove, when and by whom."""
 
+    values: Mapping[str, str]
+    remove: tuple[str, ...]
+    now: datetime
+    by: str
 
-def _apply(
-    fields: dict[str, Any], values: Mapping[str, str], remove: Iterable[str], at: str, by: str
-) -> dict[str, Any]:
-    for key in remove:
-        fields.pop(key, None)
-    for key, value in values.items():
-        fields[key.strip()] = {"value": value.strip(), "at": at, "by": by}
-    return fields
+    def check(self) -> None:
+        """A field name or value out of bounds, or one both set and removed: BadInputError."""
+        for key, value in self.values.items():
+            if not key.strip() or len(key) > MAX_KEY:
+                raise BadInputError(f"field name {key!r} must be 1–{MAX_KEY} characters")
+            if not isinstance(value, str) or not value.strip() or len(value) > MAX_VALUE:
+                raise BadInputError(f"field {key!r}: the value must be 1–{MAX_VALUE} characters")
+        both = set(self.values) & set(self.remove)
+        if both:
+            raise BadInputError(f"field {sorted(both)[0]!r} is both set and removed")
+
+    def applied(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """`fields` with the change made, each set field stamped with `at` and `by`."""
+        at = format_time(self.now)
+        for key in self.remove:
+            fields.pop(key, None)
+        for key, value in self.values.items():
+            fields[key.strip()] = {"value": value.strip(), "at": at, "by": self.by}
+        return fields
 
 
 def read_self(memdir: Memdir) -> dict[str, Any]:
@@ -62,18 +72,11 @@ def read_self(memdir: Memdir) -> dict[str, Any]:
     return _mapping(_mapping(read_yaml(self_path(memdir), {})).get("fields"))
 
 
-def update_self(
-    memdir: Memdir,
-    values: Mapping[str, str],
-    remove: Iterable[str],
-    now: datetime,
-    by: str,
-) -> dict[str, Any]:
+def update_self(memdir: Memdir, change: FieldChange) -> dict[str, Any]:
     """Set and remove fields of state/self.yaml; returns the new fields."""
-    remove = list(remove)
-    _check(values, remove)
+    change.check()
     with memdir.lock():
-        fields = _apply(read_self(memdir), values, remove, format_time(now), by)
+        fields = change.applied(read_self(memdir))
         write_yaml(self_path(memdir), {"fields": fields})
     return fields
 
@@ -84,23 +87,15 @@ def read_people(memdir: Memdir) -> dict[str, dict[str, Any]]:
     return {str(name): _mapping(fields) for name, fields in people.items()}
 
 
-def update_person(
-    memdir: Memdir,
-    name: str,
-    values: Mapping[str, str],
-    remove: Iterable[str],
-    now: datetime,
-    by: str,
-) -> dict[str, Any]:
+def update_person(memdir: Memdir, name: str, change: FieldChange) -> dict[str, Any]:
     """Set and remove fields of one person (created when new); returns their fields."""
     name = " ".join(name.split())
     if not name or len(name) > MAX_KEY:
         raise BadInputError(f"a person's name must be 1–{MAX_KEY} characters")
-    remove = list(remove)
-    _check(values, remove)
+    change.check()
     with memdir.lock():
         people = read_people(memdir)
-        fields = _apply(people.get(name, {}), values, remove, format_time(now), by)
+        fields = change.applied(people.get(name, {}))
         people[name] = fields
         write_yaml(people_path(memdir), {"people": dict(sorted(people.items()))})
     return fields

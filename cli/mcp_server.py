@@ -363,7 +363,8 @@ class MemdirTools:
 
     def self_update(self, values: Fields = {}, remove: Remove = []) -> dict[str, Any]:  # noqa: B006
         """Set or remove fields of state/self.yaml (each remembers when, and that you set it)."""
-        fields = people.update_self(self.memdir, values, remove, self._now(), by="assistant")
+        change = people.FieldChange(values, tuple(remove), self._now(), by="assistant")
+        fields = people.update_self(self.memdir, change)
         return {"fields": fields}
 
     def people_read(
@@ -391,9 +392,8 @@ class MemdirTools:
         if delete:
             people.remove_person(self.memdir, name)
             return {"deleted": name}
-        fields = people.update_person(
-            self.memdir, name, values, remove, self._now(), by="assistant"
-        )
+        change = people.FieldChange(values, tuple(remove), self._now(), by="assistant")
+        fields = people.update_person(self.memdir, name, change)
         return {"name": name, "fields": fields}
 
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
+
+import typer
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Options of more than one command module (--json and --now, which every command has, are in
+# context.py; a module's own options stand at its top).
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
+VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 
 
 def group(name: str, declaration: Callable[..., Any]) -> Callable[[F], F]:

@@ -40,6 +40,12 @@ class Document(TypedDict, total=False):
     time: int  # epoch seconds
 
 
+# The filters of a score query: `within` keeps these iids, `between` the times in [start, end)
+# (epoch seconds); None keeps all.
+Iids = list[int] | None
+Span = tuple[int, int] | None
+
+
 @dataclass(frozen=True)
 class TextHit:
     """A full-text search result: the document's id, its BM25 score, a highlighted snippet."""
@@ -70,12 +76,7 @@ class FullTextIndex(Protocol):
         """Documents in the last commit, including one made through another instance."""
 
     def scores(
-        self,
-        text: str,
-        limit: int,
-        field: str = "text",
-        within: list[int] | None = None,
-        between: tuple[int, int] | None = None,
+        self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
         """BM25 scores of the best `limit` documents for a query on `field` ("text" or
         "context"), best first, by iid; `within` keeps those iids, `between` times in

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .backends import Document, TextHit
+from .backends import Document, Iids, Span, TextHit
 
 
 def _schema() -> Any:
@@ -114,12 +114,7 @@ class TantivyIndex:
         return query
 
     def scores(
-        self,
-        text: str,
-        limit: int,
-        field: str = "text",
-        within: list[int] | None = None,
-        between: tuple[int, int] | None = None,
+        self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
         """BM25 score of the best `limit` documents for the query on one field, best first, by
         catalog iid (a session document's iid is its name_code); `within` limits them to these

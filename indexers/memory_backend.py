@@ -23,6 +23,8 @@ from .backends import (
     Checkpoint,
     Document,
     FullTextIndex,
+    Iids,
+    Span,
     TextHit,
     VectorIndex,
     VectorRows,
@@ -105,12 +107,7 @@ class MemoryFullText:
         return ranked
 
     def scores(
-        self,
-        text: str,
-        limit: int,
-        field: str = "text",
-        within: list[int] | None = None,
-        between: tuple[int, int] | None = None,
+        self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
         if not text.strip() or limit <= 0 or within == []:
             return {}

@@ -335,57 +335,43 @@ def identified(prefix: str, line: dict[str, Any]) -> dict[str, Any]:
     return {"kind": line["kind"], "id": content_id(prefix, line), **rest}
 
 
-@st.composite
-def recalls(draw: st.DrawFn) -> dict[str, Any]:
-    line = {
-        "kind": "recall",
-        "at": draw(timestamps),
-        "memories": draw(st.lists(memory_ids, max_size=4)),
-        "actor": draw(words),
-    }
-    return identified("r", line)
+def journal_lines(kind: str, prefix: str, **fields: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Lines of one kind with a time: each field drawn from its strategy, then identified."""
+    drawn = st.fixed_dictionaries({"kind": st.just(kind), "at": timestamps, **fields})
+    return drawn.map(lambda line: identified(prefix, line))
 
 
 turn_ids = hex_ids.map(lambda digits: f"t-{digits}")
-
-
-@st.composite
-def turns(draw: st.DrawFn) -> dict[str, Any]:
-    line = {
-        "kind": "turn",
-        "at": draw(timestamps),
-        "role": draw(st.sampled_from(["user", "assistant", "tool"])),
-        "session": draw(words),
-        "text": draw(words),
-        "topic": draw(optional_words),
-        "visibility": draw(st.sampled_from(VISIBILITIES)),
-        "secrecy": draw(st.sampled_from(["public", "sensitive", "secret"])),
-        "channel": draw(st.sampled_from(["cli", "mcp", "import:chatgpt", "import:x/y.json"])),
-    }
-    return identified("t", line)
-
-
-@st.composite
-def digests(draw: st.DrawFn) -> dict[str, Any]:
-    line = {
-        "kind": "digest",
-        "at": draw(timestamps),
-        "turns": draw(st.lists(turn_ids, max_size=3)),
-        "withheld": draw(st.none() | st.lists(turn_ids, max_size=2)),
-        "memory": draw(st.none() | memory_ids),
-        "promoted": draw(st.none() | memory_ids),
-        "method": draw(st.none() | st.sampled_from(["extractive", "command"])),
-    }
-    return identified("d", line)
+recalls = journal_lines("recall", "r", memories=st.lists(memory_ids, max_size=4), actor=words)
+turns = journal_lines(
+    "turn",
+    "t",
+    role=st.sampled_from(["user", "assistant", "tool"]),
+    session=words,
+    text=words,
+    topic=optional_words,
+    visibility=st.sampled_from(VISIBILITIES),
+    secrecy=st.sampled_from(["public", "sensitive", "secret"]),
+    channel=st.sampled_from(["cli", "mcp", "import:chatgpt", "import:x/y.json"]),
+)
+digests = journal_lines(
+    "digest",
+    "d",
+    turns=st.lists(turn_ids, max_size=3),
+    withheld=st.none() | st.lists(turn_ids, max_size=2),
+    memory=st.none() | memory_ids,
+    promoted=st.none() | memory_ids,
+    method=st.none() | st.sampled_from(["extractive", "command"]),
+)
 
 
 VALID = {
-    "turn": turns(),
-    "digest": digests(),
+    "turn": turns,
+    "digest": digests,
     "memory": memories().map(lambda r: r.to_line()),
     "event": events().map(lambda r: r.to_line()),
     "tombstone": tombstones.map(lambda r: r.to_line()),
-    "recall": recalls(),
+    "recall": recalls,
     "config": configs,
 }
 valid_values = st.one_of(

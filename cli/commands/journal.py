@@ -4,15 +4,33 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
-from memdir.cli import context
-from memdir.cli.commands.lifecycle import SessionOpt, VisibilityOpt, read_text
+from memdir.cli import context, parameters
+from memdir.cli.commands.lifecycle import read_text
+from memdir.cli.parameters import SessionOpt, VisibilityOpt
 from memdir.cli.render import emit_json, note
+
+# journal add
+TurnArg = Annotated[str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")]
+RoleOpt = Annotated[str | None, typer.Option("--role", help="user | assistant | tool.")]
+TopicOpt = Annotated[
+    str | None, typer.Option("--topic", help="Explicit topic (dream groups by it).")
+]
+SecrecyOpt = Annotated[str, typer.Option("--secrecy", help="public | sensitive | secret.")]
+JsonlOpt = Annotated[bool, typer.Option("--jsonl", help="Read a JSONL transcript on stdin.")]
+# journal read
+SinceOpt = Annotated[str | None, typer.Option("--since", help="ISO time, or a duration: 2d, 6h.")]
+OnlyRoleOpt = Annotated[str | None, typer.Option("--role", help="Only this role.")]
+WindowOpt = Annotated[
+    bool, typer.Option("--window", help="Only the raw window (recent user turns).")
+]
+EntriesOpt = Annotated[bool, typer.Option("--entries", help="List narrative entries instead.")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Show private, sealed and secret text too.")]
 
 journal_app = typer.Typer(
     help="The raw journal: verbatim conversation turns and narrative entries.",
@@ -20,24 +38,26 @@ journal_app = typer.Typer(
 )
 
 
+def turn_defaults(
+    role: RoleOpt = None,
+    session: SessionOpt = None,
+    topic: TopicOpt = None,
+    visibility: VisibilityOpt = "normal",
+    secrecy: SecrecyOpt = "public",
+) -> dict[str, Any]:
+    """The options journal add gives each turn; a JSONL line may set its own."""
+    return {"role": role, "session": session, "topic": topic, "visibility": visibility,
+            "secrecy": secrecy}  # fmt: skip
+
+
 @journal_app.command("add")
+@parameters.group("defaults", turn_defaults)
 def add(
     ctx: typer.Context,
-    text: Annotated[
-        str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")
-    ] = None,
-    role: Annotated[str | None, typer.Option("--role", help="user | assistant | tool.")] = None,
-    session: SessionOpt = None,
-    topic: Annotated[
-        str | None, typer.Option("--topic", help="Explicit topic (dream groups by it).")
-    ] = None,
-    visibility: VisibilityOpt = "normal",
-    secrecy: Annotated[
-        str, typer.Option("--secrecy", help="public | sensitive | secret.")
-    ] = "public",
-    jsonl: Annotated[
-        bool, typer.Option("--jsonl", help="Read a JSONL transcript on stdin.")
-    ] = False,
+    text: TurnArg = None,
+    *,
+    defaults: dict[str, Any],
+    jsonl: JsonlOpt = False,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -51,8 +71,6 @@ def add(
     from memdir.cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
-    defaults = {"role": role, "session": session, "topic": topic, "visibility": visibility,
-                "secrecy": secrecy}  # fmt: skip
     if jsonl:
         turns = turns_from_jsonl(_stdin_lines(), defaults, moment, "cli")
     elif text is None:
@@ -73,19 +91,11 @@ def add(
 def read(
     ctx: typer.Context,
     session: SessionOpt = None,
-    since: Annotated[
-        str | None, typer.Option("--since", help="ISO time, or a duration: 2d, 6h.")
-    ] = None,
-    role: Annotated[str | None, typer.Option("--role", help="Only this role.")] = None,
-    window: Annotated[
-        bool, typer.Option("--window", help="Only the raw window (recent user turns).")
-    ] = False,
-    entries: Annotated[
-        bool, typer.Option("--entries", help="List narrative entries instead.")
-    ] = False,
-    everything: Annotated[
-        bool, typer.Option("--all", help="Show private, sealed and secret text too.")
-    ] = False,
+    since: SinceOpt = None,
+    role: OnlyRoleOpt = None,
+    window: WindowOpt = False,
+    entries: EntriesOpt = False,
+    everything: AllOpt = False,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:

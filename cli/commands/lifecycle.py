@@ -12,6 +12,7 @@ from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError
 
 from .. import context, parameters
+from ..parameters import SessionOpt, VisibilityOpt
 from ..render import emit_json, note
 
 TypeOpt = Annotated[
@@ -29,8 +30,6 @@ StoreOpt = Annotated[str | None, typer.Option("--store", help="episodic | semant
 PersonaOpt = Annotated[
     list[str] | None, typer.Option("--persona", help="Persona scope (repeatable).")
 ]
-VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
-SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread within the session.")]
 ValenceOpt = Annotated[
     float | None,

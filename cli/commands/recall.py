@@ -16,6 +16,38 @@ from .lifecycle import read_text
 if TYPE_CHECKING:
     from memdir.indexers.recall import RecallResult
 
+QueryArg = Annotated[str, typer.Argument(help="What to remember about, or '-' for stdin.")]
+ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show every stage of the pipeline.")]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--profile", help="Weight profile: default, cama, anima, or one from memdir.yaml."
+    ),
+]
+BudgetOpt = Annotated[
+    int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
+]
+IncludeExpiredOpt = Annotated[
+    bool, typer.Option("--include-expired", help="Also recall expired inferences (weight 0.2).")
+]
+IncludePrivateOpt = Annotated[
+    bool, typer.Option("--include-private", help="Also recall private memories.")
+]
+PersonaOpt = Annotated[str | None, typer.Option("--persona", help="Recall as this persona.")]
+NoCounterweightsOpt = Annotated[
+    bool, typer.Option("--no-counterweights", help="Ablation: no balancing for negative queries.")
+]
+MmrOpt = Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR).")]
+PerfectOpt = Annotated[
+    bool, typer.Option("--perfect", help="Ignore decay: rank as if nothing faded.")
+]
+NoRecordOpt = Annotated[
+    bool, typer.Option("--no-record", help="Do not record this recall (rehearsal, ring).")
+]
+WindowOpt = Annotated[
+    bool, typer.Option("--window", help="Also show the raw window: recent user turns.")
+]
+
 SHOWN = {  # explain-table column → component
     "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
     "spk": "speaker", "sess": "session", "aff": "affect", "deg": "degree", "rec": "recency",
@@ -27,48 +59,21 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def recall(
         ctx: typer.Context,
-        query: Annotated[str, typer.Argument(help="What to remember about, or '-' for stdin.")],
+        query: QueryArg,
         k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many memories.")] = 10,
-        explain: Annotated[
-            bool, typer.Option("--explain", help="Show every stage of the pipeline.")
-        ] = False,
-        profile: Annotated[
-            str | None,
-            typer.Option(
-                "--profile", help="Weight profile: default, cama, anima, or one from memdir.yaml."
-            ),
-        ] = None,
-        budget: Annotated[
-            int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
-        ] = None,
-        include_expired: Annotated[
-            bool,
-            typer.Option("--include-expired", help="Also recall expired inferences (weight 0.2)."),
-        ] = False,
-        include_private: Annotated[
-            bool, typer.Option("--include-private", help="Also recall private memories.")
-        ] = False,
-        persona: Annotated[
-            str | None, typer.Option("--persona", help="Recall as this persona.")
-        ] = None,
-        no_counterweights: Annotated[
-            bool,
-            typer.Option(
-                "--no-counterweights", help="Ablation: no balancing for negative queries."
-            ),
-        ] = False,
-        mmr: Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR).")] = False,
-        perfect: Annotated[
-            bool, typer.Option("--perfect", help="Ignore decay: rank as if nothing faded.")
-        ] = False,
-        no_record: Annotated[
-            bool, typer.Option("--no-record", help="Do not record this recall (rehearsal, ring).")
-        ] = False,
-        window: Annotated[
-            bool, typer.Option("--window", help="Also show the raw window: recent user turns.")
-        ] = False,
+        explain: ExplainOpt = False,
+        profile: ProfileOpt = None,
+        budget: BudgetOpt = None,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
+        persona: PersonaOpt = None,
+        no_counterweights: NoCounterweightsOpt = False,
+        mmr: MmrOpt = False,
+        perfect: PerfectOpt = False,
+        no_record: NoRecordOpt = False,
+        window: WindowOpt = False,
         now: context.NowOpt = None,
-        json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+        json_: context.JsonOpt = False,
     ) -> None:
         """Recall the memories that matter for a query, with a verdict:
         GROUNDED, LOW_CONFIDENCE or NO_DATA.
