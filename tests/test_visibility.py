@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import typing
 from dataclasses import replace
 from datetime import timedelta
@@ -95,11 +96,13 @@ def test_the_mcp_tool_types_offer_the_same_values() -> None:
 
 # the surfaces ---------------------------------------------------------------------------------
 def test_a_turn_is_summarisable_when_shown_to_a_prompt() -> None:
+    # written out, not derived from the rule: only normal, non-secret turns reach a prompt
+    expected = {("normal", "public"), ("normal", "sensitive")}
     for visibility in (*VISIBILITIES, "team"):
         for secrecy in SECRECY:
             turn = journal.new_turn(T0_DT, "user", "s", "hello", "cli", "normal", secrecy)
             turn = replace(turn, visibility=visibility)
-            assert turn.summarisable is shown(visibility, secrecy)
+            assert turn.summarisable is ((visibility, secrecy) in expected), (visibility, secrecy)
 
 
 def test_wake_documents_show_only_what_needs_no_asking(md: Memdir) -> None:
@@ -158,5 +161,17 @@ def test_recall_filters_by_the_rule_and_says_why(hashed: Memdir) -> None:
         assert {row["id"]: row["dropped"] for row in filters.rows}[ids["private"]] == (
             "private (use --include-private)"
         )
+        # --explain's candidate pool comes before the filters: it names withheld memories by
+        # id only, never with their text (MCP `recall(explain=true)` hands it to the model)
+        explained = json.dumps(result.to_dict(explain=True))
+        [pool] = [stage for stage in result.stages if stage.name == "candidate pool"]
+        texts = {row["id"]: row["text"] for row in pool.rows}
+        assert texts[ids["normal"]] == "the normal heron nests by the lake"
+        assert (texts[ids["private"]], texts[ids["sealed"]]) == ("[private]", "[sealed]")
+        assert texts[ids["team"]] == "[unknown visibility]"
+        for name in ("private", "sealed", "team"):
+            assert f"the {name} heron" not in explained
+        with_private = recall(index, "heron lake", now, RecallOptions(include_private=True))
+        assert "the private heron" in json.dumps(with_private.to_dict(explain=True))
     finally:
         index.close()

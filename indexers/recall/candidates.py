@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memdir.archive_format.visibility import withheld
+
 from ..catalog import CatalogMemory
 from .options import RecallOptions
 from .relevance import RELEVANCE, Scored, score_pool, score_table
@@ -41,7 +43,7 @@ def gather(
     trace = Trace(
         Stage.POOL,
         [
-            {"id": c.id, "channels": sorted(c.channels), "text": c.memory.text}
+            {"id": c.id, "channels": sorted(c.channels), "text": _shown_text(c, options)}
             for c in pool.values()
         ],
     )
@@ -51,6 +53,14 @@ def gather(
         else f"scope: a pool of {len(scored.iids)} from FAISS and both Tantivy fields"
     )
     return list(pool.values()), trace
+
+
+def _shown_text(candidate: Candidate, options: RecallOptions) -> str:
+    """A pool member's text for --explain, or why it is withheld: the pool comes before the
+    filters, and --explain (also through MCP) must not show what the filters would drop."""
+    visibility = candidate.memory.line.get("visibility", "normal")
+    hidden = withheld(visibility, include_private=options.include_private)
+    return candidate.memory.text if hidden is None else f"[{hidden.value}]"
 
 
 def _add(pool: dict[int, Candidate], memory: CatalogMemory, channel: str) -> Candidate:
