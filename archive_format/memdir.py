@@ -78,6 +78,7 @@ class Memdir:
     root: Path
     config: dict[str, Any]
     settings: Settings = field(default_factory=Settings)
+    settings_problem: str | None = None  # a wrong setting, when opened leniently (verify, restore)
 
     shelves_dir = _Below("shelves")
     memory_shelf = _Below("shelves", "memories.jsonl")
@@ -98,7 +99,9 @@ class Memdir:
         return WriterLock(self.cache_dir / "lock", timeout)
 
     @classmethod
-    def open(cls, root: Path) -> Memdir:
+    def open(cls, root: Path, lenient: bool = False) -> Memdir:
+        """Open a memdir; a wrong setting is a FormatError, or with `lenient` (for commands
+        that inspect or rescue a memdir) a warning, and every setting takes its default."""
         config_path = root / CONFIG_NAME
         if not config_path.is_file():
             raise NotAMemdirError(
@@ -106,7 +109,13 @@ class Memdir:
                 hint=f"create one with `memdir init {root}`",
             )
         config = read_config(config_path)
-        settings, warnings = load_settings(config.get("settings"), str(config_path))
+        try:
+            settings, warnings = load_settings(config.get("settings"), str(config_path))
+        except FormatError as error:
+            if not lenient:
+                raise
+            log.warning(f"{error.message}; using the default settings")
+            return cls(root.resolve(), config, Settings(), settings_problem=error.message)
         for warning in warnings:
             log.warning(warning)
         return cls(root.resolve(), config, settings)

@@ -255,7 +255,7 @@ class DecaySettings:
     stability: dict[str, timedelta] = setting(
         {"episodic": "7d", "semantic": "30d", "procedural": "30d"},
         "base stability S per store",
-        mapping_of(duration_or_days, ("episodic", "semantic", "procedural")),
+        mapping_of(duration_or_days),
     )
     growth: float = setting(2.0, "S grows by this factor per spaced rehearsal", number(0))
     spacing: timedelta = setting("1h", "rehearsals closer than this count once", duration)
@@ -395,6 +395,8 @@ def _load(cls: type, given: Any, where: str, source: str, warnings: list[str]) -
             )
             continue
         nested = item.metadata.get("section")
+        if value is None and (nested is not None or item.metadata["yaml"] is not None):
+            continue  # `key:` left empty (YAML null) takes the default
         if nested is not None:
             values[name] = _load(nested, value, f"{where}.{name}", source, warnings)
             continue

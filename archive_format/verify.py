@@ -50,6 +50,8 @@ def _lines(path: Path, report: Report) -> list[tuple[str, dict[str, Any]]]:
 def verify(memdir: Memdir) -> Report:
     """Check schemas, ids against content, references and provenance rules; change nothing."""
     report = Report()
+    if memdir.settings_problem:
+        report.problems.append(memdir.settings_problem)
     located: list[tuple[str, dict[str, Any]]] = []
     for path in memdir.shelves():
         located.extend(_lines(path, report))

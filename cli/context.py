@@ -25,6 +25,7 @@ class Options:
     dir: str | None = None
     now: str | None = None
     debug: bool = False
+    memdir: Memdir | None = None  # opened once per command (memdir.yaml and its settings read once)
 
 
 def options(ctx: typer.Context) -> Options:
@@ -34,9 +35,13 @@ def options(ctx: typer.Context) -> Options:
     return root.obj
 
 
-def open_memdir(ctx: typer.Context) -> Memdir:
-    """The memdir chosen by --dir, $MEMDIR, or the nearest one upward."""
-    return Memdir.open(find_root(options(ctx).dir))
+def open_memdir(ctx: typer.Context, lenient: bool = False) -> Memdir:
+    """The memdir chosen by --dir, $MEMDIR, or the nearest one upward; opened (and its settings
+    checked) once per command, however often a command asks. `lenient`: see Memdir.open."""
+    chosen = options(ctx)
+    if chosen.memdir is None:
+        chosen.memdir = Memdir.open(find_root(chosen.dir), lenient)
+    return chosen.memdir
 
 
 def now(ctx: typer.Context, override: str | None = None) -> datetime:

@@ -51,6 +51,29 @@ def test_the_object_is_frozen_and_typed(md: Memdir) -> None:
     }
 
 
+def test_an_empty_key_takes_its_default() -> None:
+    given = {"wake": None, "recall": {"verdict": None, "profile": None}, "timezone": None,
+             "dream": {"summariser": None}}  # fmt: skip
+    assert load_settings(given, "memdir.yaml") == (Settings(), [])
+
+
+def test_verify_and_restore_open_a_memdir_with_a_wrong_setting(md: Memdir, cli) -> None:
+    """Every other command refuses it; verify reports it (exit 1), and export and restore still
+    save and bring back the files (a backup must not depend on the settings)."""
+    config = md.root / "memdir.yaml"
+    config.write_text(config.read_text() + "  wake: {budget: lots}\n")
+    run = cli("--dir", str(md.root), "verify")
+    assert run.code == 1, run
+    assert "settings.wake.budget must be a whole number" in run.out + run.err
+    assert "Traceback" not in run.err
+    archive = md.root.parent / "backup.tar.gz"
+    assert cli("--dir", str(md.root), "export", "--out", str(archive)).code == 0
+    restored = cli("restore", str(archive), str(md.root.parent / "restored"))
+    assert restored.code == 1, restored  # restored, and verify reports the setting
+    assert "restored 5 files" in restored.err and "1 problem" in restored.err
+    assert "wake: {budget: lots}" in (md.root.parent / "restored" / "memdir.yaml").read_text()
+
+
 def test_a_mapping_setting_is_merged_over_its_default() -> None:
     settings, _ = load_settings({"recall": {"cutoffs": {"emotion": "1h"}}}, "memdir.yaml")
     assert settings.recall.cutoffs == {
@@ -75,7 +98,7 @@ def test_a_mapping_setting_is_merged_over_its_default() -> None:
         ({"recall": {"verdict": {"weak_cosine": float("nan")}}}, "settings.recall.verdict.weak_cosine", "finite"),
         ({"journal": {"raw_window_turns": 10**400}}, "settings.journal.raw_window_turns", "whole"),
         ({"vectors": {"hnsw_m": [1]}}, "settings.vectors.hnsw_m", "a whole number"),
-        ({"decay": {"stability": {"dreams": "7d"}}}, "settings.decay.stability", "episodic"),
+        ({"decay": {"stability": {"episodic": "often"}}}, "settings.decay.stability", "a duration"),
         ({"mcp": {"quote_window": 5}}, "settings.mcp.quote_window", "a duration"),
     ],
 )  # fmt: skip

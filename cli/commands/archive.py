@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         """
         from memdir.cli.usecases.archive import export as run_export
 
-        memdir = context.open_memdir(ctx)
+        memdir = context.open_memdir(ctx, lenient=True)  # a backup must not depend on the settings
         passphrase = read_passphrase(confirm=True) if encrypt else None
         report = run_export(memdir, out, passphrase)
         if json_:

@@ -229,7 +229,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir verify || echo "needs attention"
         """
-        report = verify_memdir(context.open_memdir(ctx))
+        report = verify_memdir(context.open_memdir(ctx, lenient=True))
         if json_:
             emit_json(
                 {

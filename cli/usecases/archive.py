@@ -218,7 +218,7 @@ def restore(archive: Path, target: Path, passphrase: str | None = None) -> Resto
             raise RestoreError(f"the archive holds no {CONFIG_NAME}; not a memdir export")
         for name in ("shelves", "journal", "state", "documents"):
             (staging / name).mkdir(exist_ok=True)
-        report = verify(Memdir.open(staging))
+        report = verify(Memdir.open(staging, lenient=True))
         if target.exists():
             target.rmdir()
         os.rename(staging, target)

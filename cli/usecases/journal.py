@@ -32,7 +32,7 @@ def turns_from_jsonl(
             continue
         try:
             data = json.loads(raw)
-        except json.JSONDecodeError as error:
+        except ValueError as error:  # JSONDecodeError, or e.g. an integer of over 4,300 digits
             raise BadInputError(f"stdin line {number}: not JSON ({error})") from None
         if not isinstance(data, dict):
             raise BadInputError(f"stdin line {number}: expected a JSON object")
