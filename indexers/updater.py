@@ -24,6 +24,7 @@ from memdir.archive_format.decay import rehearsal_times
 from memdir.archive_format.errors import BadInputError, LockedError
 from memdir.archive_format.fold import ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.validate import line_problems
 
 from .backends import CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
@@ -37,6 +38,7 @@ EMBED_BATCH = 512
 log = logging.getLogger("memdir")
 
 Progress = Callable[[str, int, int], None]
+INDEXED_KINDS = ("memory", "event", "tombstone", "recall")  # checked against their schemas
 
 
 @dataclass
@@ -241,7 +243,12 @@ class IndexUpdater:
             end = start
             for item in shelf_io.read(path, start):
                 kind = item.data.get("kind")
-                if kind == "memory":
+                found = line_problems(item.data) if kind in INDEXED_KINDS else []
+                if found:  # a hand-edited line: skipped here, reported by `memdir verify`
+                    skipped = f"{path.name} (byte {item.offset}): {found[0]}; not indexed"
+                    report.warnings.append(skipped)
+                    log.warning(skipped)
+                elif kind == "memory":
                     new_memories.append(item.data)
                 elif kind == "event":
                     new_events.append(item.data)

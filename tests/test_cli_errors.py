@@ -361,3 +361,26 @@ def test_errors_never_touch_other_files(cli, filled: tuple[Memdir, str]) -> None
         done = cli(*in_dir(md, *args))
         assert_clean_error(done, ExitStatus.BAD_INPUT)
     assert snapshot(md.root) == before
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"importance": "high"}, {"importance": float("inf")}, {"text": ["a"]}, {"links": "m-abc"}],
+    ids=["importance-text", "importance-inf", "text-list", "links-string"],
+)
+def test_a_hand_edited_memory_line_is_skipped_by_the_index_with_a_warning(
+    cli, hashed: Memdir, edit: dict
+) -> None:
+    kept = lifecycle.teach(hashed, "The heron nests by the lake", T0_DT).id
+    line = {**json.loads(hashed.memory_shelf.read_text().splitlines()[0]), **edit}
+    line["id"] = "m-00000000000000ff"
+    with hashed.memory_shelf.open("a", encoding="utf-8") as shelf:
+        shelf.write(json.dumps(line) + "\n")
+    for command in (("recall", "heron", "--no-record"), ("search", "heron"), ("index",)):
+        done = cli(*in_dir(hashed, *command))
+        assert done.code == 0 and "Traceback" not in done.err, done
+    done = cli(*in_dir(hashed, "recall", "heron lake", "--no-record", "--json"))
+    assert [r["id"] for r in json.loads(done.out)["results"]] == [kept]
+    rebuilt = cli(*in_dir(hashed, "index", "--rebuild"))
+    assert "memories.jsonl (byte " in rebuilt.err and "not indexed" in rebuilt.err, rebuilt
+    assert cli(*in_dir(hashed, "verify")).code == 1
