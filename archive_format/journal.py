@@ -28,6 +28,7 @@ from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .records import LineRecord, content_id, encode_line
+from .settings import JournalSettings
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 from .visibility import shown
 
@@ -38,9 +39,7 @@ TURN_FIELDS = (
 DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
 TRUSTED_CHANNELS = ("cli",)
 TRUSTED_PREFIXES = ("import:",)
-RAW_WINDOW_TURNS = 6
 SUMMARY_LINK = "summarises"  # a summary memory's link to each turn it summarises
-RAW_WINDOW_HOURS = 48.0
 
 
 @dataclass(frozen=True)
@@ -214,8 +213,8 @@ def read_journal(memdir: Memdir, until: datetime | None = None) -> Journal:
 def raw_window(
     turns: Iterable[Turn],
     now: datetime,
-    count: int = RAW_WINDOW_TURNS,
-    hours: float = RAW_WINDOW_HOURS,
+    count: int = JournalSettings().raw_window_turns,
+    hours: float = JournalSettings().raw_window_hours,
 ) -> list[Turn]:
     """The last `count` trusted user turns of the past `hours`, whatever their session.
 

@@ -117,6 +117,14 @@ def duration(value: Any) -> timedelta:
     raise _Invalid("a duration such as 90s, 30m, 12h, 7d or 2w")
 
 
+def positive_duration(value: Any) -> timedelta:
+    """A duration longer than zero."""
+    result = duration(value)
+    if result.total_seconds() <= 0:
+        raise _Invalid("a duration longer than zero, such as 7d")
+    return result
+
+
 def duration_or_days(value: Any) -> timedelta:
     """A duration, or a bare number of days."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -337,7 +345,7 @@ class Settings:
     timezone: str = setting("UTC", "the user's time zone for documents and time expressions", zone)
     inference_ttl: timedelta = setting(
         "7d", "how long an inference stays provisional unconfirmed (`90s`, `30m`, `12h`, `7d`, `2w`)",
-        duration,
+        positive_duration,
     )  # fmt: skip
     provisional_weight: float = setting(
         0.4, "recall weight of a provisional inference (a durable memory weighs 1)", number(0, 1)

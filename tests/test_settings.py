@@ -90,6 +90,7 @@ def test_a_mapping_setting_is_merged_over_its_default() -> None:
         ({"provisional_weight": True}, "settings.provisional_weight", "a number"),
         ({"inference_ttl": "soon"}, "settings.inference_ttl", "a duration"),
         ({"inference_ttl": "99999999999d"}, "settings.inference_ttl", "a duration"),
+        ({"inference_ttl": "0s"}, "settings.inference_ttl", "longer than zero"),
         ({"timezone": "Mars/Olympus"}, "settings.timezone", "a time zone"),
         ({"embedder": "hashing"}, "settings.embedder", "a mapping"),
         ({"embedder": {"kind": "gpt"}}, "settings.embedder.kind", "one of auto, minilm"),

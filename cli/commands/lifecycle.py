@@ -176,7 +176,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Store an assistant's inference: provisional until the user confirms it. Prints the id.
 
-        It is recalled at weight 0.4 and expires after its TTL (default 7 days) unless confirmed.
+        It is recalled at provisional_weight (default 0.4) and expires after its TTL (default 7 days) unless confirmed.
 
         Example: memdir infer "The user seems to prefer mornings for meetings" --ttl 3d
         """

@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option(
                 "--poll",
-                min=0.5,
+                min=0.01,
                 help="Also check the shelves this often, in seconds (default: watch.poll, 10).",
             ),
         ] = None,

@@ -35,8 +35,9 @@ from memdir.archive_format.clock import parse_time
 from memdir.archive_format.fold import MemoryState
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.settings import McpSettings
 
-DEFAULT_WINDOW = timedelta(hours=24)
+DEFAULT_WINDOW = McpSettings().quote_window  # the default of mcp.quote_window, declared once
 ASSISTANT = "assistant"
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "“": '"', "”": '"'})

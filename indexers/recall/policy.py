@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from .interface import RecallIndex
     from .timewindow import TimeWindow
 
-PROVENANCE = {"durable": 1.0, "provisional": 0.4, "expired": 0.2}  # provisional: see weigh()
+EXPIRED_WEIGHT = 0.2  # an expired inference, recalled only with --include-expired
+RECALLED = ("durable", "provisional", "expired")
 EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "forgotten"}
 
 
@@ -49,7 +50,7 @@ def screen(
 def weigh(candidates: list[Candidate], provisional_weight: float) -> None:
     """Give each candidate its provenance weight, which multiplies its score; a provisional
     inference weighs `provisional_weight` (memdir.yaml)."""
-    weights = {**PROVENANCE, "provisional": provisional_weight}
+    weights = {"durable": 1.0, "provisional": provisional_weight, "expired": EXPIRED_WEIGHT}
     for candidate in candidates:
         candidate.weight = weights.get(candidate.status, 1.0)
 
@@ -75,7 +76,7 @@ def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | Non
         return EXCLUDED[candidate.status]
     if candidate.status == "expired" and not options.include_expired:
         return "expired (use --include-expired)"
-    if candidate.status not in PROVENANCE:
+    if candidate.status not in RECALLED:
         return f"status {candidate.status}"
     hidden = withheld(line.get("visibility", "normal"), include_private=options.include_private)
     if hidden is Withheld.PRIVATE:
