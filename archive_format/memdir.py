@@ -146,9 +146,12 @@ def find_root(explicit: str | None = None, start: Path | None = None) -> Path:
     )
 
 
-def init(root: Path, now: datetime) -> tuple[Memdir, bool]:
+def init(
+    root: Path, now: datetime, settings: dict[str, Any] | None = None
+) -> tuple[Memdir, bool]:
     """Create a memdir (or fill in what is missing); returns it and whether it is new.
 
+    A new memdir.yaml gets the usual defaults with `settings` (top-level keys) over them.
     Existing files are never overwritten.
     """
     root = root.expanduser()
@@ -165,7 +168,7 @@ def init(root: Path, now: datetime) -> tuple[Memdir, bool]:
             "format": FORMAT_VERSION,
             "id": uuid.uuid4().hex,
             "created": format_time(now),
-            "settings": default_yaml(keys=INIT_KEYS),
+            "settings": {**default_yaml(keys=INIT_KEYS), **(settings or {})},
         }
         write_yaml(root / CONFIG_NAME, config)
     return Memdir.open(root), created

@@ -152,12 +152,18 @@ def test_the_cli_warns_about_an_unknown_key_and_goes_on(md: Memdir, cli) -> None
 
 def test_nothing_but_the_settings_module_reads_the_raw_mapping() -> None:
     root = Path(__file__).parent.parent
-    raw = re.compile(r"settings\.get\(|settings\[\"")
+    raw = re.compile(
+        r"(?<!context_)settings\.get\(|(?<!context_)settings\[|config\.get\(\"settings"
+        r"|config\[\"settings|getattr\([^)]*settings"
+    )
+    # memdir.py hands memdir.yaml's mapping to load_settings when a memdir is opened
+    allowed = {"archive_format/memdir.py", "archive_format/settings.py"}
     readers = [
         str(path.relative_to(root))
         for folder in ("cli", "indexers", "archive_format")
         for path in (root / folder).rglob("*.py")
         if raw.search(path.read_text(encoding="utf-8"))
+        and str(path.relative_to(root)) not in allowed
     ]
     assert readers == []
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
-from memdir.archive_format.state import read_yaml, write_yaml
 
 from .user import FILLER, START, on_day
 
@@ -88,11 +87,9 @@ class Lab:
         conversation as the assistant's observations (what a guess competes with)."""
         self.count += 1
         root = self.scratch / f"{self.count:02d}-{name}"
-        init(root, START - timedelta(days=1))
-        config = read_yaml(root / "memdir.yaml", {})
-        config["settings"]["embedder"] = {"kind": self.embedder_kind, "path": None}
-        write_yaml(root / "memdir.yaml", config)
-        memdir = Memdir.open(root)
+        memdir, _ = init(
+            root, START - timedelta(days=1), {"embedder": {"kind": self.embedder_kind, "path": None}}
+        )
         if small_talk:
             for number, text in enumerate(FILLER):
                 lifecycle.observe(memdir, text, on_day(0, number % 8), author="assistant")
