@@ -88,16 +88,49 @@ def test_an_explicit_mode_is_set(tmp_path: Path) -> None:
 def test_concurrent_writers_in_one_process_never_share_a_temporary(tmp_path: Path) -> None:
     target = tmp_path / "people.yaml"
     payloads = [f"writer {number}\n".encode() * 2000 for number in range(8)]
-    threads = [
-        threading.Thread(target=atomic.write_bytes, args=(target, [payload]))
-        for payload in payloads
-    ]
+    failures: list[BaseException] = []
+
+    def write(payload: bytes) -> None:
+        try:
+            atomic.write_bytes(target, [payload])
+        except BaseException as error:  # a thread's exception would otherwise vanish
+            failures.append(error)
+
+    threads = [threading.Thread(target=write, args=(payload,)) for payload in payloads]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    assert failures == []
     assert target.read_bytes() in payloads  # one writer's content, whole
     assert names(tmp_path) == ["people.yaml"]
+
+
+def test_the_file_is_synced_before_the_rename_and_the_directory_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes the replacement survive a power cut: fsync(file), rename, fsync(directory)."""
+    import os
+
+    target = tmp_path / "state" / "ring.yaml"
+    target.parent.mkdir()
+    steps: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(descriptor: int) -> None:
+        path = Path(os.readlink(f"/proc/self/fd/{descriptor}"))
+        steps.append("fsync directory" if path == target.parent else f"fsync {path.name[:6]}")
+        real_fsync(descriptor)
+
+    def replace(source: object, destination: object) -> None:
+        steps.append("rename")
+        real_replace(source, destination)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    atomic.write_text(target, "ring: []\n")
+    assert steps == ["fsync .ring.", "rename", "fsync directory"]
+    assert target.read_text() == "ring: []\n"
 
 
 def test_the_temporary_is_a_dot_file_beside_the_target(tmp_path: Path) -> None:
