@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import T0_DT, configure
+from conftest import MEMDIR_BIN, T0_DT, configure
 
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.errors import FormatError
@@ -441,13 +441,27 @@ def test_vector_settings_shape_the_base_index(md: Memdir) -> None:
 
 
 @effect("mcp.quote_window")
-def test_mcp_quote_window_is_what_serve_receives(md: Memdir) -> None:
-    # `memdir mcp` passes the setting to the server's tools; test_mcp exercises the window itself
-    from memdir.cli.mcp_server import MemdirTools
+def test_mcp_quote_window_decides_which_user_turns_can_be_quoted(hashed: Memdir) -> None:
+    """Through `memdir mcp` and the SDK's client: a user turn two hours old vouches for a
+    teaching inside a 3h window, not inside a 1h one (then it is stored as an inference)."""
+    from datetime import datetime, timezone
 
-    assert MemdirTools(md, md.settings.mcp.quote_window).window == timedelta(hours=24)
-    narrow = configure(md, mcp={"quote_window": "1h"})
-    assert narrow.settings.mcp.quote_window == timedelta(hours=1)
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from test_mcp import Session, user_says
+
+    two_hours_ago = datetime.now(timezone.utc) - timedelta(hours=2)
+    user_says(hashed, "I take my coffee black", "--now", two_hours_ago.isoformat())
+
+    async def teach(root: Path) -> str:
+        params = StdioServerParameters(command=str(MEMDIR_BIN), args=["--dir", str(root), "mcp"])
+        async with Client(params, read_timeout_seconds=60) as client:
+            outcome = await Session(client)("teach", text="I take my coffee black")
+            return str(outcome["stored_as"])
+
+    assert anyio.run(teach, configure(hashed, mcp={"quote_window": "3h"}).root) == "teaching"
+    assert anyio.run(teach, configure(hashed, mcp={"quote_window": "1h"}).root) == "inference"
 
 
 @effect("watch.debounce", "watch.max_delay")
