@@ -15,7 +15,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.archive_format.clock import parse_time
-from memdir.archive_format.decay import DecaySettings, Fidelity, fidelity, intensity, multiplier
+from memdir.archive_format.decay import (
+    DecaySettings,
+    Fidelity,
+    fidelity,
+    intensity,
+    multiplier,
+    rehearsal_times,
+)
 from memdir.archive_format.memdir import Memdir
 
 
@@ -31,6 +38,22 @@ def rehearsals(memdir: Memdir) -> dict[str, list[float]]:
         return index.rehearsals()
     finally:
         index.close()
+
+
+def _rehearsals_of(memdir: Memdir, memory_id: str) -> dict[str, list[float]]:
+    """One memory's rehearsal times read from the shelves: `memdir decay ID` needs no index
+    (building one would embed every memory)."""
+    from memdir.archive_format import shelf
+    from memdir.archive_format.validate import line_problems
+
+    wanted = (
+        item.data
+        for path in memdir.shelves()
+        for item in shelf.read(path)
+        if item.data.get("kind") in ("recall", "event") and not line_problems(item.data)
+        and (memory_id in (item.data.get("memories") or ()) or item.data.get("target") == memory_id)
+    )  # fmt: skip
+    return rehearsal_times(wanted)
 
 
 def memory_fidelity(
@@ -66,7 +89,7 @@ def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, A
     else:
         name = memdir.settings.affect.annotator
         affect, origin = load_annotator(name).annotate(line["text"]).to_dict(), name
-    current = memory_fidelity(line, affect, rehearsals(memdir), now, settings)
+    current = memory_fidelity(line, affect, _rehearsals_of(memdir, line["id"]), now, settings)
     half = days_until(current, 0.5, settings)
     try:
         below_half = current.last + timedelta(days=half) if half is not None else None

@@ -247,3 +247,17 @@ def test_the_rehearsal_cache_is_a_fold_over_the_shelves(md: Memdir) -> None:
     line = lifecycle.load_view(memdir, now).states[rehearsed].memory.to_line()  # type: ignore[union-attr]
     assert describe(memdir, line, now)["rehearsals"] == 3
     assert not (memdir.cache_dir / "rehearsals.json").exists()  # no second cache
+
+
+def test_cli_decay_reads_rehearsals_from_the_shelves_without_building_an_index(
+    cli, md: Memdir
+) -> None:
+    memory = lifecycle.teach(md, "The heron nests by the lake", T0_DT).id
+    other = lifecycle.teach(md, "The bakery opens at seven", T0_DT).id
+    for days in (1, 3):
+        lifecycle.record_recall(md, [memory, other], at(days=days), "test")
+    lifecycle.record_recall(md, [other], at(days=5), "test")
+    done = cli("--dir", str(md.root), "decay", memory, "--json", now="2026-05-15T09:00:00Z")
+    assert done.code == 0, done
+    assert json.loads(done.out)["rehearsals"] == 2
+    assert not (md.cache_dir / "index").exists(), "one memory's decay needs no index"

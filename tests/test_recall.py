@@ -342,3 +342,17 @@ def test_bench_loader_repairs_malformed_evidence(tmp_path: Path) -> None:
     assert loaded.questions[0].evidence == ["D1:1", "D1:2"]
     assert loaded.repairs == {"repaired": 1, "dropped": 1}
     assert loaded.turns[1].text == "B: Lovely! [image: a grey cat]"
+
+
+def test_explain_and_json_show_the_stages_by_their_documented_names(tmp_path: Path) -> None:
+    """The stage names are an interface (scripts read `--json`): written out here, and each is
+    named in docs/RECALL.md."""
+    memdir = fresh(tmp_path)
+    lifecycle.teach(memdir, "The heron nests by the lake", T0)
+    result = run(memdir, "heron", T0 + timedelta(hours=1))
+    names = [stage["name"] for stage in result.to_dict(explain=True)["stages"]]
+    assert names == ["query analysis", "candidate pool", "filters", "decay", "score",
+                     "counterweights", "diversity", "budget"]  # fmt: skip
+    assert "stages" not in result.to_dict(explain=False)
+    doc = (Path(__file__).parent.parent / "docs" / "RECALL.md").read_text(encoding="utf-8")
+    assert all(name in doc.lower() for name in names)
