@@ -155,7 +155,8 @@ def test_recall_filters_by_the_rule_and_says_why(hashed: Memdir) -> None:
         [filters] = [stage for stage in result.stages if stage.name == "filters"]
         dropped = {row["id"]: row["dropped"] for row in filters.rows}
         assert dropped[ids["sealed"]] == "sealed"
-        assert dropped[ids["team"]] == "unknown visibility"
+        # the index skips a line outside its schema (with a warning): it never reaches recall
+        assert ids["team"] not in dropped
         result = recall(index, "heron lake", now, RecallOptions())
         [filters] = [stage for stage in result.stages if stage.name == "filters"]
         assert {row["id"]: row["dropped"] for row in filters.rows}[ids["private"]] == (
@@ -168,7 +169,6 @@ def test_recall_filters_by_the_rule_and_says_why(hashed: Memdir) -> None:
         texts = {row["id"]: row["text"] for row in pool.rows}
         assert texts[ids["normal"]] == "the normal heron nests by the lake"
         assert (texts[ids["private"]], texts[ids["sealed"]]) == ("[private]", "[sealed]")
-        assert texts[ids["team"]] == "[unknown visibility]"
         for name in ("private", "sealed", "team"):
             assert f"the {name} heron" not in explained
         with_private = recall(index, "heron lake", now, RecallOptions(include_private=True))
