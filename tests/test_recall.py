@@ -342,3 +342,59 @@ def test_bench_loader_repairs_malformed_evidence(tmp_path: Path) -> None:
     assert loaded.questions[0].evidence == ["D1:1", "D1:2"]
     assert loaded.repairs == {"repaired": 1, "dropped": 1}
     assert loaded.turns[1].text == "B: Lovely! [image: a grey cat]"
+
+
+def _bench_file(path: Path, sample_id: str, question: str) -> Path:
+    sample = {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey cat called Miso"},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "My bicycle got a flat tyre today"},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "The weather is lovely here"},
+            ],
+        },
+        "qa": [
+            {"question": question, "answer": "?", "evidence": ["D1:1"], "category": 1},
+            {"question": "What broke on the bicycle?", "answer": "tyre", "evidence": ["D1:2"], "category": 4},
+        ],
+    }  # fmt: skip
+    path.write_text(json.dumps([sample]))
+    return path
+
+
+def test_bench_reports_each_file_pooled_and_per_question(tmp_path: Path, minilm) -> None:
+    """`memdir bench locomo A B`: each file's figures, the pooled ones over every question, and
+    one `--per-question` row per question with each evidence's rank and the components."""
+    from memdir.cli.bench.locomo import run as bench
+
+    first = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+    second = _bench_file(tmp_path / "b.json", "b", "Which cat is called Miso?")
+    rows: list[dict] = []
+    report = bench([first, second], per_question=rows)
+    assert list(report["files"]) == [str(first), str(second)]
+    assert [figures["overall"]["n"] for figures in report["files"].values()] == [2, 2]
+    assert report["pooled"]["overall"]["n"] == 4
+    assert report["pooled"]["categories"]["1"]["n"] == 2
+    assert [(row["file"], row["question_number"]) for row in rows] == [
+        ("a.json", 0), ("a.json", 1), ("b.json", 0), ("b.json", 1)
+    ]  # fmt: skip
+    row = rows[0]
+    assert row["evidence_ranks"]["D1:1"] == row["results"].index("D1:1") + 1
+    assert row["recall@10"] == 1.0
+    best = row["candidates"][0]
+    assert set(best["components"]) >= {"semantic", "bm25", "speaker", "session"}
+    assert best["shown"] and best["evidence"] == (best["dia_id"] == "D1:1")
+
+
+def test_bench_command_takes_several_files(tmp_path: Path, cli, minilm) -> None:
+    first = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+    second = _bench_file(tmp_path / "b.json", "b", "Which cat is called Miso?")
+    out = tmp_path / "questions.jsonl"
+    shown = cli("bench", "locomo", str(first), str(second), "--per-question", str(out))
+    assert shown.code == 0, shown.err
+    assert "pooled over 2 files" in shown.out and str(second) in shown.out
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 4 and lines[2]["question"] == "Which cat is called Miso?"
