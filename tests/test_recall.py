@@ -398,3 +398,44 @@ def test_bench_command_takes_several_files(tmp_path: Path, cli, minilm) -> None:
     assert "pooled over 2 files" in shown.out and str(second) in shown.out
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 4 and lines[2]["question"] == "Which cat is called Miso?"
+
+
+def chat(memdir: Memdir, session: str, turns: list[tuple[str, str]], at: datetime) -> list[str]:
+    """A conversation's turns as speaker-prefixed memories (as `memdir bench locomo` and chat
+    imports store them); their ids."""
+    from memdir.archive_format.clock import format_time
+    from memdir.archive_format.records import new_memory
+
+    memories = [
+        new_memory(
+            created=format_time(at + timedelta(minutes=n)), text=f"{speaker}: {text}",
+            source="observation", author=f"chat:{speaker}", store="episodic", session=session,
+        )
+        for n, (speaker, text) in enumerate(turns)
+    ]  # fmt: skip
+    lifecycle.add_memories(memdir, memories)
+    return [memory.id for memory in memories]
+
+
+def test_people_named_by_alias_or_in_another_case(hashed: Memdir) -> None:
+    """'Kate' is what elise calls Emi; 'Elise' names the lower-case handle 'elise'. Each is
+    resolved to the speaker (the speaker component, BM25 by handle) and shown by --explain."""
+    ids_ = chat(hashed, "s1", [
+        ("elise", "Hey Kate! How was your day?"),
+        ("Emi", "I am taking a pottery class tonight"),
+        ("elise", "Thanks, Kate. A pottery class sounds fun, I took one last year"),
+        ("Emi", "Do you still make pottery?"),
+        ("elise", "Not anymore, Kate!"),
+        ("elise", "I am learning to bake bread instead"),
+    ], T0)  # fmt: skip
+    now = T0 + timedelta(days=1)
+    result = run(hashed, "What class is Kate taking?", now)
+    assert result.analysis.speaker == "Emi" and result.analysis.people == {"Kate": "Emi"}
+    assert "Emi" in result.analysis.bm25_query and "Kate" not in result.analysis.bm25_query
+    assert ids(result)[0] == ids_[1]
+    query = next(s for s in result.stages if s.name == Stage.QUERY).rows[0]
+    assert query["people"] == {"Kate": "Emi"}
+    baking = run(hashed, "What is Elise learning?", now)
+    assert baking.analysis.speaker == "elise" and ids(baking)[0] == ids_[5]
+    # a lower-case word is no name: "kate" alone names nobody
+    assert run(hashed, "what class is kate taking", now).analysis.speaker is None

@@ -45,8 +45,9 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     settings = read_settings(index.memdir.settings, options.profile)
     catalog = index.catalog
     analysis = analyse(
-        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone
-    )
+        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone,
+        catalog.aliases(),
+    )  # fmt: skip
     traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
 
     vector = index.embedder.embed([analysis.dense_query])[0]
