@@ -70,21 +70,32 @@ def test_rejected_forgotten_superseded_and_expired_never_returned(tmp_path: Path
     assert expired in ids(with_expired)
 
 
-def test_time_expression_filters_by_date(tmp_path: Path) -> None:
-    memdir = fresh(tmp_path)
-    may = lifecycle.teach(
-        memdir, "We went hiking in the Alps", datetime(2026, 5, 10, tzinfo=timezone.utc)
-    ).id
-    june = lifecycle.teach(
-        memdir, "We went hiking in the Pyrenees", datetime(2026, 6, 12, tzinfo=timezone.utc)
-    ).id
-    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
-    result = run(memdir, "where did we go hiking in May?", now)
+def test_time_expression_ranks_by_closeness_to_the_window(tmp_path: Path) -> None:
+    """A time window ranks (the `when` component: 1 inside, falling to 0 at the window's length,
+    at least a week, outside), it does not filter: chats tell of a day days later."""
+    memdir = configure(fresh(tmp_path), embedder={"kind": "hashing"})
+
+    def hike(where: str, day: datetime) -> str:
+        return lifecycle.teach(memdir, f"We went hiking in the {where} with friends", day).id
+
+    september = hike("Pyrenees", datetime(2026, 9, 10, tzinfo=timezone.utc))
+    may = hike("Alps", datetime(2026, 5, 10, tzinfo=timezone.utc))
+    lifecycle.teach(memdir, "The office is closed on public holidays", T0)
+    now = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    plain = run(memdir, "where did we go hiking?", now, perfect=True)
+    assert ids(plain)[:2] == [september, may]  # the newer one first, by id order at a tie
+    assert all(c.components["when"] == 0.0 for c in plain.results)
+    result = run(memdir, "where did we go hiking in May?", now, perfect=True)
     assert result.analysis.window is not None
-    assert ids(result) == [may]
-    assert june not in ids(result)
-    unfiltered = run(memdir, "where did we go hiking?", now)
-    assert {may, june} <= set(ids(unfiltered))
+    assert ids(result)[:2] == [may, september]  # ranked, not filtered
+    when = {c.id: c.components["when"] for c in result.results}
+    assert when[may] == 1.0 and when[september] == 0.0
+    # a day told of two days later is still near the day the query names
+    told = hike("Dolomites", datetime(2026, 6, 3, 12, tzinfo=timezone.utc))
+    day = run(memdir, "where did we go hiking on 01.06.2026?", now, perfect=True)
+    assert ids(day)[0] == told
+    near = {c.id: c.components["when"] for c in day.results}
+    assert near[told] == pytest.approx(1 - 1.5 / 7, abs=1e-6) and near[september] == 0.0
 
 
 CHAT = (
@@ -114,7 +125,12 @@ def chat_memdir(tmp_path: Path, **recall_settings: object) -> Memdir:
 
 @pytest.mark.parametrize(
     "query",
-    ["how did Sam travel to Lisbon?", "what does Ana's sister do?", "slides about the migration"],
+    [
+        "how did Sam travel to Lisbon?",
+        "what does Ana's sister do?",
+        "slides about the migration",
+        "what did Sam say about the Lisbon conference in May?",
+    ],
 )
 def test_pool_scope_scores_a_small_archive_like_the_exact_scope(tmp_path: Path, query: str) -> None:
     """Large archives are scored from a pool (FAISS and Tantivy top-N, scored from the memory
@@ -174,17 +190,14 @@ def test_a_reader_keeps_recalling_while_another_index_rebuilds(tmp_path: Path) -
     reader.close()
 
 
-def test_pool_scope_keeps_to_the_time_window_and_now(tmp_path: Path) -> None:
+def test_pool_scope_ranks_by_the_time_window_and_keeps_to_now(tmp_path: Path) -> None:
     memdir = chat_memdir(tmp_path, exact_below=0)
     june = datetime(2026, 6, 30, tzinfo=timezone.utc)
     windowed = run(memdir, "what did Sam say about the Lisbon conference in May?", june, k=5)
     assert windowed.analysis.window is not None
-    sessions = {c.memory.line["session"] for c in windowed.results}
-    assert "s1" in sessions and "s3" not in sessions  # s3 (the talk itself) is in June
-    # outside the window is left out before scoring, not just filtered afterwards
-    session_of = {f"{speaker}: {text}": session for session, _, speaker, text in CHAT}
-    pooled = next(s for s in windowed.stages if s.name == Stage.POOL).rows
-    assert pooled and "s3" not in {session_of[row["text"]] for row in pooled}
+    when = {c.memory.line["session"]: c.components["when"] for c in windowed.results}
+    # s1 (2 May) is inside; s3 (the talk, 9 June) is 9 days past a 31-day window
+    assert when["s1"] == 1.0 and when["s3"] == pytest.approx(1 - 9 / 31, abs=0.02)
     before_s3 = datetime(2026, 6, 1, tzinfo=timezone.utc)  # session s3 is on 9 June
     early = run(memdir, "the conference talk in Lisbon and the slides", before_s3, k=10)
     assert early.results and not any(c.memory.line["session"] == "s3" for c in early.results)
