@@ -146,9 +146,7 @@ def find_root(explicit: str | None = None, start: Path | None = None) -> Path:
     )
 
 
-def init(
-    root: Path, now: datetime, settings: dict[str, Any] | None = None
-) -> tuple[Memdir, bool]:
+def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> tuple[Memdir, bool]:
     """Create a memdir (or fill in what is missing); returns it and whether it is new.
 
     A new memdir.yaml gets the usual defaults with `settings` (top-level keys) over them.

@@ -260,6 +260,10 @@ class Catalog(Protocol):
     def speakers(self) -> list[str]:
         """Sorted names of the people who said searchable memories (see speaker_of)."""
 
+    def aliases(self) -> dict[str, str]:
+        """{name, case-folded: speaker} for the names speakers are addressed by in the sessions
+        of searchable memories (names.aliases over names.addressed_names of each)."""
+
     def link_degrees(self) -> dict[str, int]:
         """See the module function link_degrees."""
 

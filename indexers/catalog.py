@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of
+from .names import addressed_names, aliases
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,6 +50,9 @@ CREATE INDEX IF NOT EXISTS memories_guaranteed ON memories(importance, created)
     WHERE guaranteed = 1;
 CREATE INDEX IF NOT EXISTS memories_hidden ON memories(iid) WHERE searchable = 0 AND in_base = 1;
 CREATE INDEX IF NOT EXISTS memories_delta ON memories(in_base) WHERE in_base = 0;
+CREATE TABLE IF NOT EXISTS addressed (  -- names a memory addresses someone by (names.py)
+    iid INTEGER NOT NULL, session TEXT NOT NULL, author TEXT NOT NULL, name TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL
 );
@@ -72,7 +76,7 @@ CREATE TABLE IF NOT EXISTS vectors (
 # caches survive, and the manifest still names their model (rename the tables if their layout
 # ever changes).
 SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
-MIRROR_TABLES = ("checkpoints", "memories", "events", "rehearsals")
+MIRROR_TABLES = ("checkpoints", "memories", "addressed", "events", "rehearsals")
 
 # Values bound per `IN (...)` statement: below SQLite's oldest limit of 999 host parameters.
 CHUNK = 500
@@ -101,6 +105,7 @@ class SqliteCatalog:
         self._memories: dict[int, CatalogMemory] = {}
         self._degrees: dict[str, int] | None = None
         self._speakers: list[str] | None = None
+        self._aliases: dict[str, str] | None = None
 
     def _use_wal(self) -> None:
         """Switch to WAL once. Changing the journal mode ignores the busy timeout, so while
@@ -120,6 +125,7 @@ class SqliteCatalog:
         self._memories.clear()
         self._degrees = None
         self._speakers = None
+        self._aliases = None
 
     def _create_schema(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -199,7 +205,17 @@ class SqliteCatalog:
             ),
         )
         self._forget_cache()
-        return cursor.lastrowid if cursor.rowcount else None
+        if not cursor.rowcount:
+            return None
+        iid = cursor.lastrowid
+        if line.get("session"):
+            author = str(line.get("author", ""))
+            self.db.executemany(
+                "INSERT INTO addressed(iid, session, author, name) VALUES (?,?,?,?)",
+                [(iid, line["session"], author, name)
+                 for name in addressed_names(line["text"], author)],
+            )  # fmt: skip
+        return iid
 
     def add_event(self, line: dict[str, Any]) -> bool:
         self._forget_cache()
@@ -293,6 +309,23 @@ class SqliteCatalog:
             names = {speaker_of(str(row[0])) for row in rows}
             self._speakers = sorted(name for name in names if name)
         return self._speakers
+
+    def aliases(self) -> dict[str, str]:
+        """The names speakers are addressed by in their sessions, case-folded (names.py)."""
+        if self._aliases is None:
+            rows = self.db.execute(
+                "SELECT a.session, a.author, a.name FROM addressed AS a"
+                " JOIN memories AS m ON m.iid = a.iid WHERE m.searchable = 1"
+            )
+            named = [(session, author, [name]) for session, author, name in rows]
+            sessions = {session for session, _, _ in named}
+            authors = self._in(
+                "SELECT DISTINCT session, author FROM memories"
+                " WHERE searchable = 1 AND session IN ({marks})",
+                sessions,
+            )
+            self._aliases = aliases(named, authors)
+        return self._aliases
 
     def link_degrees(self) -> dict[str, int]:
         """How many links between memories touch each memory id (backends.link_degrees)."""

@@ -31,6 +31,7 @@ from .backends import (
     link_degrees,
     speaker_of,
 )
+from .names import addressed_names, aliases
 
 if TYPE_CHECKING:
     import numpy as np
@@ -377,6 +378,13 @@ class MemoryCatalog:
     def speakers(self) -> list[str]:
         names = {speaker_of(m.author) for m in self.state.memories.values() if m.searchable}
         return sorted(name for name in names if name)
+
+    def aliases(self) -> dict[str, str]:
+        said = [m for m in self.state.memories.values() if m.searchable and m.session]
+        return aliases(
+            ((str(m.session), m.author, addressed_names(m.text, m.author)) for m in said),
+            ((str(m.session), m.author) for m in said),
+        )
 
     def link_degrees(self) -> dict[str, int]:
         return link_degrees(

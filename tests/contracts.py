@@ -500,6 +500,26 @@ class CatalogContract(Contract):
             catalog.set_status("m-000002", "rejected", False)
         assert catalog.speakers() == ["Sam", "Zoë"]
 
+    def test_aliases(self, catalog: Catalog) -> None:
+        """A name one author keeps addressing the only other author of a session by, after a
+        greeting at least once, is an alias of that speaker; rejected memories do not count."""
+        greetings = ["Bo: Hey Kate!", "Bo: Thanks, Kate.", "Bo: Sounds great, Kate!"]
+        self.add(
+            catalog,
+            *(memory_line(n + 1, text, author="chat:Bo", session="s1")
+              for n, text in enumerate(greetings)),
+            memory_line(4, "Emi: Hi Bo, how are you?", author="chat:Emi", session="s1"),
+            # three people in s2: whom "Max" addresses is unclear
+            *(memory_line(n + 5, "Hi Max!", author=author, session="s2")
+              for n, author in enumerate(["chat:Bo", "chat:Bo", "chat:Bo"])),
+            memory_line(8, "hello", author="chat:Emi", session="s2"),
+            memory_line(9, "hello", author="chat:Cy", session="s2"),
+        )  # fmt: skip
+        assert catalog.aliases() == {"kate": "Emi"}
+        with catalog.transaction():
+            catalog.set_status("m-000001", "rejected", False)
+        assert catalog.aliases() == {}
+
     def test_link_degrees(self, catalog: Catalog) -> None:
         self.add(
             catalog,

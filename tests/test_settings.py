@@ -505,8 +505,10 @@ def test_watch_poll_finds_what_no_event_announces(hashed: Memdir) -> None:
 
     lifecycle.teach(hashed, "The bakery opens at seven", T0_DT)
 
-    def drop_index() -> None:
-        shutil.rmtree(hashed.cache_dir / "index")
+    def drop_index() -> None:  # a rename is atomic, even while the daemon writes into it
+        gone = hashed.cache_dir / "index.dropped"
+        shutil.rmtree(gone, ignore_errors=True)
+        (hashed.cache_dir / "index").rename(gone)
 
     quick = configure(hashed, watch={"poll": 0.2})
     assert _watch_for(quick, contextlib.nullcontext, drop_index) >= 2

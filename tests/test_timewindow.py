@@ -27,6 +27,11 @@ NOW = datetime(2026, 11, 29, 15, 0, tzinfo=timezone.utc)
         ("last monday", date(2026, 11, 23), date(2026, 11, 24)),
         ("two weeks ago", date(2026, 11, 12), date(2026, 11, 19)),
         ("3 days ago", date(2026, 11, 25), date(2026, 11, 27)),
+        ("what did Paola explore on 24.01.2024?", date(2024, 1, 24), date(2024, 1, 25)),
+        ("on 2024-01-05", date(2024, 1, 5), date(2024, 1, 6)),
+        ("on 1/24/2024", date(2024, 1, 24), date(2024, 1, 25)),
+        ("on 24/1/2024", date(2024, 1, 24), date(2024, 1, 25)),
+        ("on 3/4/2024", date(2024, 3, 4), date(2024, 3, 5)),
     ],
 )
 def test_expressions(query: str, start: date, end: date) -> None:
@@ -44,3 +49,7 @@ def test_past_year_is_rolling() -> None:
 @pytest.mark.parametrize("query", ["what is my sister's name?", "I may go later", "coffee order"])
 def test_no_window(query: str) -> None:
     assert find_time_window(query, NOW) is None
+
+
+def test_impossible_numeric_date_is_no_window() -> None:
+    assert find_time_window("on 31.02.2024", NOW) is None

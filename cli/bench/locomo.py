@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, FormatError
@@ -25,8 +25,12 @@ from memdir.archive_format.lifecycle import add_memories
 from memdir.archive_format.memdir import init
 from memdir.archive_format.records import new_memory
 
+if TYPE_CHECKING:
+    from memdir.indexers.recall import RecallResult
+
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
+PER_QUESTION_CANDIDATES = 30  # the scored candidates a `--per-question` row lists
 
 
 @dataclass
@@ -169,24 +173,87 @@ def _average(rows: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-def run(
-    path: Path,
-    profile: str | None = None,
-    limit: int | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-    decay: bool = False,
-) -> dict[str, Any]:
-    """Run the benchmark; returns the report `memdir bench locomo --json` prints.
+@dataclass
+class Measured:
+    """One question's category and metrics, and how long its recall took."""
 
-    Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
-    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md).
-    """
+    category: int
+    metrics: dict[str, float]
+    milliseconds: float
+
+
+def summarise(measured: list[Measured]) -> dict[str, Any]:
+    """Overall (categories 1–4) and per-category averages, and the mean ms per query."""
+    by_category: dict[int, list[dict[str, float]]] = {}
+    for row in measured:
+        by_category.setdefault(row.category, []).append(row.metrics)
+    timings = [row.milliseconds for row in measured]
+    return {
+        "overall": _average([row.metrics for row in measured if row.category != 5]),
+        "categories": {
+            str(category): {"name": CATEGORIES.get(category, "?"), **_average(rows)}
+            for category, rows in sorted(by_category.items())
+        },
+        "ms_per_query": round(statistics.fmean(timings), 2) if timings else None,
+    }
+
+
+def question_row(path: Path, sample: Sample, number: int, question: Question,
+                 result: RecallResult, by_id: dict[str, str],
+                 metrics: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+    """One line of `--per-question` (docs/RECALL.md): the question, where each piece of evidence
+    ranked among the scored candidates (1-based; null when outside them), the results and the
+    best candidates with their components."""
+    from memdir.indexers.recall import Stage
+    from memdir.indexers.recall.score import WEIGHTED
+
+    scored = next((trace.rows for trace in result.stages if trace.name is Stage.SCORE), [])
+    order = [by_id.get(row["id"], "") for row in scored]
+    shown = {c.id for c in result.results}
+    return {
+        "file": path.name,
+        "sample": sample.sample_id,
+        "question_number": number,
+        "question": question.text,
+        "category": question.category,
+        "evidence": question.evidence,
+        "evidence_ranks": {
+            dia_id: (order.index(dia_id) + 1 if dia_id in order else None)
+            for dia_id in question.evidence
+        },
+        "results": [by_id.get(c.id, "") for c in result.results],
+        **metrics,
+        "analysis": result.analysis.to_dict(),
+        "candidates": [
+            {
+                "dia_id": by_id.get(row["id"], ""),
+                "shown": row["id"] in shown,
+                "evidence": by_id.get(row["id"]) in question.evidence,
+                "score": round(row["score"], 4),
+                "components": {
+                    name: round(value, 4) for name, value in row.items() if name in WEIGHTED
+                },
+            }
+            for row in scored[:PER_QUESTION_CANDIDATES]
+        ],
+        "milliseconds": round(result.milliseconds, 2),
+    }
+
+
+def _run_file(
+    path: Path,
+    profile: str | None,
+    limit: int | None,
+    progress: Callable[[str, int, int], None] | None,
+    decay: bool,
+    per_question: list[dict[str, Any]] | None,
+) -> tuple[dict[str, Any], list[Measured]]:
+    from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions, recall
 
     samples = load_samples(path)[:limit]
-    per_category: dict[int, list[dict[str, float]]] = {}
-    timings: list[float] = []
+    measured: list[Measured] = []
     repairs: dict[str, int] = {}
     no_evidence = 0
     options = RecallOptions(k=10, profile=profile, perfect=not decay)
@@ -197,12 +264,10 @@ def run(
             repairs[name] = repairs.get(name, 0) + count
         with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
             by_id = build_memdir(sample, Path(scratch) / sample.sample_id)
-            from memdir.archive_format.memdir import Memdir
-
             index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
             index.update(progress)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
-            for question in sample.questions:
+            for number, question in enumerate(sample.questions):
                 done += 1
                 if progress:
                     progress("questions", done, total)
@@ -211,22 +276,43 @@ def run(
                     continue
                 began = time.perf_counter()
                 result = recall(index, question.text, now, options)
-                timings.append((time.perf_counter() - began) * 1000)
+                milliseconds = (time.perf_counter() - began) * 1000
                 ranked = [by_id[c.id] for c in result.results if c.id in by_id]
-                per_category.setdefault(question.category, []).append(
-                    _metrics(ranked, question.evidence)
-                )
+                metrics = _metrics(ranked, question.evidence)
+                measured.append(Measured(question.category, metrics, milliseconds))
+                if per_question is not None:
+                    per_question.append(
+                        question_row(path, sample, number, question, result, by_id, metrics)
+                    )
             index.close()
-    overall = [row for category, rows in per_category.items() if category != 5 for row in rows]
-    return {
-        "overall": _average(overall),
-        "categories": {
-            str(category): {"name": CATEGORIES.get(category, "?"), **_average(rows)}
-            for category, rows in sorted(per_category.items())
-        },
-        "ms_per_query": round(statistics.fmean(timings), 2) if timings else None,
+    report = {
+        **summarise(measured),
         "evidence_repairs": {**repairs, "questions_without_evidence": no_evidence},
         "samples": len(samples),
         "profile": profile or "default",
         "decay": decay,
     }
+    return report, measured
+
+
+def run(
+    paths: list[Path],
+    profile: str | None = None,
+    limit: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    decay: bool = False,
+    per_question: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark on each file; returns the report `memdir bench locomo --json` prints:
+    each file's figures under `files` (by path, in the order given) and, over every question of
+    all of them, `pooled`. With `per_question`, one row per question is appended to it.
+
+    Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
+    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md).
+    """
+    files: dict[str, dict[str, Any]] = {}
+    pooled: list[Measured] = []
+    for path in paths:
+        files[str(path)], measured = _run_file(path, profile, limit, progress, decay, per_question)
+        pooled.extend(measured)
+    return {"files": files, "pooled": summarise(pooled)}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,43 +15,71 @@ bench_app = typer.Typer(help="Benchmarks run through memdir's own pipeline.", no
 
 @bench_app.command("locomo")
 def locomo(
-    file: Annotated[
-        Path, typer.Argument(help="A locomo10.json-style file.", exists=True, dir_okay=False)
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="locomo10.json-style files.", exists=True, dir_okay=False),
     ],
     profile: Annotated[str | None, typer.Option("--profile", help="Recall weight profile.")] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N samples.")
+        int | None, typer.Option("--limit", min=1, help="Only the first N samples of each file.")
     ] = None,
     decay: Annotated[
         bool, typer.Option("--decay", help="Let decay lower old memories (off: no rehearsals).")
     ] = False,
+    per_question: Annotated[
+        Path | None,
+        typer.Option(
+            "--per-question",
+            dir_okay=False,
+            help="Write one JSON line per question (ranks, results, components) to this file.",
+        ),
+    ] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Turn-level recall@k on LoCoMo conversations, no LLM, through `memdir recall`.
+    """Turn-level recall@k on LoCoMo-style conversations, no LLM, through `memdir recall`:
+    each file's figures, and pooled over all of them when there are several.
 
     Example: memdir bench locomo ../shared/bench/locomo/locomo-dev.json --json
     """
     from memdir.cli.bench.locomo import run
 
+    rows: list[dict[str, Any]] | None = [] if per_question is not None else None
     with progress_bar() as advance:
-        report = run(file, profile, limit, advance, decay=decay)
+        report = run(files, profile, limit, advance, decay=decay, per_question=rows)
+    if per_question is not None and rows is not None:
+        write_lines(per_question, rows)
     if json_:
         emit_json(report)
         return
     from rich.table import Table
 
-    table = Table("category", "n", "R@1", "R@5", "R@10", "all@5", "all@10", "session R@5")
-    rows = [("overall (1–4)", report["overall"])] + [
-        (f"{key} {value['name']}", value) for key, value in report["categories"].items()
-    ]
-    for label, row in rows:
-        table.add_row(label, str(row["n"]), *(f"{row.get(m, 0):.3f}" for m in
-                      ("recall@1", "recall@5", "recall@10", "all@5", "all@10", "session_recall@5")))  # fmt: skip
     out = console()
-    out.print(table)
-    out.print(
-        f"{report['ms_per_query']} ms per query; evidence repairs: {report['evidence_repairs']}"
-    )
+    parts = [
+        (path, figures, figures["evidence_repairs"]) for path, figures in report["files"].items()
+    ]
+    if len(files) > 1:
+        parts.append((f"pooled over {len(files)} files", report["pooled"], None))
+    for title, figures, repairs in parts:
+        table = Table("category", "n", "R@1", "R@5", "R@10", "all@5", "all@10", "session R@5",
+                      title=title)  # fmt: skip
+        rows_shown = [("overall (1–4)", figures["overall"])] + [
+            (f"{key} {value['name']}", value) for key, value in figures["categories"].items()
+        ]
+        for label, row in rows_shown:
+            table.add_row(label, str(row["n"]), *(f"{row.get(m, 0):.3f}" for m in
+                          ("recall@1", "recall@5", "recall@10", "all@5", "all@10", "session_recall@5")))  # fmt: skip
+        out.print(table)
+        extra = f"; evidence repairs: {repairs}" if repairs is not None else ""
+        out.print(f"{figures['ms_per_query']} ms per query{extra}")
+
+
+def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
+    """`--per-question`: one JSON object per line, keys in a stable order, replaced atomically."""
+    import json
+
+    from memdir.archive_format.atomic import write_text
+
+    write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 @bench_app.command("safety")

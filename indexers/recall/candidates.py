@@ -79,10 +79,6 @@ def _score_scope(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray
     channels: dict[int, str] = {}  # how each came in: by the pool's indexes, or "scored"
     if table is not None:
         mask = table.created <= int(now.timestamp())
-        if analysis.window is not None:
-            mask &= (table.created >= int(analysis.window.start.timestamp())) & (
-                table.created < int(analysis.window.end.timestamp())
-            )
         scored = score_table(index, table, analysis, vector, mask)
     else:
         scored, channels = _score_pool(index, analysis, vector, now, options)
@@ -98,28 +94,33 @@ def _score_pool(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray,
                 options: RecallOptions) -> tuple[Scored, dict[int, str]]:  # fmt: skip
     """A large archive's scope: the top of each index, and the channel each memory came by."""
     size = 2 * shortlist_size(options)
-    # as in the exact scope, memories from after `now` or outside the time window are not scored
-    # (Tantivy searches only within the window; FAISS cannot, so its hits are filtered)
+    # as in the exact scope, memories from after `now` are not scored (Tantivy searches only
+    # before it; FAISS cannot, so its hits are filtered); a time window adds the best BM25
+    # matches inside it, so memories it ranks up can be in the pool at all
     start, end = -(1 << 62), int(now.timestamp()) + 1
-    window = None
-    if analysis.window is not None:
-        start = int(analysis.window.start.timestamp())
-        end = min(end, int(analysis.window.end.timestamp()))
-        window = (start, end)
+    before = (start, end)
     bm25 = {
-        name: index.fulltext.scores(analysis.bm25_query, size, name, between=window)
+        name: index.fulltext.scores(analysis.bm25_query, size, name, between=before)
         for name in ("text", "context")
     }
     lexical: list[int] = []
     if analysis.names:
         names = " ".join(f'"{name}"' for name in analysis.names)
-        lexical = list(index.fulltext.scores(names, size, "text", between=window))
+        lexical = list(index.fulltext.scores(names, size, "text", between=before))
+    windowed: dict[int, float] = {}
+    if analysis.window is not None:
+        inside = (int(analysis.window.start.timestamp()),
+                  min(end, int(analysis.window.end.timestamp())))  # fmt: skip
+        windowed = index.fulltext.scores(analysis.bm25_query, size, "text", between=inside)
+        bm25["text"] = {**windowed, **bm25["text"]}  # the same BM25 scores, more of them
     found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
     for name, hits in bm25.items():
         for iid in hits:
             found.setdefault(iid, "fulltext" if name == "text" else "context")
     for iid in lexical:
         found.setdefault(iid, "lexical")
+    for iid in windowed:
+        found.setdefault(iid, "time window")
     scored = score_pool(
         index, list(found), analysis, vector, bm25["text"], bm25["context"], (start, end)
     )

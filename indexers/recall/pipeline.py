@@ -4,8 +4,8 @@ Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.
 1. query analysis: affect, time window, acronyms and proper nouns, supersede keys it names
    (query.py);
 2. candidate pool: the scope's shortlist ∪ guaranteed channel ∪ hard facts (candidates.py);
-3. filters: status at *now*, persona, visibility, per-type age cut-offs, the query's time
-   window (policy.py);
+3. filters: status at *now*, persona, visibility, per-type age cut-offs (policy.py; the
+   query's time window ranks, it does not filter: relevance.py's `when`);
 4. decay and score: priors and the decay component join the relevance components, then one
    blend × decay factor × provenance weight (score.py);
 5. counterweights: for strongly negative queries, a bounded share of the results goes to
@@ -45,15 +45,16 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     settings = read_settings(index.memdir.settings, options.profile)
     catalog = index.catalog
     analysis = analyse(
-        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone
-    )
+        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone,
+        catalog.aliases(),
+    )  # fmt: skip
     traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
 
     vector = index.embedder.embed([analysis.dense_query])[0]
     pool, trace = candidates.gather(index, analysis, vector, now, options, settings.weights)
     traces.append(trace)
 
-    survivors, trace = policy.screen(index, pool, now, analysis.window, options, settings.cutoffs)
+    survivors, trace = policy.screen(index, pool, now, options, settings.cutoffs)
     traces.append(trace)
 
     score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives)

@@ -1,6 +1,6 @@
 """What may be recalled, and at what weight: status at *now* (re-folded from the lines, so
-`--now` replays the past), persona, visibility, per-type age cut-offs, the query's time window,
-and the provenance weight (durable 1, provisional `provisional_weight` (0.4), expired 0.2)."""
+`--now` replays the past), persona, visibility, per-type age cut-offs, and the provenance
+weight (durable 1, provisional `provisional_weight` (0.4), expired 0.2)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from .result import Candidate, Stage, Trace
 
 if TYPE_CHECKING:
     from .interface import RecallIndex
-    from .timewindow import TimeWindow
 
 EXPIRED_WEIGHT = 0.2  # an expired inference, recalled only with --include-expired
 RECALLED = ("durable", "provisional", "expired")
@@ -24,15 +23,14 @@ EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "fo
 
 
 def screen(
-    index: RecallIndex, pool: list[Candidate], now: datetime, window: TimeWindow | None,
-    options: RecallOptions, cutoffs: dict[str, timedelta],
+    index: RecallIndex, pool: list[Candidate], now: datetime, options: RecallOptions, cutoffs: dict[str, timedelta],
 ) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """The candidates that may be recalled (each with its status; the others with the reason
     they were dropped), and the trace."""
     statuses = _fold_statuses(index, pool, now)
     for candidate in pool:
         candidate.status = statuses.get(candidate.id, "forgotten")
-        candidate.dropped = _filter_reason(candidate, now, window, options, cutoffs)
+        candidate.dropped = _filter_reason(candidate, now, options, cutoffs)
     survivors = [c for c in pool if not c.dropped]
     trace = Trace(
         Stage.FILTERS, [{"id": c.id, "status": c.status, "dropped": c.dropped} for c in pool]
@@ -69,7 +67,7 @@ def _fold_statuses(
     return {memory_id: state.status for memory_id, state in view.states.items()}
 
 
-def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | None, options: RecallOptions,
+def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
                    cutoffs: dict[str, timedelta]) -> str | None:  # fmt: skip
     line = candidate.memory.line
     if candidate.status in EXCLUDED:
@@ -91,6 +89,4 @@ def _filter_reason(candidate: Candidate, now: datetime, window: TimeWindow | Non
         cutoff = cutoffs.get(str(label).lower()) if label else None
         if cutoff is not None and now - created > cutoff:
             return f"older than the {label} cut-off"
-    if window is not None and not window.contains(created):
-        return "outside time window"
     return None

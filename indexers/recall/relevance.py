@@ -1,4 +1,4 @@
-"""Relevance: the six normalised components recall blends (docs/RECALL.md).
+"""Relevance: the seven normalised components recall blends (docs/RECALL.md).
 
 For each memory i (speaker-prefixed text when it came from a conversation):
   semantic          cosine(q, v_i)
@@ -7,7 +7,9 @@ For each memory i (speaker-prefixed text when it came from a conversation):
   context_bm25      BM25 of the memory's text joined with those neighbours
   speaker           1 when the query names exactly one person and that person said it
   session           BM25 of the memory's whole session
-Each is min-max normalised over the scope. The scope is the whole archive while it is small
+  when              closeness to the query's time window: 1 inside, falling linearly to 0 at
+                    the window's length (at least a week) outside; 0 without a window
+Each but speaker and when is min-max normalised over the scope. The scope is the whole archive while it is small
 (`exact_below` memories, default 20,000: every memory is scored, from an in-process table), and
 a candidate pool above that (the top of FAISS, of both Tantivy fields, lexical matches).
 Scoring everything matters on small archives: normalising over a pool measured 4 points of
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
     from .query import QueryAnalysis
 
-RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session")
+RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when")
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
@@ -114,9 +116,23 @@ def _speaker_matches(analysis: QueryAnalysis, speakers: np.ndarray) -> np.ndarra
     return (speakers == name_code(analysis.speaker)).astype(np.float32)
 
 
+def _closeness(analysis: QueryAnalysis, created: np.ndarray) -> np.ndarray:
+    """1 inside the query's time window, falling linearly to 0 at its reach outside it; 0 for
+    every memory when the query names no time."""
+    import numpy as np
+
+    window = analysis.window
+    if window is None:
+        return np.zeros(len(created), dtype=np.float32)
+    start, end = window.start.timestamp(), window.end.timestamp()
+    distance = np.maximum(start - created, 0) + np.maximum(created - end, 0)
+    return np.clip(1 - distance / window.reach_seconds(), 0, 1).astype(np.float32)
+
+
 def _finish(iids: list[int], raw: dict[str, np.ndarray], exact: bool) -> Scored:
     normalised = {name: minmax(values) for name, values in raw.items()}
     normalised["speaker"] = raw["speaker"]
+    normalised["when"] = raw["when"]
     return Scored(iids, raw, normalised, exact)
 
 
@@ -149,6 +165,7 @@ def score_table(
         "context_bm25": bm25["context"][keep],
         "speaker": _speaker_matches(analysis, table.speakers[keep]),
         "session": session_values[table.session_of[keep]],
+        "when": _closeness(analysis, table.created[keep]),
     }
     return _finish(table.iids[keep].tolist(), raw, exact=True)
 
@@ -188,5 +205,6 @@ def score_pool(
         "session": np.asarray(
             [by_session.get(int(code), 0.0) for code in sessions], dtype=np.float32
         ),
+        "when": _closeness(analysis, records["created"]),
     }
     return _finish(kept, raw, exact=False)

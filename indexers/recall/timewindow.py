@@ -2,9 +2,16 @@
 
 Understood (case-insensitive): today, yesterday, last night, this/last week, this/last month,
 this/last year, N days/weeks/months/years ago (digits or words, "a"), in/during MONTH [YEAR],
-MONTH YEAR, on DAY MONTH [YEAR], in YEAR, last/this spring/summer/autumn/fall/winter, last
-WEEKDAY. "N units ago" is a window around that point (± a quarter of the unit, at least a day)
-because people round. Months without a year mean the latest such month not after now.
+MONTH YEAR, on DAY MONTH [YEAR], numeric dates (2024-01-24; 24.01.2024, day first; 1/24/2024,
+month first unless the first number cannot be a month), in YEAR, last/this
+spring/summer/autumn/fall/winter, last WEEKDAY. "N units ago" is a window around that point
+(± a quarter of the unit, at least a day) because people round. Months without a year mean the
+latest such month not after now.
+
+Recall ranks by the window rather than filtering by it (relevance.py's `when`: 1 inside, falling
+to 0 at `reach_seconds` outside), because people in a chat tell of a day's events days later,
+plan them days before, and misplace dates: as a filter, day windows lost most of the temporal
+questions of real conversations (docs/RECALL.md).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ SEASONS = {
     "winter": (12, 3),
 }
 UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+MIN_REACH = timedelta(days=7)
 
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _NUMBER = r"\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
@@ -54,6 +62,11 @@ class TimeWindow:
 
     def contains(self, moment: datetime) -> bool:
         return self.start <= moment < self.end
+
+    def reach_seconds(self) -> float:
+        """How far outside the window closeness falls to 0: the window's length, at least
+        MIN_REACH."""
+        return max((self.end - self.start).total_seconds(), MIN_REACH.total_seconds())
 
 
 def _day(moment: datetime) -> datetime:
@@ -159,6 +172,26 @@ def _day_month(
     return start, start + timedelta(days=1)
 
 
+def _numeric_date(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime] | None:
+    """2024-01-24; 24.01.2024 (dots: day first); 1/24/2024 (slashes: month first unless the
+    first number cannot be a month)."""
+    if m.group("iso"):
+        year, month, day = int(m.group("iy")), int(m.group("im")), int(m.group("id"))
+    elif m.group("dotted"):
+        day, month, year = int(m.group("dd")), int(m.group("dm")), int(m.group("dy"))
+    else:
+        month, day, year = int(m.group("sa")), int(m.group("sb")), int(m.group("sy"))
+        if month > 12:
+            month, day = day, month
+    try:
+        start = datetime(year, month, day, tzinfo=zone)
+    except ValueError:
+        return None
+    return start, start + timedelta(days=1)
+
+
 def _year(
     m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
 ) -> tuple[datetime, datetime]:
@@ -200,6 +233,9 @@ _RULES: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"\b(?:on\s+)?(?:the\s+)?(?P<day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<month>{_MONTH})\b{_YEAR}"),
      _day_month),
     (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<day>\d{{1,2}}){_ORDINAL}\b{_YEAR}"), _day_month),
+    (re.compile(r"\b(?:on\s+)?(?:(?P<iso>(?P<iy>(?:19|20)\d\d)-(?P<im>\d\d?)-(?P<id>\d\d?))"
+                r"|(?P<dotted>(?P<dd>\d\d?)\.(?P<dm>\d\d?)\.(?P<dy>(?:19|20)\d\d))"
+                r"|(?P<sa>\d\d?)/(?P<sb>\d\d?)/(?P<sy>(?:19|20)\d\d))\b"), _numeric_date),
     (re.compile(rf"\b(?:in|during)\s+(?P<month>{_MONTH})\b,?\s*(?P<year>(?:19|20)\d\d)?"), _month_year),
     (re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<year>(?:19|20)\d\d)\b"), _month_year),
     (re.compile(r"\b(last|this)\s+(spring|summer|autumn|fall|winter)\b"), _season),

@@ -88,7 +88,9 @@ class Lab:
         self.count += 1
         root = self.scratch / f"{self.count:02d}-{name}"
         memdir, _ = init(
-            root, START - timedelta(days=1), {"embedder": {"kind": self.embedder_kind, "path": None}}
+            root,
+            START - timedelta(days=1),
+            {"embedder": {"kind": self.embedder_kind, "path": None}},
         )
         if small_talk:
             for number, text in enumerate(FILLER):
