@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from . import shelf
+from . import idcache, shelf
 from .clock import format_time, parse_time
 from .documents import write_text
 from .errors import BadInputError, FormatError
@@ -276,21 +276,12 @@ def raw_window(
 
 
 # writing --------------------------------------------------------------------------------------
-def _present(memdir: Memdir, ids: Iterable[str]) -> set[str]:
-    """Which of `ids` already occur in a journal file (a byte search, no decoding)."""
-    wanted = {turn_id: turn_id.encode("ascii") for turn_id in ids}
-    if not wanted:
-        return set()
-    blobs = [path.read_bytes() for path in journal_files(memdir)]
-    return {turn_id for turn_id, raw in wanted.items() if any(raw in blob for blob in blobs)}
-
-
 def add_turns(memdir: Memdir, turns: Iterable[Turn]) -> list[tuple[Turn, bool]]:
     """Append turns (skipping those already in the journal); returns each with `added`."""
     batch = list(turns)
     results: list[tuple[Turn, bool]] = []
     with memdir.lock():
-        present = _present(memdir, [turn.id for turn in batch])
+        present = idcache.open_cache(memdir).turns_present(turn.id for turn in batch)
         payload: list[bytes] = []
         for turn in batch:
             fresh = turn.id not in present
