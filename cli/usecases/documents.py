@@ -23,7 +23,7 @@ from memdir.archive_format import journal, ring
 from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.documents import estimate_tokens, write_text
 from memdir.archive_format.fold import ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import load_view
+from memdir.archive_format.lifecycle import recent_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
 
@@ -288,7 +288,9 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
 def gather(memdir: Memdir, now: datetime) -> Briefing:
     """Read the archive, journal and ring once, as of `now`."""
     zone = memdir.settings.zone
-    view = load_view(memdir, now)
+    view = recent_view(
+        memdir, now, now - timedelta(days=max(RECENT_TEACHINGS_DAYS, RECENT_EVENTS_DAYS))
+    )
     book = journal.read_journal(memdir, until=now)
     local = now.astimezone(zone)
     session_line, session_data = _last_session(book, now, zone)
