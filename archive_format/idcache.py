@@ -1,8 +1,9 @@
 """Where each id's lines are, so a write need not read every shelf: `.memdir/idcache.sqlite`.
 
 The cache maps memory and tombstone ids (with a hash of the memory's text, its supersede key,
-source, created and expiry times), event targets and journal turn ids to the file, offset and
-length of their lines. It is derived, and never trusted over the files:
+whether it is an inference, its created and expiry times), event targets (with the op and
+time) and journal turn and digest ids (with their time) to the file, offset and length of
+their lines. It is derived, and never trusted over the files:
 - Each file's row holds the inode, size, mtime and a fingerprint of the prefix indexed. A file
   that only grew is caught up from where indexing stopped; one rewritten (`forget`, a git
   merge or checkout), truncated or edited in place is indexed again from its start.
@@ -29,7 +30,7 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +66,14 @@ CREATE TABLE events(
     op TEXT, at INTEGER);
 CREATE INDEX events_target ON events(target);
 CREATE INDEX events_at ON events(at);
-CREATE TABLE turns(id TEXT NOT NULL, file INTEGER NOT NULL);
-CREATE INDEX turns_id ON turns(id);
+CREATE TABLE journal(
+    id TEXT NOT NULL, digest INTEGER NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL,
+    length INTEGER NOT NULL, at INTEGER);
+CREATE INDEX journal_id ON journal(id);
+CREATE INDEX journal_at ON journal(at);
 """
-TABLES = ("records", "events", "turns")
-COLUMNS = {"records": 10, "events": 6, "turns": 2}
+TABLES = ("records", "events", "journal")
+COLUMNS = {"records": 10, "events": 6, "journal": 6}
 BULK_LINES = 20_000  # indexing more lines at once drops and rebuilds the SQL indexes
 BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
@@ -164,8 +168,15 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
             _text(data.get("op")),
             _epoch(data.get("at")),
         )
-    if kind == "turn" and isinstance(data.get("id"), str):
-        return "turns", (data["id"], number)
+    if kind in ("turn", "digest") and isinstance(data.get("id"), str):
+        return "journal", (
+            data["id"],
+            int(kind == "digest"),
+            number,
+            offset,
+            length,
+            _epoch(data.get("at")),
+        )
     return None
 
 
@@ -334,8 +345,6 @@ class IdCache:
                 moved += len(replacement) - length
                 shift = f"CASE WHEN offset > {offset} THEN {moved} ELSE {shift} END"
             for table in TABLES:
-                if table == "turns":
-                    continue  # turns carry no offset, and forget leaves the journal alone
                 db.execute(
                     f"DELETE FROM {table} WHERE file = ? AND offset IN ({starts})", (number,)
                 )
@@ -389,7 +398,9 @@ class IdCache:
             marks = ",".join("?" * len(batch))
             found.update(
                 row[0]
-                for row in self.db.execute(f"SELECT id FROM turns WHERE id IN ({marks})", batch)
+                for row in self.db.execute(
+                    f"SELECT id FROM journal WHERE digest = 0 AND id IN ({marks})", batch
+                )
             )
         return found
 
@@ -483,6 +494,23 @@ class IdCache:
                         batch,
                     )
                 )
+        return self._fetch(wanted)
+
+    def journal_lines(self, since: datetime, until: datetime | None) -> list[dict[str, Any]]:
+        """The turn and digest lines dated in [since, until] (or undated), in file order."""
+        rows = self.db.execute(
+            "SELECT file, offset, length, id, 'id' FROM journal "
+            "WHERE (at >= ? AND at <= ?) OR at IS NULL",
+            (since.timestamp() - MARGIN, until.timestamp() + MARGIN if until else 2**62),
+        )
+        return self._fetch(rows.fetchall())
+
+    def journal_start(self) -> datetime | None:
+        """When the earliest dated journal line is (to the second)."""
+        first = self.db.execute("SELECT MIN(at) FROM journal").fetchone()[0]
+        return None if first is None else datetime.fromtimestamp(first, timezone.utc)
+
+    def _fetch(self, wanted: list[tuple[int, int, int, str, str]]) -> list[dict[str, Any]]:
         order = {number: name for number, (name, _) in self.files.items()}
         wanted.sort(key=lambda row: (order.get(row[0], ""), row[1]))
         return list(self._read(wanted))
