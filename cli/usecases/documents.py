@@ -291,7 +291,7 @@ def gather(memdir: Memdir, now: datetime) -> Briefing:
     view = recent_view(
         memdir, now, now - timedelta(days=max(RECENT_TEACHINGS_DAYS, RECENT_EVENTS_DAYS))
     )
-    book = journal.read_journal(memdir, until=now)
+    book = journal.read_recent(memdir, now, memdir.settings.journal.raw_window_hours)
     local = now.astimezone(zone)
     session_line, session_data = _last_session(book, now, zone)
     header = [
