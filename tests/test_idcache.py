@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import T0, T0_DT, clean_env, shelf_lines
+from conftest import T0_DT, clean_env, shelf_lines
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -44,9 +44,10 @@ def dump(cache: idcache.IdCache) -> dict[str, Any]:
     files = sorted(cache.db.execute("SELECT name, inode, size, fingerprint FROM files"))
     tables: dict[str, Any] = {"files": files}
     for table in idcache.TABLES:
+        columns = [row[1] for row in cache.db.execute(f"PRAGMA table_info({table})")]
         rows = cache.db.execute(f"SELECT * FROM {table}").fetchall()
         tables[table] = sorted(
-            tuple(names[value] if column == 1 else value for column, value in enumerate(row))
+            tuple(names[value] if name == "file" else value for name, value in zip(columns, row))
             for row in rows
         )
     return tables
@@ -339,19 +340,63 @@ def test_the_briefing_view_holds_every_state_a_briefing_shows(md: Memdir) -> Non
         assert recent.states[memory_id].to_dict() == full.states[memory_id].to_dict()
 
 
-def test_the_boot_document_is_the_same_with_and_without_the_cache(cli, md: Memdir) -> None:
-    lifecycle.teach(md, "I live in Lisbon", T0_DT, key="city")
-    lifecycle.infer(md, "The user likes jazz", T0_DT)
-    done = cli("--dir", str(md.root), "journal", "add", "--role", "user", "--session", "s1",
-               "good morning")  # fmt: skip
-    assert done.code == 0, done
-    boot = (md.documents_dir / "boot.md").read_text()
-    shutil.rmtree(md.cache_dir)
-    cache_path(md).mkdir(parents=True)  # the cache cannot be used: the view is read in full
+def test_boot_and_wake_are_what_the_whole_archive_and_journal_give(
+    cli, md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The briefing view and the recent journal against the full fold and the full journal
+    (put back in their place as the reference)."""
+    days = timedelta(days=1)
+    now = T0_DT + 40 * days
+    for n in range(40):
+        lifecycle.teach(md, f"teaching {n}", T0_DT + n * days, key="city" if n % 9 == 0 else None)
+        lifecycle.observe(md, f"observation {n}", T0_DT + n * days + HOUR, author="a")
+        lifecycle.infer(md, f"guess {n}", T0_DT + n * days, ttl=(n % 5 + 1) * days)
+    lifecycle.confirm(md, lifecycle.infer(md, "old guess", T0_DT).id, now - days)
+    lifecycle.record_recall(md, [lifecycle.teach(md, "long ago", T0_DT).id], now - days)
+    turns = [
+        journal.new_turn(
+            T0_DT + n * days / 3,
+            "user" if n % 2 else "assistant",
+            f"s{n // 9}",
+            f"turn {n} was a good day" if n % 4 else f"turn {n} was awful",
+            secrecy="secret" if n == 99 else "public",
+        )  # fmt: skip
+        for n in range(100)
+    ]
+    journal.add_turns(md, turns)
     from memdir.cli.usecases import documents
 
-    documents.refresh_boot(md, datetime.fromisoformat(T0.replace("Z", "+00:00")))
-    assert (md.documents_dir / "boot.md").read_text() == boot
+    def both(moment: datetime) -> tuple[str, str]:
+        briefing = documents.gather(md, moment)
+        return documents.boot_markdown(briefing), documents.wake(md, moment, 400, briefing).markdown
+
+    moments = [now, now - 5 * days, T0_DT + 34 * days + 7 * HOUR, now + 30 * days]
+    fast = [both(moment) for moment in moments]
+    with monkeypatch.context() as patch:
+        patch.setattr(documents, "recent_view", lambda memdir, moment, since:
+                      lifecycle.load_view(memdir, moment))  # fmt: skip
+        patch.setattr(journal, "read_recent", lambda memdir, moment, hours:
+                      journal.read_journal(memdir, until=moment))  # fmt: skip
+        reference = [both(moment) for moment in moments]
+    assert fast == reference
+    assert "teaching 36" in fast[0][0] and "guess 39" in fast[0][0]
+
+
+def assert_journal_agrees(memdir: Memdir, now: datetime) -> None:
+    """Windows read through the cache hold what the whole journal holds for them."""
+    full = journal.read_journal(memdir, until=now)
+    for hours in (1, 7, 100):
+        since = now - timedelta(hours=hours)
+        part = journal.read_journal(memdir, until=now, since=since)
+        assert part.turns == [turn for turn in full.turns if turn.moment >= since]
+        assert {d.id for d in part.digests} <= {d.id for d in full.digests}
+    recent = journal.read_recent(memdir, now, 3)
+    assert recent.turns[-1:] == full.turns[-1:]
+    assert journal.raw_window(recent.turns, now, 6, 3) == journal.raw_window(full.turns, now, 6, 3)
+    said = [turn for turn in full.turns if turn.role == "user" and turn.summarisable]
+    if said:
+        day = [turn for turn in full.turns if turn.moment >= said[-1].moment - 26 * HOUR]
+        assert recent.turns[-len(day) :] == day
 
 
 # --- the property: after any sequence of writes, the cache agrees with the fold ---------------
@@ -444,6 +489,14 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
                 handle.write(encode_line(event.to_line()))
         self.ids.append(merged.id)
 
+    @rule(text=TEXTS, role=st.sampled_from(["user", "assistant"]), hours_ago=st.integers(0, 60),
+          secret=st.booleans())  # fmt: skip
+    def say(self, text: str, role: str, hours_ago: int, secret: bool) -> None:
+        """A turn now, or an older one (an import)."""
+        turn = journal.new_turn(self.tick() - hours_ago * HOUR, role, "s", text,
+                                secrecy="secret" if secret else "public")  # fmt: skip
+        assert journal.add_turns(self.memdir, [turn, turn])[1] == (turn, False)
+
     @rule()
     def tear_the_tail(self) -> None:
         with open(self.memdir.memory_shelf, "ab") as handle:
@@ -459,14 +512,14 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
         elif how == "drop rows":
             # rows lost together with their file's mark, as a rolled-back commit leaves it
             db = idcache.open_cache(self.memdir).db
-            db.execute("DELETE FROM records")
-            db.execute("DELETE FROM events")
-            db.execute("DELETE FROM files")
+            for table in (*idcache.TABLES, "files"):
+                db.execute(f"DELETE FROM {table}")
 
     @invariant()
     def agrees(self) -> None:
         if hasattr(self, "memdir"):
             assert_agrees_with_the_shelves(self.memdir, self.now)
+            assert_journal_agrees(self.memdir, self.now)
 
 
 CacheAgreesWithTheFold.TestCase.settings = settings(
