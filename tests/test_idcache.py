@@ -47,7 +47,10 @@ def dump(cache: idcache.IdCache) -> dict[str, Any]:
         columns = [row[1] for row in cache.db.execute(f"PRAGMA table_info({table})")]
         rows = cache.db.execute(f"SELECT * FROM {table}").fetchall()
         tables[table] = sorted(
-            tuple(names[value] if name == "file" else value for name, value in zip(columns, row))
+            tuple(
+                names[value] if name == "file" else value
+                for name, value in zip(columns, row, strict=True)
+            )
             for row in rows
         )
     return tables
