@@ -55,12 +55,14 @@ CREATE TABLE files(
 CREATE TABLE records(
     id TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     tombstone INTEGER NOT NULL, text_hash INTEGER, key TEXT, inference INTEGER, created INTEGER,
-    expires INTEGER);
+    expires INTEGER, settled INTEGER);
 CREATE INDEX records_id ON records(id);
 CREATE INDEX records_text ON records(text_hash) WHERE text_hash IS NOT NULL;
 CREATE INDEX records_key ON records(key) WHERE key IS NOT NULL;
 CREATE INDEX records_created ON records(created);
 CREATE INDEX records_inference ON records(expires) WHERE inference = 1;
+CREATE INDEX records_due ON records(expires) WHERE inference = 1 AND settled IS NULL;
+CREATE INDEX records_settled ON records(settled) WHERE inference = 1;
 CREATE TABLE events(
     target TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     op TEXT, at INTEGER);
@@ -73,7 +75,7 @@ CREATE INDEX journal_id ON journal(id);
 CREATE INDEX journal_at ON journal(at);
 """
 TABLES = ("records", "events", "journal")
-COLUMNS = {"records": 10, "events": 6, "journal": 6}
+COLUMNS = {"records": 11, "events": 6, "journal": 6}
 BULK_LINES = 20_000  # indexing more lines at once drops and rebuilds the SQL indexes
 BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
@@ -151,13 +153,13 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
         if not isinstance(memory_id, str):
             return None
         if kind == "tombstone":
-            return "records", (memory_id, number, offset, length, 1) + (None,) * 5
+            return "records", (memory_id, number, offset, length, 1) + (None,) * 6
         text = data.get("text")
         return "records", (
             memory_id, number, offset, length, 0,
             text_hash(text) if isinstance(text, str) else None,
             _text(data.get("key")), int(data.get("source") == "inference"),
-            _epoch(data.get("created")), _epoch(data.get("expires")),
+            _epoch(data.get("created")), _epoch(data.get("expires")), None,
         )  # fmt: skip
     if kind == "event" and isinstance(data.get("target"), str):
         return "events", (
@@ -198,6 +200,7 @@ class IdCache:
         self.memdir = memdir
         self.db = db
         self.files: dict[int, tuple[str, int]] = {}  # number -> (name, inode), after sync
+        self._dropped = False  # rows of a file deleted during this sync
 
     # --- keeping it in step with the files ---------------------------------------------------
     def tracked(self) -> dict[str, Path]:
@@ -222,11 +225,14 @@ class IdCache:
                 )
             }
             wanted = self.tracked()
+            last = [db.execute(f"SELECT MAX(rowid) FROM {t}").fetchone()[0] or 0 for t in TABLES]
+            self._dropped = False
             for name in known.keys() - wanted.keys():
                 self._drop_file(known[name][0])
             self.files = {}
             for name, path in wanted.items():
                 self._sync_file(name, path, known.get(name))
+            self._settle(None if self._dropped else (last[0], last[1]))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -240,7 +246,23 @@ class IdCache:
             "INSERT OR REPLACE INTO meta(name, value) VALUES ('boot', ?)", (_boot_id(),)
         )
 
+    def _settle(self, after: tuple[int, int] | None) -> None:
+        """Mark each inference with the time of the first event that settled it for good (a
+        decision, a sweep, a forget): those added, or with events added, after the given
+        rowids (of records, of events), or every inference (after=None)."""
+        marks = ",".join("?" * len(DECIDED))
+        first = f"(SELECT MIN(at) FROM events WHERE target = records.id AND op IN ({marks}))"
+        if after is None:
+            self.db.execute(f"UPDATE records SET settled = {first} WHERE inference = 1", DECIDED)
+            return
+        self.db.execute(
+            f"UPDATE records SET settled = {first} WHERE inference = 1 AND (rowid > ? OR id IN "
+            f"(SELECT target FROM events WHERE rowid > ? AND op IN ({marks})))",
+            (*DECIDED, *after, *DECIDED),
+        )
+
     def _drop_file(self, number: int) -> None:
+        self._dropped = True  # events may have gone: every settled mark is computed again
         for table in TABLES:
             self.db.execute(f"DELETE FROM {table} WHERE file = ?", (number,))
         self.db.execute("DELETE FROM files WHERE number = ?", (number,))
@@ -338,6 +360,7 @@ class IdCache:
                 db.execute("ROLLBACK")
                 return
             number = row[0]
+            last = [db.execute(f"SELECT MAX(rowid) FROM {t}").fetchone()[0] or 0 for t in TABLES]
             edits = sorted(edits)
             starts = ",".join(str(offset) for offset, _, _ in edits)
             shift, moved = "0", 0
@@ -361,6 +384,7 @@ class IdCache:
                     if found is not None:
                         marks = ",".join("?" * COLUMNS[found[0]])
                         db.execute(f"INSERT INTO {found[0]} VALUES ({marks})", found[1])
+            self._settle((last[0], last[1]))
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
                 db.execute(
@@ -470,13 +494,11 @@ class IdCache:
 
     def due(self, now: datetime) -> set[str]:
         """Inferences past their expiry at `now` that no decision, sweep or forget settled."""
-        marks = ",".join("?" * len(DECIDED))
         rows = self.db.execute(
-            "SELECT id FROM records AS r WHERE inference = 1 AND expires <= ? "
-            "AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.target = r.id "
-            f"AND e.op IN ({marks}) AND e.at <= ?)",
-            (now.timestamp() + MARGIN, *DECIDED, now.timestamp() - MARGIN),
-        )
+            "SELECT id FROM records WHERE inference = 1 AND settled IS NULL AND expires <= ? "
+            "UNION SELECT id FROM records WHERE inference = 1 AND settled > ? AND expires <= ?",
+            (now.timestamp() + MARGIN, now.timestamp() - MARGIN, now.timestamp() + MARGIN),
+        )  # the second part: settled only after `now` (a `--now` in the past)
         return {row[0] for row in rows}
 
     def lines(self, ids: Iterable[str]) -> list[dict[str, Any]]:
