@@ -55,7 +55,7 @@ CREATE TABLE files(
 CREATE TABLE records(
     id TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     tombstone INTEGER NOT NULL, text_hash INTEGER, key TEXT, inference INTEGER, created INTEGER,
-    expires INTEGER, settled INTEGER);
+    expires INTEGER, settled INTEGER, confirmed INTEGER);
 CREATE INDEX records_id ON records(id);
 CREATE INDEX records_text ON records(text_hash) WHERE text_hash IS NOT NULL;
 CREATE INDEX records_key ON records(key) WHERE key IS NOT NULL;
@@ -75,7 +75,7 @@ CREATE INDEX journal_id ON journal(id);
 CREATE INDEX journal_at ON journal(at);
 """
 TABLES = ("records", "events", "journal")
-COLUMNS = {"records": 11, "events": 6, "journal": 6}
+COLUMNS = {"records": 12, "events": 6, "journal": 6}
 BULK_LINES = 20_000  # indexing more lines at once drops and rebuilds the SQL indexes
 BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
@@ -153,13 +153,13 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
         if not isinstance(memory_id, str):
             return None
         if kind == "tombstone":
-            return "records", (memory_id, number, offset, length, 1) + (None,) * 6
+            return "records", (memory_id, number, offset, length, 1) + (None,) * 7
         text = data.get("text")
         return "records", (
             memory_id, number, offset, length, 0,
             text_hash(text) if isinstance(text, str) else None,
             _text(data.get("key")), int(data.get("source") == "inference"),
-            _epoch(data.get("created")), _epoch(data.get("expires")), None,
+            _epoch(data.get("created")), _epoch(data.get("expires")), None, None,
         )  # fmt: skip
     if kind == "event" and isinstance(data.get("target"), str):
         return "events", (
@@ -248,21 +248,25 @@ class IdCache:
 
     def _settle(self, after: tuple[int, int] | None) -> None:
         """Mark each inference with the time of the first event that settled it for good (a
-        decision, a sweep, a forget): those added, or with events added, after the given
-        rowids (of records, of events), or every inference (after=None)."""
+        decision, a sweep, a forget) and of its last confirm: those added, or with events
+        added, after the given rowids (of records, of events), or every one (after=None)."""
         marks = ",".join("?" * len(DECIDED))
-        first = f"(SELECT MIN(at) FROM events WHERE target = records.id AND op IN ({marks}))"
+        update = (
+            f"UPDATE records SET settled = (SELECT MIN(at) FROM events WHERE target = records.id "
+            f"AND op IN ({marks})), confirmed = (SELECT MAX(at) FROM events "
+            "WHERE target = records.id AND op = 'confirm') WHERE inference = 1"
+        )
         if after is None:
-            self.db.execute(f"UPDATE records SET settled = {first} WHERE inference = 1", DECIDED)
+            self.db.execute(update, DECIDED)
             return
         self.db.execute(
-            f"UPDATE records SET settled = {first} WHERE inference = 1 AND (rowid > ? OR id IN "
+            f"{update} AND (rowid > ? OR id IN "
             f"(SELECT target FROM events WHERE rowid > ? AND op IN ({marks})))",
             (*DECIDED, *after, *DECIDED),
         )
 
     def _drop_file(self, number: int) -> None:
-        self._dropped = True  # events may have gone: every settled mark is computed again
+        self._dropped = True  # events may have gone: every mark _settle sets is computed again
         for table in TABLES:
             self.db.execute(f"DELETE FROM {table} WHERE file = ?", (number,))
         self.db.execute("DELETE FROM files WHERE number = ?", (number,))
@@ -445,8 +449,8 @@ class IdCache:
             found.update(row[0] for row in rows)
         return found
 
-    def with_key(self, ids: Iterable[str]) -> set[str]:
-        """`ids` and every memory sharing a supersede key with one of them: all a status needs."""
+    def keys_of(self, ids: Iterable[str]) -> set[str]:
+        """The supersede keys of the memories `ids`."""
         keys: set[str] = set()
         for batch in _chunks(set(ids)):
             marks = ",".join("?" * len(batch))
@@ -454,18 +458,23 @@ class IdCache:
                 f"SELECT DISTINCT key FROM records WHERE id IN ({marks}) AND key IS NOT NULL", batch
             )
             keys.update(row[0] for row in rows)
-        found = set(ids)
-        for batch in _chunks(keys):
-            marks = ",".join("?" * len(batch))
-            found.update(
-                row[0]
-                for row in self.db.execute(f"SELECT id FROM records WHERE key IN ({marks})", batch)
-            )
-        return found
+        return keys
 
-    def keyed(self) -> set[str]:
-        """Every memory with a supersede key."""
-        return {row[0] for row in self.db.execute("SELECT id FROM records WHERE key IS NOT NULL")}
+    def keys(self) -> set[str]:
+        """Every supersede key on the shelves."""
+        rows = self.db.execute("SELECT DISTINCT key FROM records WHERE key IS NOT NULL")
+        return {row[0] for row in rows}
+
+    def ranked(self, key: str) -> list[tuple[str, float]]:
+        """The memories with `key`, each with the latest time (in whole seconds) at which it
+        could have become durable (created, or its last confirm), latest first."""
+        rows = self.db.execute(
+            "SELECT id, CASE WHEN created IS NULL THEN 1e18 "
+            "ELSE MAX(created, IFNULL(confirmed, created)) END AS bound "
+            "FROM records WHERE key = ? ORDER BY bound DESC",
+            (key,),
+        )
+        return [(row[0], float(row[1])) for row in rows]
 
     def since(self, moment: datetime) -> set[str]:
         """Memories created, and targets of events dated, at or after `moment` (or undated)."""

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import idcache, ring, shelf
-from .clock import format_time
+from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
 from .idcache import IdCache
@@ -96,26 +96,64 @@ def load_view(memdir: Memdir, now: datetime) -> ArchiveView:
 
 
 def view_of(
-    memdir: Memdir, ids: Iterable[str], now: datetime, cache: IdCache | None = None
+    memdir: Memdir,
+    ids: Iterable[str],
+    now: datetime,
+    cache: IdCache | None = None,
+    keys: Iterable[str] = (),
 ) -> ArchiveView:
     """The fold at `now` of the memories `ids` and of what their status depends on (their
-    events, and the memories sharing a supersede key with them), read through the id cache.
+    events, and the memories that could supersede them), read through the id cache; `keys`
+    adds each of those keys' current memory.
 
     Only those states are exact; when the cache points at a line that is not there, or a line
     cannot be folded, every shelf is read instead (and a broken line named).
     """
     cache = cache or idcache.open_cache(memdir)
+    wanted = set(ids)
     try:
-        lines = cache.lines(cache.with_key(ids))
+        for key in cache.keys_of(wanted) | set(keys):
+            wanted |= _contenders(cache, key, now)
+        return _folded(cache, wanted, now)
     except idcache.Stale as error:
         log.debug("id cache out of step (%s): reading every shelf", error)
         return load_view(memdir, now)
-    if any(line.get("kind") in _REQUIRED and _line_problem(line) for line in lines):
+    except _Unfoldable:
         return load_view(memdir, now)
+
+
+class _Unfoldable(Exception):
+    """A line the cache pointed at breaks the fold: the full read names it."""
+
+
+def _folded(cache: IdCache, ids: Iterable[str], now: datetime) -> ArchiveView:
+    lines = cache.lines(ids)
+    if any(line.get("kind") in _REQUIRED and _line_problem(line) for line in lines):
+        raise _Unfoldable
     try:
         return fold(lines, now)
     except (TypeError, ValueError, AttributeError, KeyError, BadInputError):
-        return load_view(memdir, now)
+        raise _Unfoldable from None
+
+
+def _contenders(cache: IdCache, key: str, now: datetime) -> set[str]:
+    """The memories with `key` that could be its newest durable one at `now` (and so decide
+    every other one's status): ranked by the latest time each could have become durable, they
+    are folded a few at a time until the rest rank below the best durable one found."""
+    ranked = cache.ranked(key)
+    best: float | None = None
+    taken, step = 0, 8
+    while taken < len(ranked):
+        batch = [memory_id for memory_id, _ in ranked[taken : taken + step]]
+        taken, step = taken + len(batch), step * 4
+        for state in _folded(cache, batch, now):
+            if state.status in ("durable", "superseded"):
+                since = parse_time(state.durable_since or state.created).timestamp()
+                best = since if best is None else max(best, since)
+        # a rank is whole seconds rounded down: one below best - 1 can neither beat nor tie it
+        if best is not None and taken < len(ranked) and ranked[taken][1] <= best - 1:
+            break
+    return {memory_id for memory_id, rank in ranked if best is None or rank > best - 1}
 
 
 def lookup(memdir: Memdir, given: str, now: datetime, cache: IdCache | None = None) -> MemoryState:
@@ -126,12 +164,12 @@ def lookup(memdir: Memdir, given: str, now: datetime, cache: IdCache | None = No
 
 def recent_view(memdir: Memdir, now: datetime, since: datetime) -> ArchiveView:
     """What a briefing can show, folded alone: memories created or decided since `since`,
-    every memory with a supersede key, every inference still open at `now`, and the memories
-    in the console ring. Iterating it yields those states (and, after a fallback, others)."""
+    every inference still open at `now`, the memories in the console ring, and each supersede
+    key's current memory. Iterating it yields those states (and, after a fallback, others)."""
     cache = idcache.open_cache(memdir)
-    ids = cache.since(since) | cache.keyed() | cache.open_inferences(now)
+    ids = cache.since(since) | cache.open_inferences(now)
     ids.update(str(slot.get("id", "")) for slot in ring.read_ring(memdir))
-    return view_of(memdir, ids, now, cache)
+    return view_of(memdir, ids, now, cache, keys=cache.keys())
 
 
 def _raise_first_invalid_line(memdir: Memdir) -> None:

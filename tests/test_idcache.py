@@ -310,14 +310,35 @@ def test_a_past_now_does_not_see_later_memories(md: Memdir) -> None:
     assert again.added and again.id != late
 
 
+def test_a_key_is_decided_by_what_became_durable_last(md: Memdir) -> None:
+    """Only the memories that could still be a key's newest durable one are read: an old
+    inference confirmed late beats every later teaching, and a past `now` sees it otherwise."""
+    versions = [lifecycle.teach(md, f"v{n}", T0_DT + n * HOUR, key="k").id for n in range(30)]
+    guess = lifecycle.infer(md, "an early guess", T0_DT, key="k", ttl=timedelta(days=30)).id
+    lifecycle.confirm(md, guess, T0_DT + 100 * HOUR)
+    lifecycle.reject(md, versions[-1], "wrong", T0_DT + 31 * HOUR)
+    for moment in (T0_DT + 50 * HOUR, T0_DT + 101 * HOUR, T0_DT + 10 * HOUR):
+        full = lifecycle.load_view(md, moment)
+        for memory_id in (versions[0], versions[10], versions[-2], versions[-1], guess):
+            if memory_id in full.states:
+                assert lifecycle.lookup(md, memory_id, moment).to_dict() == (
+                    full.states[memory_id].to_dict()
+                )
+    assert lifecycle.lookup(md, versions[-2], T0_DT + 101 * HOUR).superseded_by == guess
+    assert lifecycle.lookup(md, versions[-2], T0_DT + 50 * HOUR).status == "durable"
+    assert len(lifecycle.view_of(md, [versions[0]], T0_DT + 101 * HOUR)) < 10
+
+
 def test_the_briefing_view_holds_every_state_a_briefing_shows(md: Memdir) -> None:
     days = timedelta(days=1)
     now = T0_DT + 40 * days
     for n in range(30):
         lifecycle.teach(md, f"old teaching {n}", T0_DT + n * days)
         lifecycle.observe(md, f"old observation {n}", T0_DT + n * days, author="a")
-    keyed = [lifecycle.teach(md, f"city v{n}", T0_DT + n * days, key="city").id for n in range(3)]
-    lifecycle.reject(md, keyed[-1], "moved back", now - days)
+    keyed = [lifecycle.teach(md, f"city v{n}", T0_DT + n * HOUR, key="city").id for n in range(40)]
+    lifecycle.reject(md, keyed[-1], "moved back", now - days)  # v38 is the city again
+    late_guess = lifecycle.infer(md, "city: a late guess", T0_DT, key="city").id
+    lifecycle.confirm(md, late_guess, T0_DT + 20 * HOUR)  # durable long after it was written
     old_guess = lifecycle.infer(md, "an old guess", T0_DT + days).id
     lifecycle.confirm(md, old_guess, now - 2 * days)  # decided lately
     open_guess = lifecycle.infer(md, "an open guess", now - 2 * days, ttl=30 * days).id
@@ -333,12 +354,13 @@ def test_the_briefing_view_holds_every_state_a_briefing_shows(md: Memdir) -> Non
         for state in full
         if state.created >= format_time(since)
         or any(event.at >= format_time(since) for event in state.events)
-        or (state.memory is not None and state.memory.key)
+        or (state.memory is not None and state.memory.key and state.status == "durable")
         or state.status == "provisional"
         or state.id == in_ring
     }
-    assert {keyed[1], old_guess, open_guess, in_ring} <= shown
-    assert len(shown) < len(full) / 2
+    assert {keyed[38], old_guess, open_guess, in_ring} <= shown
+    assert full.states[late_guess].superseded_by == keyed[38]
+    assert len(shown) < len(full) / 3 and len(recent) < len(full) / 2  # the ring holds 30
     for memory_id in shown:
         assert recent.states[memory_id].to_dict() == full.states[memory_id].to_dict()
 
