@@ -4,7 +4,9 @@ and every other write that looks something up, with `memdir --help` as the same 
 For each size a synthetic memdir (memories, lifecycle events, journal turns; fixed seed) is
 generated once under the work directory and copied before it is measured, so a run never
 changes the generated one. The first write after the copy builds the derived caches; it is
-reported on its own line, and every other figure is the median of `--runs` samples after it.
+reported on its own line. Every other figure is the median of `--runs` samples, taken in
+rounds in which the sizes take turns (one sample of each operation per size per round), so a
+busy moment on a shared machine does not fall on one size only.
 
 Usage:
   python -m benchmarks.bench_archive [--sizes 1000,10000,100000,1000000] [--runs 7]
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -123,121 +126,122 @@ def copied(source: Path, target: Path) -> Memdir:
     return Memdir.open(target)
 
 
-def _median_ms(samples: list[float]) -> float:
-    return statistics.median(samples) * 1000
-
-
-def timed(action: Callable[[int], object], runs: int) -> float:
-    """Median milliseconds of `action(n)` for n = 0..runs-1."""
-    samples = []
-    for n in range(runs):
-        began = time.perf_counter()
-        action(n)
-        samples.append(time.perf_counter() - began)
-    return _median_ms(samples)
-
-
 def cold(command: list[str]) -> float:
     began = time.perf_counter()
     subprocess.run(command, capture_output=True, check=True)
     return time.perf_counter() - began
 
 
-def measure(memdir: Memdir, size: int, runs: int, now: datetime) -> dict[str, float]:
-    """One size: the first write, then each write-path operation (medians in ms)."""
-    rng = random.Random(size)
-    results: dict[str, float] = {}
+class Bench:
+    """One size's memdir and its write-path operations, each timed one sample at a time."""
 
-    def fresh(n: int, tag: str) -> Any:
-        return new_memory(created=format_time(now), text=f"bench {tag} {size} {n} {sentence(rng)}",
+    def __init__(self, memdir: Memdir, size: int, runs: int) -> None:
+        self.memdir, self.size = memdir, size
+        self.now = START + size * STEP + timedelta(hours=1)  # just after the last line
+        self.rng = random.Random(size)
+        self.samples: dict[str, list[float]] = {}
+        began = time.perf_counter()
+        lifecycle.add_memories(memdir, [self.fresh("first")])
+        self.first_write = time.perf_counter() - began
+        self.inferred = [
+            lifecycle.infer(memdir, f"guess {size} {n} {sentence(self.rng)}", self.now).id
+            for n in range(runs)
+        ]
+
+    def fresh(self, tag: str) -> Any:
+        return new_memory(created=format_time(self.now), text=f"bench {tag} {sentence(self.rng)}",
                           source="observation", author="assistant", store="episodic")  # fmt: skip
 
-    began = time.perf_counter()
-    lifecycle.add_memories(memdir, [fresh(0, "first")])
-    results["first write after a copy"] = (time.perf_counter() - began) * 1000
-    results["add_memories, 1 new memory"] = timed(
-        lambda n: lifecycle.add_memories(memdir, [fresh(n, "add")]), runs
-    )
-    results["teach (write_memory + ring)"] = timed(
-        lambda n: lifecycle.teach(memdir, f"taught {size} {n} {sentence(rng)}", now), runs
-    )
-    results["teach of a stored text (no-op)"] = timed(
-        lambda n: lifecycle.teach(memdir, f"taught {size} 0", now), runs
-    )
-    results["teach with a supersede key"] = timed(
-        lambda n: lifecycle.teach(memdir, f"keyed {size} {n}", now, key=KEYS[n % len(KEYS)]), runs
-    )
-    inferred = [
-        lifecycle.infer(memdir, f"guess {size} {n} {sentence(rng)}", now).id for n in range(runs)
-    ]
-    results["confirm by 8-character prefix"] = timed(
-        lambda n: lifecycle.confirm(memdir, inferred[n][:10], now), runs
-    )
-    results["reject by id"] = timed(
-        lambda n: lifecycle.reject(memdir, inferred[n], "benchmark", now), runs
-    )
-    results["link two prefixes"] = timed(
-        lambda n: lifecycle.link(memdir, inferred[n][:10], inferred[-1 - n][:10], "related", now),
-        runs,
-    )
+    def turn(self, n: int) -> Any:
+        return journal.new_turn(self.now, "user", "s-bench", f"turn {n} {sentence(self.rng)}")
 
-    def turn(n: int) -> Any:
-        return journal.new_turn(now, "user", "s-bench", f"turn {size} {n} {sentence(rng)}")
+    def time(self, name: str, action: Callable[[], object]) -> None:
+        began = time.perf_counter()
+        action()
+        self.samples.setdefault(name, []).append(time.perf_counter() - began)
 
-    results["journal turn, no boot refresh"] = timed(
-        lambda n: journal.add_turns(memdir, [turn(n)]), runs
-    )
-    from memdir.cli.usecases.journal import record_turns
+    def round(self, n: int, forget: bool) -> None:
+        """One sample of each operation."""
+        md, now, size, guess = self.memdir, self.now, self.size, self.inferred[n]
+        from memdir.cli.usecases.journal import record_turns
 
-    results["journal turn + boot refresh"] = timed(
-        lambda n: record_turns(memdir, [turn(runs + n)], now), max(3, runs // 2)
-    )
-    results["expire sweep"] = timed(lambda n: lifecycle.expire(memdir, now), runs)
-    results["forget (rewrites the shelves)"] = timed(
-        lambda n: lifecycle.forget(memdir, inferred[n], now), max(1, min(runs, 3))
-    )
-    return results
+        self.time(
+            "add_memories, 1 new memory", lambda: lifecycle.add_memories(md, [self.fresh("add")])
+        )
+        self.time(
+            "teach (write_memory + ring)",
+            lambda: lifecycle.teach(md, f"taught {size} {n} {sentence(self.rng)}", now),
+        )
+        self.time(
+            "teach of a stored text (no-op)",
+            lambda: lifecycle.teach(md, f"taught {size} 0 again", now),
+        )
+        self.time(
+            "teach with a supersede key",
+            lambda: lifecycle.teach(md, f"keyed {size} {n}", now, key=KEYS[n % len(KEYS)]),
+        )
+        self.time("confirm by 8-character prefix", lambda: lifecycle.confirm(md, guess[:10], now))
+        self.time("reject by id", lambda: lifecycle.reject(md, guess, "benchmark", now))
+        self.time(
+            "link two prefixes",
+            lambda: lifecycle.link(md, guess[:10], self.inferred[-1 - n][:10], "related", now),
+        )
+        self.time(
+            "journal turn, no boot refresh", lambda: journal.add_turns(md, [self.turn(2 * n)])
+        )
+        self.time(
+            "journal turn + boot refresh", lambda: record_turns(md, [self.turn(2 * n + 1)], now)
+        )
+        self.time("expire sweep", lambda: lifecycle.expire(md, now))
+        if forget:
+            self.time("forget (rewrites the shelves)", lambda: lifecycle.forget(md, guess, now))
 
+    def cold_round(self, n: int) -> None:
+        binary = memdir_command()
+        self.samples.setdefault("cold `memdir --help`", []).append(cold([*binary, "--help"]))
+        self.samples.setdefault("cold `memdir teach`", []).append(
+            cold([*binary, "--dir", str(self.memdir.root), "--now", format_time(self.now), "teach",
+                  f"cold teach {self.size} {n} {time.time_ns()}"])
+        )  # fmt: skip
 
-def cold_runs(memdir: Memdir, size: int, runs: int, now: str) -> tuple[float, float]:
-    """Median cold `memdir --help` and cold `memdir teach` (new text), run alternately."""
-    binary = memdir_command()
-    helps, teaches = [], []
-    cold([*binary, "--help"])  # warm the page cache
-    for n in range(runs):
-        helps.append(cold([*binary, "--help"]))
-        teaches.append(cold([*binary, "--dir", str(memdir.root), "--now", now, "teach",
-                             f"cold teach {size} {n} {time.time_ns()}"]))  # fmt: skip
-    return _median_ms(helps), _median_ms(teaches)
+    def results(self) -> dict[str, float]:
+        found = {"first write after a copy (builds the caches)": self.first_write * 1000}
+        found.update({name: statistics.median(s) * 1000 for name, s in self.samples.items()})
+        found["cold teach ÷ --help"] = found["cold `memdir teach`"] / found["cold `memdir --help`"]
+        cache = self.memdir.cache_dir / "idcache.sqlite"
+        found["id cache on disk (MB)"] = cache.stat().st_size / 1e6 if cache.exists() else 0.0
+        found["shelves on disk (MB)"] = sum(p.stat().st_size for p in self.memdir.shelves()) / 1e6
+        return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--forget-runs", type=int, default=3, help="forget rewrites every shelf")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     sizes = [int(size.replace("_", "")) for size in args.sizes.split(",")]
     args.workdir.mkdir(parents=True, exist_ok=True)
-    figures: dict[int, dict[str, float]] = {}
+    load = os.getloadavg()[0]
+    benches = []
     for size in sizes:
         began = time.perf_counter()
         source = generated(args.workdir, size)
         print(f"{size:,}: archive ready in {time.perf_counter() - began:.1f} s", file=sys.stderr)
-        memdir = copied(source, args.workdir / f"run-{size}")
-        now = START + size * STEP + timedelta(hours=1)  # just after the last generated line
-        results = measure(memdir, size, args.runs, now)
-        help_ms, teach_ms = cold_runs(memdir, size, args.runs, format_time(now))
-        results["cold `memdir --help`"] = help_ms
-        results["cold `memdir teach`"] = teach_ms
-        results["cold teach ÷ --help"] = teach_ms / help_ms
-        cache = memdir.cache_dir / "idcache.sqlite"
-        results["id cache on disk (MB)"] = cache.stat().st_size / 1e6 if cache.exists() else 0.0
-        results["shelves on disk (MB)"] = sum(p.stat().st_size for p in memdir.shelves()) / 1e6
-        figures[size] = results
-        shutil.rmtree(memdir.root, ignore_errors=True)
-        print(f"{size:,}: measured", file=sys.stderr)
+        benches.append(Bench(copied(source, args.workdir / f"run-{size}"), size, args.runs))
+    os.sync()  # let the copies reach the disk before anything is timed
+    cold([*memdir_command(), "--help"])  # warm the page cache
+    # the sizes take turns, so a busy moment on a shared machine hits them alike
+    for n in range(args.runs):
+        for bench in benches:
+            bench.round(n, forget=n < args.forget_runs)
+            bench.cold_round(n)
+        print(f"round {n + 1} of {args.runs} done", file=sys.stderr)
+    figures = {bench.size: bench.results() for bench in benches}
+    for bench in benches:
+        shutil.rmtree(bench.memdir.root, ignore_errors=True)
     names = list(figures[sizes[0]])
     first, last = sizes[0], sizes[-1]
     rows = []
@@ -247,7 +251,8 @@ def main() -> None:
         base = figures[first][name]
         growth = "" if ratio or not base else f"{figures[last][name] / base:.2f}×"
         rows.append([name, *cells, growth])
-    print(f"machine: {machine()}; runs: {args.runs}; ms unless marked")
+    print(f"machine: {machine()}; medians of {args.runs} rounds ({args.forget_runs} for forget); "
+          f"load average {load:.1f} → {os.getloadavg()[0]:.1f}; ms unless marked")  # fmt: skip
     headers = ["measure (ms)", *[f"{s:,}" for s in sizes], f"{last:,} ÷ {first:,}"]
     print(table(headers, rows))
     if args.json:
