@@ -408,29 +408,21 @@ class IdCache:
             raise
 
     # --- questions ---------------------------------------------------------------------------
+    def _column(self, query: str, values: Iterable[str]) -> set[str]:
+        """The first column of `query` (whose `{marks}` takes the values) over every value."""
+        found: set[str] = set()
+        for batch in _chunks(set(values)):
+            rows = self.db.execute(query.format(marks=",".join("?" * len(batch))), batch)
+            found.update(row[0] for row in rows)
+        return found
+
     def present(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` a memory or tombstone line on some shelf carries."""
-        found: set[str] = set()
-        for batch in _chunks(set(ids)):
-            marks = ",".join("?" * len(batch))
-            found.update(
-                row[0]
-                for row in self.db.execute(f"SELECT id FROM records WHERE id IN ({marks})", batch)
-            )
-        return found
+        return self._column("SELECT id FROM records WHERE id IN ({marks})", ids)
 
     def turns_present(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` a journal turn line carries."""
-        found: set[str] = set()
-        for batch in _chunks(set(ids)):
-            marks = ",".join("?" * len(batch))
-            found.update(
-                row[0]
-                for row in self.db.execute(
-                    f"SELECT id FROM journal WHERE digest = 0 AND id IN ({marks})", batch
-                )
-            )
-        return found
+        return self._column("SELECT id FROM journal WHERE digest = 0 AND id IN ({marks})", ids)
 
     def with_text(self, text: str) -> set[str]:
         """Ids of memories whose text may be `text` (a hash match)."""
@@ -451,14 +443,8 @@ class IdCache:
 
     def keys_of(self, ids: Iterable[str]) -> set[str]:
         """The supersede keys of the memories `ids`."""
-        keys: set[str] = set()
-        for batch in _chunks(set(ids)):
-            marks = ",".join("?" * len(batch))
-            rows = self.db.execute(
-                f"SELECT DISTINCT key FROM records WHERE id IN ({marks}) AND key IS NOT NULL", batch
-            )
-            keys.update(row[0] for row in rows)
-        return keys
+        query = "SELECT DISTINCT key FROM records WHERE id IN ({marks}) AND key IS NOT NULL"
+        return self._column(query, ids)
 
     def keys(self) -> set[str]:
         """Every supersede key on the shelves."""

@@ -30,10 +30,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine, memdir_command, table
+from benchmarks.common import generated_once, machine, memdir_command, table
 from memdir.archive_format import journal, lifecycle, shelf
 from memdir.archive_format.clock import format_time, parse_time
-from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line, new_event, new_memory
 
 SEED = 20261129
@@ -93,31 +93,27 @@ def _events(line: dict[str, Any], end: datetime, rng: random.Random) -> list[dic
 
 def generated(workdir: Path, size: int) -> Path:
     """A memdir with `size` memories, ~size/10 events and size/10 journal turns, made once."""
-    root = workdir / f"archive-{size}"
-    marker = root / ".bench-complete"
-    if marker.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    memdir, _ = init(root, START)
-    rng = random.Random(SEED)
     end = START + size * STEP
-    for first in range(0, size, CHUNK):
-        memories: list[bytes] = []
-        events: list[bytes] = []
-        turns: list[bytes] = []
-        for number in range(first, min(size, first + CHUNK)):
-            line = _memory_line(number, rng)
-            memories.append(encode_line(line))
-            events.extend(encode_line(event) for event in _events(line, end, rng))
-            if number % 10 == 0:
-                turn = journal.new_turn(START + number * STEP, rng.choice(("user", "assistant")),
-                                        line["session"], sentence(rng))  # fmt: skip
-                turns.append(encode_line(turn.to_line()))
-        shelf.append(memdir.memory_shelf, memories, memdir.quarantine_dir)
-        shelf.append(memdir.event_shelf, events, memdir.quarantine_dir)
-        shelf.append(journal.turns_path(memdir), turns, memdir.quarantine_dir)
-    marker.write_text(json.dumps({"size": size, "seed": SEED}))
-    return root
+
+    def fill(memdir: Memdir, rng: random.Random) -> None:
+        for first in range(0, size, CHUNK):
+            memories: list[bytes] = []
+            events: list[bytes] = []
+            turns: list[bytes] = []
+            for number in range(first, min(size, first + CHUNK)):
+                line = _memory_line(number, rng)
+                memories.append(encode_line(line))
+                events.extend(encode_line(event) for event in _events(line, end, rng))
+                if number % 10 == 0:
+                    turn = journal.new_turn(START + number * STEP,
+                                            rng.choice(("user", "assistant")), line["session"],
+                                            sentence(rng))  # fmt: skip
+                    turns.append(encode_line(turn.to_line()))
+            shelf.append(memdir.memory_shelf, memories, memdir.quarantine_dir)
+            shelf.append(memdir.event_shelf, events, memdir.quarantine_dir)
+            shelf.append(journal.turns_path(memdir), turns, memdir.quarantine_dir)
+
+    return generated_once(workdir / f"archive-{size}", START, SEED, fill)
 
 
 def copied(source: Path, target: Path) -> Memdir:
