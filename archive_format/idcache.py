@@ -4,13 +4,16 @@ The cache maps memory and tombstone ids (with a hash of the memory's text, its s
 whether it is an inference, its created and expiry times), event targets (with the op and
 time) and journal turn and digest ids (with their time) to the file, offset and length of
 their lines. It is derived, and never trusted over the files:
-- Each file's row holds the inode, size, mtime and a fingerprint of the prefix indexed. A file
-  that only grew is caught up from where indexing stopped; one rewritten (`forget`, a git
-  merge or checkout), truncated or edited in place is indexed again from its start.
+- Each file's row holds the inode, size, mtime and a fingerprint of the prefix indexed (its
+  first and last 4 KiB, as the index checkpoints do). A file that grew with that prefix intact
+  is caught up from where indexing stopped (git may write a merged shelf under the old inode
+  number: its prefix is what tells); one truncated, edited in place or otherwise rewritten is
+  indexed again from its start. `forget` updates the rows of the shelves it rewrote.
 - Answers are candidates. Callers fold the lines the cache points at; a line that is not what
   the cache says raises `Stale`, and the caller reads every shelf instead.
-- A missing or corrupt cache is rebuilt; one that cannot be opened or written (read-only
-  `.memdir/`, a full disk) is skipped. Either way the write is slower, never wrong.
+- A missing or corrupt cache is rebuilt; when none can be kept on disk (a read-only
+  `.memdir/`, a full disk) one is built in memory for the call. Either way the write is
+  slower, never wrong.
 Commits are not fsynced: a killed process is safe (the rollback journal undoes half a commit),
 but after the machine restarts (a new boot id) the cache is rebuilt, since a crash of the
 system could have left it torn.
