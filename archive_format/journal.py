@@ -14,7 +14,7 @@ client can claim any role, so its "user" turns are kept but never taken as the u
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from . import shelf
+from . import idcache, shelf
 from .atomic import write_text
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
@@ -182,30 +182,73 @@ class Journal:
 _REQUIRED = {kind: frozenset(load_schema(kind)["required"]) for kind in JOURNAL_KINDS}
 
 
-def read_journal(memdir: Memdir, until: datetime | None = None) -> Journal:
-    """The journal as of `until` (lines dated later are left out, as the fold does)."""
+def read_journal(
+    memdir: Memdir, until: datetime | None = None, since: datetime | None = None
+) -> Journal:
+    """The journal as of `until` (lines dated later are left out, as the fold does).
+
+    With `since`, only the lines dated at or after it, found through the id cache instead of
+    reading every journal file (all of them when the cache is out of step).
+    """
+    if since is None:
+        return _journal(_every_line(memdir), until, None)
+    try:
+        found = idcache.open_cache(memdir).journal_lines(since, until)
+    except idcache.Stale:
+        return _journal(_every_line(memdir), until, since)
+    return _journal(((f"journal line {data.get('id')}", data) for data in found), until, since)
+
+
+def read_recent(
+    memdir: Memdir, now: datetime, hours: float = JournalSettings().raw_window_hours
+) -> Journal:
+    """What a briefing reads of the journal as of `now`: at least the last `hours`, the last
+    turn, and the whole local day of the user's last summarisable turn. A window back from
+    `now` is widened until it holds all three (or the whole journal)."""
+    first = idcache.open_cache(memdir).journal_start()
+    span = timedelta(hours=max(hours, 48.0))
+    while True:
+        since = now - span
+        book = read_journal(memdir, until=now, since=since)
+        said = [turn for turn in book.turns if turn.role == "user" and turn.summarisable]
+        # a local day is at most 25 hours long (a DST change), wherever the user is
+        if book.turns and said and since <= said[-1].moment - timedelta(hours=26):
+            return book
+        if first is None or since <= first:
+            return book
+        span *= 4
+
+
+def _every_line(memdir: Memdir) -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in journal_files(memdir):
+        for item in shelf.read(path):
+            yield f"{path}:{item.number}", item.data
+
+
+def _journal(
+    lines: Iterable[tuple[str, dict[str, Any]]], until: datetime | None, since: datetime | None
+) -> Journal:
     turns: list[tuple[datetime, int, Turn]] = []
     digests: list[Digest] = []
     order = 0
-    for path in journal_files(memdir):
-        for item in shelf.read(path):
-            kind = item.data.get("kind")
-            if kind not in _REQUIRED:
-                continue  # a later minor version's line: ignored, `verify` reports it
-            missing = _REQUIRED[kind] - item.data.keys()
-            if missing:
-                raise FormatError(
-                    f"{path}:{item.number}: {kind} line lacks {', '.join(sorted(missing))}",
-                    hint="fix or remove that line; `memdir verify` lists every problem",
-                )
-            moment = parse_time(item.data["at"])
-            if until is not None and moment > until:
-                continue
-            if kind == "turn":
-                turns.append((moment, order, Turn.from_line(item.data)))
-                order += 1
-            else:
-                digests.append(Digest.from_line(item.data))
+    for where, data in lines:
+        kind = data.get("kind")
+        if kind not in _REQUIRED:
+            continue  # a later minor version's line: ignored, `verify` reports it
+        missing = _REQUIRED[kind] - data.keys()
+        if missing:
+            raise FormatError(
+                f"{where}: {kind} line lacks {', '.join(sorted(missing))}",
+                hint="fix or remove that line; `memdir verify` lists every problem",
+            )
+        moment = parse_time(data["at"])
+        if (until is not None and moment > until) or (since is not None and moment < since):
+            continue
+        if kind == "turn":
+            turns.append((moment, order, Turn.from_line(data)))
+            order += 1
+        else:
+            digests.append(Digest.from_line(data))
     turns.sort(key=lambda entry: (entry[0], entry[1]))
     return Journal([turn for _, _, turn in turns], digests)
 
@@ -231,21 +274,12 @@ def raw_window(
 
 
 # writing --------------------------------------------------------------------------------------
-def _present(memdir: Memdir, ids: Iterable[str]) -> set[str]:
-    """Which of `ids` already occur in a journal file (a byte search, no decoding)."""
-    wanted = {turn_id: turn_id.encode("ascii") for turn_id in ids}
-    if not wanted:
-        return set()
-    blobs = [path.read_bytes() for path in journal_files(memdir)]
-    return {turn_id for turn_id, raw in wanted.items() if any(raw in blob for blob in blobs)}
-
-
 def add_turns(memdir: Memdir, turns: Iterable[Turn]) -> list[tuple[Turn, bool]]:
     """Append turns (skipping those already in the journal); returns each with `added`."""
     batch = list(turns)
     results: list[tuple[Turn, bool]] = []
     with memdir.lock():
-        present = _present(memdir, [turn.id for turn in batch])
+        present = idcache.open_cache(memdir).turns_present(turn.id for turn in batch)
         payload: list[bytes] = []
         for turn in batch:
             fresh = turn.id not in present

@@ -5,21 +5,25 @@ it to a shelf. The rules enforced here (not just documented):
 - a teaching's author is the user ('user' or 'user:NAME'); an inference's author is not;
 - only `confirm` turns an inference durable, and only an inference can be confirmed;
 - writing a memory that is already live (same content) is a no-op that returns its id.
+Lookups on the write path (ids, prefixes, same content, supersede keys, what is due to expire)
+go through the id cache (idcache.py) and fold only the lines it points at, so a write costs
+the same at a million memories as at a thousand; readers of the whole archive use load_view.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import atomic, ring, shelf
-from .clock import format_time
+from . import atomic, idcache, ring, shelf
+from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
+from .idcache import IdCache
 from .memdir import Memdir
 from .records import (
     DEFAULT_STORE,
@@ -33,6 +37,8 @@ from .records import (
     new_memory,
 )
 from .validate import LINE_KINDS, line_problems, load_schema
+
+log = logging.getLogger("memdir")
 
 
 @dataclass(frozen=True)
@@ -50,22 +56,28 @@ def _required(kind: str) -> frozenset[str]:
 _REQUIRED = {kind: _required(kind) for kind in LINE_KINDS}
 
 
+def _line_problem(data: dict[str, Any]) -> str | None:
+    """What keeps a line of a known kind out of the fold (a missing field, a text that is not
+    a string)."""
+    kind = str(data["kind"])
+    missing = _REQUIRED[kind] - data.keys()
+    if missing:
+        return f"{kind} line lacks {', '.join(sorted(missing))}"
+    if kind == "memory" and not isinstance(data["text"], str):
+        return "text: expected a string"
+    return None
+
+
 def read_lines(memdir: Memdir) -> Iterable[dict[str, Any]]:
     """Every line of every shelf, structurally checked (kind and required fields)."""
     for path in memdir.shelves():
         for item in shelf.read(path):
-            kind = item.data.get("kind")
-            if kind not in _REQUIRED:
+            if item.data.get("kind") not in _REQUIRED:
                 continue  # a newer minor version's line type: ignored, `verify` reports it
-            missing = _REQUIRED[kind] - item.data.keys()
-            if missing:
+            problem = _line_problem(item.data)
+            if problem:
                 raise FormatError(
-                    f"{path}:{item.number}: {kind} line lacks {', '.join(sorted(missing))}",
-                    hint="fix or remove that line; `memdir verify` lists every problem",
-                )
-            if kind == "memory" and not isinstance(item.data["text"], str):
-                raise FormatError(
-                    f"{path}:{item.number}: text: expected a string",
+                    f"{path}:{item.number}: {problem}",
                     hint="fix or remove that line; `memdir verify` lists every problem",
                 )
             yield item.data
@@ -82,6 +94,83 @@ def load_view(memdir: Memdir, now: datetime) -> ArchiveView:
     except (TypeError, ValueError, AttributeError, KeyError, BadInputError):
         _raise_first_invalid_line(memdir)
         raise
+
+
+def view_of(
+    memdir: Memdir,
+    ids: Iterable[str],
+    now: datetime,
+    cache: IdCache | None = None,
+    keys: Iterable[str] = (),
+) -> ArchiveView:
+    """The fold at `now` of the memories `ids` and of what their status depends on (their
+    events, and the memories that could supersede them), read through the id cache; `keys`
+    adds each of those keys' current memory.
+
+    Only those states are exact; when the cache points at a line that is not there, or a line
+    cannot be folded, every shelf is read instead (and a broken line named).
+    """
+    cache = cache or idcache.open_cache(memdir)
+    wanted = set(ids)
+    try:
+        for key in cache.keys_of(wanted) | set(keys):
+            wanted |= _contenders(cache, key, now)
+        return _folded(cache, wanted, now)
+    except idcache.Stale as error:
+        log.debug("id cache out of step (%s): reading every shelf", error)
+        return load_view(memdir, now)
+    except _Unfoldable:
+        return load_view(memdir, now)
+
+
+class _Unfoldable(Exception):
+    """A line the cache pointed at breaks the fold: the full read names it."""
+
+
+def _folded(cache: IdCache, ids: Iterable[str], now: datetime) -> ArchiveView:
+    lines = cache.lines(ids)
+    if any(line.get("kind") in _REQUIRED and _line_problem(line) for line in lines):
+        raise _Unfoldable
+    try:
+        return fold(lines, now)
+    except (TypeError, ValueError, AttributeError, KeyError, BadInputError):
+        raise _Unfoldable from None
+
+
+def _contenders(cache: IdCache, key: str, now: datetime) -> set[str]:
+    """The memories with `key` that could be its newest durable one at `now` (and so decide
+    every other one's status): ranked by the latest time each could have become durable, they
+    are folded a few at a time until the rest rank below the best durable one found."""
+    ranked = cache.ranked(key)
+    best: float | None = None
+    taken, step = 0, 8
+    while taken < len(ranked):
+        batch = [memory_id for memory_id, _ in ranked[taken : taken + step]]
+        taken, step = taken + len(batch), step * 4
+        for state in _folded(cache, batch, now):
+            if state.status in ("durable", "superseded"):
+                since = parse_time(state.durable_since or state.created).timestamp()
+                best = since if best is None else max(best, since)
+        # a rank is whole seconds rounded down: one below best - 1 can neither beat nor tie it
+        if best is not None and taken < len(ranked) and ranked[taken][1] <= best - 1:
+            break
+    return {memory_id for memory_id, rank in ranked if best is None or rank > best - 1}
+
+
+def lookup(memdir: Memdir, given: str, now: datetime, cache: IdCache | None = None) -> MemoryState:
+    """The memory named by an id or a unique id prefix, folded from its own lines."""
+    cache = cache or idcache.open_cache(memdir)
+    return view_of(memdir, cache.matching(given), now, cache).resolve(given)
+
+
+def recent_view(memdir: Memdir, now: datetime, since: datetime) -> ArchiveView:
+    """What a briefing can show, folded alone: memories created or decided since `since`,
+    every inference still open at `now`, the memories in the console ring, and each supersede
+    key's current memory. Iterating it yields those states (and, after a fallback, others)."""
+    cache = idcache.open_cache(memdir)
+    ids = cache.since(since) | cache.open_inferences(now)
+    ids.update(str(slot.get("id", "")) for slot in ring.read_ring(memdir))
+    return view_of(memdir, ids, now, cache, keys=cache.keys())
 
 
 def _raise_first_invalid_line(memdir: Memdir) -> None:
@@ -110,16 +199,21 @@ def _identity(memory: Memory) -> dict[str, Any]:
     return line
 
 
-def _find_live_duplicate(memdir: Memdir, memory: Memory, now: datetime) -> str | None:
-    """A live memory with the same content (timestamps aside), found without a full read
-    unless the text already occurs in a shelf."""
-    needle = b'"text":' + json.dumps(memory.text, ensure_ascii=False).encode("utf-8")
-    if not any(needle in path.read_bytes() for path in memdir.shelves()):
+def _find_live_duplicate(
+    memdir: Memdir, memory: Memory, now: datetime, cache: IdCache
+) -> str | None:
+    """The memory's own id when a line already carries it, else a live memory with the same
+    content (timestamps aside); None when there is neither."""
+    if cache.present([memory.id]):
+        return memory.id
+    candidates = cache.with_text(memory.text)
+    if not candidates:
         return None
     wanted = _identity(memory)
-    for state in load_view(memdir, now):
-        if state.live and state.memory is not None and _identity(state.memory) == wanted:
-            return state.id
+    for state in view_of(memdir, candidates, now, cache):
+        if state.id in candidates and state.live and state.memory is not None:
+            if _identity(state.memory) == wanted:
+                return state.id
     return None
 
 
@@ -138,7 +232,7 @@ def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
             hint="store what the user said with `memdir teach`",
         )
     with memdir.lock():
-        existing = _find_live_duplicate(memdir, memory, now)
+        existing = _find_live_duplicate(memdir, memory, now, idcache.open_cache(memdir))
         if existing:
             return WriteResult(existing, False)
         shelf.append(memdir.memory_shelf, [encode_line(line)], memdir.quarantine_dir)
@@ -211,15 +305,11 @@ def add_memories(memdir: Memdir, memories: Iterable[Memory]) -> int:
 
     Returns how many lines were added.
     """
+    batch = list(memories)
     with memdir.lock():
-        known = {
-            item.data.get("id")
-            for path in memdir.shelves()
-            for item in shelf.read(path)
-            if item.data.get("kind") in ("memory", "tombstone")
-        }
+        known = idcache.open_cache(memdir).present(memory.id for memory in batch)
         payload: list[bytes] = []
-        for memory in memories:
+        for memory in batch:
             if memory.id in known:
                 continue
             line = memory.to_line()
@@ -238,8 +328,7 @@ def _append_event(memdir: Memdir, event: Event) -> None:
     shelf.append(memdir.event_shelf, [encode_line(line)], memdir.quarantine_dir)
 
 
-def _live_target(view: ArchiveView, given: str) -> MemoryState:
-    state = view.resolve(given)
+def _live_target(state: MemoryState) -> MemoryState:
     if state.status == "forgotten":
         raise LifecycleError(f"{state.id} was forgotten", hint="`memdir log ID` shows its history")
     return state
@@ -258,7 +347,7 @@ def confirm(
             hint="ask the user, then record their answer with `memdir confirm ID`",
         )
     with memdir.lock():
-        state = _live_target(load_view(memdir, now), given)
+        state = _live_target(lookup(memdir, given, now))
         assert state.memory is not None
         if state.memory.source != "inference":
             raise LifecycleError(
@@ -283,7 +372,7 @@ def reject(
             "a rejection needs a reason", hint='e.g. --reason "the user corrected this"'
         )
     with memdir.lock():
-        state = _live_target(load_view(memdir, now), given)
+        state = _live_target(lookup(memdir, given, now))
         if state.status == "rejected":
             return state.id, None
         event = new_event(
@@ -297,10 +386,11 @@ def expire(memdir: Memdir, now: datetime) -> list[str]:
     """The TTL sweep (for cron): record an expire event for each inference past its TTL."""
     expired: list[str] = []
     with memdir.lock():
-        view = load_view(memdir, now)
-        for state in view:
+        cache = idcache.open_cache(memdir)
+        due = cache.due(now)
+        for state in view_of(memdir, due, now, cache):
             already = any(event.op == "expire" for event in state.events)
-            if state.status == "expired" and not already:
+            if state.id in due and state.status == "expired" and not already:
                 event = new_event(
                     at=format_time(now),
                     op="expire",
@@ -347,8 +437,12 @@ def link(
 ) -> Event:
     """Add a typed link from one memory to another (or to a journal turn id)."""
     with memdir.lock():
-        view = load_view(memdir, now)
-        source = _live_target(view, given)
+        cache = idcache.open_cache(memdir)
+        ids = cache.matching(given) | cache.present([to])
+        if to.startswith("m-"):
+            ids |= cache.matching(to)
+        view = view_of(memdir, ids, now, cache)
+        source = _live_target(view.resolve(given))
         target_id = view.resolve(to).id if to.startswith("m-") or to in view.states else to
         event = new_event(
             at=format_time(now),
@@ -390,11 +484,14 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
     holds the old text: the CLI says how to purge it.
     """
     with memdir.lock():
-        view = load_view(memdir, now)
-        state = view.resolve(given)
+        cache = idcache.open_cache(memdir)
+        state = lookup(memdir, given, now, cache)
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            _compact(path, state.id, now)
+            before = path.stat()
+            edits = _compact(path, state.id, now)
+            if edits:
+                cache.rewritten(path, before, edits)
         ring.drop(memdir, state.id)
         if not any(event.op == "forget" for event in state.events):
             _append_event(
@@ -403,34 +500,38 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
     return state.id
 
 
-def _compact(path: Any, memory_id: str, now: datetime) -> None:
+def _compact(path: Any, memory_id: str, now: datetime) -> list[tuple[int, int, bytes]]:
+    """Rewrite the shelf without the memory's text; returns each replaced line's offset,
+    length and replacement (b"" for a line dropped), none when nothing changed."""
     raw_lines = path.read_bytes().split(b"\n")[:-1]
     needle = memory_id.encode("ascii")
-    changed = False
+    edits: list[tuple[int, int, bytes]] = []
     output: list[bytes] = []
     tombstoned = False
+    offset = 0
     for number, raw in enumerate(raw_lines, start=1):
-        if needle not in raw:
-            output.append(raw + b"\n")
-            continue
-        data = shelf.decode_line(raw, f"{path}:{number}")
-        if data.get("kind") == "memory" and data.get("id") == memory_id:
-            changed = True
-            if not tombstoned:
-                stone = Tombstone(memory_id, data["created"], format_time(now))
-                output.append(encode_line(stone.to_line()))
-                tombstoned = True
-            continue
-        if (
-            data.get("kind") == "event"
-            and data.get("target") == memory_id
-            and ("reason" in data or "evidence" in data)
-        ):
-            event = Event.from_line(data)
-            scrubbed = replace(event, reason=None, evidence=None, redacted=True)
-            output.append(encode_line(scrubbed.to_line()))
-            changed = True
-            continue
-        output.append(raw + b"\n")
-    if changed:
+        line = raw + b"\n"
+        replacement = line
+        if needle in raw:
+            data = shelf.decode_line(raw, f"{path}:{number}")
+            if data.get("kind") == "memory" and data.get("id") == memory_id:
+                replacement = b""
+                if not tombstoned:
+                    stone = Tombstone(memory_id, data["created"], format_time(now))
+                    replacement = encode_line(stone.to_line())
+                    tombstoned = True
+            elif (
+                data.get("kind") == "event"
+                and data.get("target") == memory_id
+                and ("reason" in data or "evidence" in data)
+            ):
+                event = Event.from_line(data)
+                scrubbed = replace(event, reason=None, evidence=None, redacted=True)
+                replacement = encode_line(scrubbed.to_line())
+        if replacement is not line:
+            edits.append((offset, len(line), replacement))
+        output.append(replacement)
+        offset += len(line)
+    if edits:
         atomic.write_bytes(path, output)
+    return edits

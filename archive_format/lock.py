@@ -63,8 +63,11 @@ class WriterLock:
                         hint=f"wait for it to finish, or raise ${LOCK_TIMEOUT_ENV} (seconds)",
                     ) from None
                 time.sleep(0.005)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        # Overwrite, then cut to length: truncating to zero first makes ext4 flush the file
+        # when it is closed (its replace-by-truncate heuristic), a few ms on every write.
+        pid = f"{os.getpid()}\n".encode("ascii")
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
         _held[key] = (fd, 1)
         return self
 

@@ -28,10 +28,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine, memdir_command, table
+from benchmarks.common import generated_once, machine, memdir_command, table
 from memdir.archive_format import lifecycle
 from memdir.archive_format.clock import format_time
-from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 
 SEED = 20260501
@@ -142,17 +142,12 @@ def memories(count: int, first: int, rng: random.Random) -> list[Memory]:
 
 def generated(workdir: Path, size: int) -> Path:
     """A memdir with `size` memories (no index), generated once and kept in `workdir`."""
-    root = workdir / f"shelves-{size}"
-    marker = root / ".bench-complete"
-    if marker.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    memdir, _ = init(root, START)
-    rng = random.Random(SEED)
-    for first in range(0, size, 20_000):
-        lifecycle.add_memories(memdir, memories(min(20_000, size - first), first, rng))
-    marker.write_text(json.dumps({"size": size, "seed": SEED}))
-    return root
+
+    def fill(memdir: Memdir, rng: random.Random) -> None:
+        for first in range(0, size, 20_000):
+            lifecycle.add_memories(memdir, memories(min(20_000, size - first), first, rng))
+
+    return generated_once(workdir / f"shelves-{size}", START, SEED, fill)
 
 
 # --- timing helpers --------------------------------------------------------------------------

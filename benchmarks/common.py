@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import random
+import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
+
+from memdir.archive_format.memdir import Memdir, init
 
 BIN = Path(sys.executable).parent
 
@@ -47,3 +53,18 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def generated_once(
+    root: Path, start: datetime, seed: int, fill: Callable[[Memdir, random.Random], None]
+) -> Path:
+    """A memdir at `root` filled by `fill(memdir, rng)` the first time and kept after that (a
+    marker file says it is complete), so a benchmark's input is made once per machine."""
+    marker = root / ".bench-complete"
+    if marker.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    memdir, _ = init(root, start)
+    fill(memdir, random.Random(seed))
+    marker.write_text(json.dumps({"seed": seed}))
+    return root

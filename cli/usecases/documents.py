@@ -24,7 +24,7 @@ from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import load_view
+from memdir.archive_format.lifecycle import recent_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
 
@@ -289,8 +289,10 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
 def gather(memdir: Memdir, now: datetime) -> Briefing:
     """Read the archive, journal and ring once, as of `now`."""
     zone = memdir.settings.zone
-    view = load_view(memdir, now)
-    book = journal.read_journal(memdir, until=now)
+    view = recent_view(
+        memdir, now, now - timedelta(days=max(RECENT_TEACHINGS_DAYS, RECENT_EVENTS_DAYS))
+    )
+    book = journal.read_recent(memdir, now, memdir.settings.journal.raw_window_hours)
     local = now.astimezone(zone)
     session_line, session_data = _last_session(book, now, zone)
     header = [

@@ -72,7 +72,7 @@ def find_quote(
     if not wanted:
         return None
     needle = f" {wanted} "
-    book = journal.read_journal(memdir, until=until)
+    book = journal.read_journal(memdir, until=until, since=after)
     for turn in reversed(book.turns):
         if turn.role != "user" or not turn.trusted:
             continue
