@@ -185,9 +185,8 @@ _REQUIRED = {kind: frozenset(load_schema(kind)["required"]) for kind in JOURNAL_
 
 def read_journal(memdir: Memdir, until: datetime | None = None) -> Journal:
     """The journal as of `until` (lines dated later are left out, as the fold does)."""
-    turns: list[tuple[datetime, int, Turn]] = []
-    digests: list[Digest] = []
-    order = 0
+    turns: dict[str, tuple[datetime, Turn]] = {}  # by id: a line merged in twice counts once
+    digests: dict[str, Digest] = {}
     for path in journal_files(memdir):
         for item in shelf.read(path):
             kind = item.data.get("kind")
@@ -203,12 +202,12 @@ def read_journal(memdir: Memdir, until: datetime | None = None) -> Journal:
             if until is not None and moment > until:
                 continue
             if kind == "turn":
-                turns.append((moment, order, Turn.from_line(item.data)))
-                order += 1
+                turns.setdefault(item.data["id"], (moment, Turn.from_line(item.data)))
             else:
-                digests.append(Digest.from_line(item.data))
-    turns.sort(key=lambda entry: (entry[0], entry[1]))
-    return Journal([turn for _, _, turn in turns], digests)
+                digests.setdefault(item.data["id"], Digest.from_line(item.data))
+    # time, then id: the same order on every clone, whatever the order of the lines
+    ordered = sorted(turns.values(), key=lambda entry: (entry[0], entry[1].id))
+    return Journal([turn for _, turn in ordered], sorted(digests.values(), key=lambda d: d.id))
 
 
 def raw_window(
