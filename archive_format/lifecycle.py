@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import atomic, ring, shelf
+from . import ring, shelf, tombstones
 from .clock import format_time
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
@@ -25,7 +25,6 @@ from .records import (
     DEFAULT_STORE,
     Event,
     Memory,
-    Tombstone,
     author_is_user,
     content_id,
     encode_line,
@@ -394,43 +393,10 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
         state = view.resolve(given)
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            _compact(path, state.id, now)
-        ring.drop(memdir, state.id)
+            tombstones.compact(path, state.id, now)
         if not any(event.op == "forget" for event in state.events):
             _append_event(
                 memdir, new_event(at=format_time(now), op="forget", target=state.id, actor=actor)
             )
+        tombstones.reapply(memdir, now)  # drops it from the ring and the generated documents
     return state.id
-
-
-def _compact(path: Any, memory_id: str, now: datetime) -> None:
-    raw_lines = path.read_bytes().split(b"\n")[:-1]
-    needle = memory_id.encode("ascii")
-    changed = False
-    output: list[bytes] = []
-    tombstoned = False
-    for number, raw in enumerate(raw_lines, start=1):
-        if needle not in raw:
-            output.append(raw + b"\n")
-            continue
-        data = shelf.decode_line(raw, f"{path}:{number}")
-        if data.get("kind") == "memory" and data.get("id") == memory_id:
-            changed = True
-            if not tombstoned:
-                stone = Tombstone(memory_id, data["created"], format_time(now))
-                output.append(encode_line(stone.to_line()))
-                tombstoned = True
-            continue
-        if (
-            data.get("kind") == "event"
-            and data.get("target") == memory_id
-            and ("reason" in data or "evidence" in data)
-        ):
-            event = Event.from_line(data)
-            scrubbed = replace(event, reason=None, evidence=None, redacted=True)
-            output.append(encode_line(scrubbed.to_line()))
-            changed = True
-            continue
-        output.append(raw + b"\n")
-    if changed:
-        atomic.write_bytes(path, output)
