@@ -1,11 +1,15 @@
-"""The self and people state files: small notes an assistant keeps and rewrites.
+"""The self and people notes: small notes an assistant keeps about itself and the user's people.
 
-    state/self.yaml    who the assistant is to this user (name, tone, commitments): fields
-    state/people.yaml  the people the user talks about: per person, fields and who set them
+    self      who the assistant is to this user (name, tone, commitments): fields
+    people    the people the user talks about: per person, fields and who set them
 
-Unlike shelf lines these are mutable, so each file is replaced atomically under the writer
-lock, and every field remembers when and by whom it was last set (`by`: 'user' from the
-command line, 'assistant' through MCP) — a note is not a teaching.
+They change, but two clones must merge them without conflicts, so they are event-sourced:
+each change is a `note` line appended to state/notes.jsonl (union-merged like a shelf) and the
+notes are a fold over those lines — per field the latest (`at`, then `id`) wins, a person
+dropped stays dropped for every change made before the drop. Every field remembers when and by
+whom it was last set (`by`: 'user' from the command line, 'assistant' through MCP) — a note is
+not a teaching. The state/self.yaml and state/people.yaml of older memdirs are read as the
+starting point and never written again.
 """
 
 from __future__ import annotations
@@ -15,20 +19,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import shelf
 from .clock import format_time
 from .errors import BadInputError, NotFoundError
 from .memdir import Memdir
-from .state import read_yaml, write_yaml
+from .records import content_id, encode_line
+from .state import read_yaml
+from .validate import line_problems
 
 MAX_KEY = 64
 MAX_VALUE = 2000
+SELF = "self"
+PERSON = "person:"
+
+
+def notes_path(memdir: Memdir) -> Path:
+    return memdir.state_dir / "notes.jsonl"
 
 
 def self_path(memdir: Memdir) -> Path:
+    """An older memdir's self notes (read, never written)."""
     return memdir.state_dir / "self.yaml"
 
 
 def people_path(memdir: Memdir) -> Path:
+    """An older memdir's people notes (read, never written)."""
     return memdir.state_dir / "people.yaml"
 
 
@@ -47,19 +62,67 @@ def _check(values: Mapping[str, str], remove: Iterable[str]) -> None:
         raise BadInputError(f"field {sorted(both)[0]!r} is both set and removed")
 
 
-def _apply(
-    fields: dict[str, Any], values: Mapping[str, str], remove: Iterable[str], at: str, by: str
-) -> dict[str, Any]:
-    for key in remove:
-        fields.pop(key, None)
-    for key, value in values.items():
-        fields[key.strip()] = {"value": value.strip(), "at": at, "by": by}
-    return fields
+def _line(at: str, op: str, subject: str, by: str, field: str | None = None,
+          value: str | None = None) -> bytes:  # fmt: skip
+    line: dict[str, Any] = {"kind": "note", "at": at, "op": op, "subject": subject}
+    if field is not None:
+        line["field"] = field
+    if value is not None:
+        line["value"] = value
+    line["by"] = by
+    line = {
+        "kind": "note",
+        "id": content_id("n", line),
+        **{k: v for k, v in line.items() if k != "kind"},
+    }
+    found = line_problems(line, ("note",))
+    if found:
+        raise BadInputError(f"invalid note: {found[0]}")
+    return encode_line(line)
+
+
+def _changes(subject: str, values: Mapping[str, str], remove: Iterable[str], at: str,
+             by: str) -> list[bytes]:  # fmt: skip
+    lines = [_line(at, "unset", subject, by, key.strip()) for key in remove]
+    lines += [
+        _line(at, "set", subject, by, key.strip(), value.strip()) for key, value in values.items()
+    ]
+    return lines
+
+
+def _fold(memdir: Memdir) -> dict[str, dict[str, Any]]:
+    """subject → {field: {value, at, by}}: the older YAML files, then every note line in
+    (`at`, `id`) order, so the order of the lines (a merge's) does not matter."""
+    subjects: dict[str, dict[str, Any]] = {}
+    own = _mapping(_mapping(read_yaml(self_path(memdir), {})).get("fields"))
+    if own:
+        subjects[SELF] = own
+    for name, fields in _mapping(
+        _mapping(read_yaml(people_path(memdir), {})).get("people")
+    ).items():
+        subjects[PERSON + str(name)] = _mapping(fields)
+    lines = {item.data["id"]: item.data for item in shelf.read(notes_path(memdir))
+             if item.data.get("kind") == "note" and not line_problems(item.data, ("note",))}  # fmt: skip
+    for line in sorted(lines.values(), key=lambda line: (line["at"], line["id"])):
+        subject, op = line["subject"], line["op"]
+        if op == "drop":
+            subjects.pop(subject, None)
+            continue
+        fields = subjects.setdefault(subject, {})
+        if op == "set":
+            fields[line["field"]] = {"value": line["value"], "at": line["at"], "by": line["by"]}
+        elif op == "unset":
+            fields.pop(line["field"], None)
+    return subjects
+
+
+def _append(memdir: Memdir, lines: list[bytes]) -> None:
+    shelf.append(notes_path(memdir), lines, memdir.quarantine_dir)
 
 
 def read_self(memdir: Memdir) -> dict[str, Any]:
     """{field: {value, at, by}}."""
-    return _mapping(_mapping(read_yaml(self_path(memdir), {})).get("fields"))
+    return _fold(memdir).get(SELF, {})
 
 
 def update_self(
@@ -69,19 +132,22 @@ def update_self(
     now: datetime,
     by: str,
 ) -> dict[str, Any]:
-    """Set and remove fields of state/self.yaml; returns the new fields."""
+    """Set and remove fields of the self notes; returns the new fields."""
     remove = list(remove)
     _check(values, remove)
     with memdir.lock():
-        fields = _apply(read_self(memdir), values, remove, format_time(now), by)
-        write_yaml(self_path(memdir), {"fields": fields})
-    return fields
+        _append(memdir, _changes(SELF, values, remove, format_time(now), by))
+        return read_self(memdir)
 
 
 def read_people(memdir: Memdir) -> dict[str, dict[str, Any]]:
-    """{name: {field: {value, at, by}}}."""
-    people = _mapping(_mapping(read_yaml(people_path(memdir), {})).get("people"))
-    return {str(name): _mapping(fields) for name, fields in people.items()}
+    """{name: {field: {value, at, by}}}, by name."""
+    subjects = _fold(memdir)
+    return {
+        subject[len(PERSON) :]: fields
+        for subject, fields in sorted(subjects.items())
+        if subject.startswith(PERSON)
+    }
 
 
 def update_person(
@@ -98,19 +164,22 @@ def update_person(
         raise BadInputError(f"a person's name must be 1–{MAX_KEY} characters")
     remove = list(remove)
     _check(values, remove)
+    at = format_time(now)
     with memdir.lock():
-        people = read_people(memdir)
-        fields = _apply(people.get(name, {}), values, remove, format_time(now), by)
-        people[name] = fields
-        write_yaml(people_path(memdir), {"people": dict(sorted(people.items()))})
-    return fields
+        new = name not in read_people(memdir)
+        lines = [_line(at, "add", PERSON + name, by)] if new else []
+        lines += _changes(PERSON + name, values, remove, at, by)
+        _append(memdir, lines)
+        return read_people(memdir).get(name, {})
 
 
-def remove_person(memdir: Memdir, name: str) -> None:
+def remove_person(
+    memdir: Memdir, name: str, now: datetime | None = None, by: str = "assistant"
+) -> None:
     """Drop a person and all their fields."""
+    from .clock import now as clock_now
+
     with memdir.lock():
-        people = read_people(memdir)
-        if name not in people:
-            raise NotFoundError(f"no person named {name!r} in {people_path(memdir).name}")
-        del people[name]
-        write_yaml(people_path(memdir), {"people": people})
+        if name not in read_people(memdir):
+            raise NotFoundError(f"no person named {name!r} in the people notes")
+        _append(memdir, [_line(format_time(now or clock_now()), "drop", PERSON + name, by)])

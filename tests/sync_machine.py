@@ -18,7 +18,7 @@ from clones import conflicts, git, new_memdir_repo
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from memdir.archive_format import journal, lifecycle
+from memdir.archive_format import journal, lifecycle, people
 from memdir.archive_format.fold import fold
 from memdir.archive_format.lifecycle import load_view, read_lines
 from memdir.archive_format.memdir import Memdir
@@ -91,7 +91,7 @@ def fingerprint(memdir: Memdir, now: datetime) -> dict[str, Any]:
 def line_set(root: Path) -> frozenset[bytes]:
     return frozenset(
         line
-        for folder in ("shelves", "journal")
+        for folder in ("shelves", "journal", "state")
         for path in sorted((root / folder).glob("*.jsonl"))
         for line in path.read_bytes().splitlines()
         if line.strip()
@@ -100,7 +100,7 @@ def line_set(root: Path) -> frozenset[bytes]:
 
 class SyncMachine(RuleBasedStateMachine):
     """Rules: teach, teach the same on two clones, infer, confirm, reject, forget, link, journal
-    add, sleep, merge from another clone, let time pass."""
+    add, a people note, sleep, merge from another clone, exchange everything, let time pass."""
 
     base: Path  # set by the test: a fresh directory per run
 
@@ -199,6 +199,23 @@ class SyncMachine(RuleBasedStateMachine):
         turn = journal.new_turn(self.now, "user", session, f"I said {self._text()}")
         journal.add_turns(clone.memdir, [turn])
         clone.turns.add(turn.id)
+
+    @rule(
+        which=st.integers(0, 2),
+        name=st.sampled_from(("Sam", "Ada")),
+        field_name=st.sampled_from(("relation", "city")),
+        drop=st.booleans(),
+    )
+    def note(self, which: int, name: str, field_name: str, drop: bool) -> None:
+        """A people note: set a field, or drop the person."""
+        TALLY.count("note")
+        memdir = self.clones[which].memdir
+        if drop and name in people.read_people(memdir):
+            people.remove_person(memdir, name, self.now)
+        else:
+            people.update_person(
+                memdir, name, {field_name: self._text()}, [], self.now, "assistant"
+            )
 
     @rule(which=st.integers(0, 2))
     def sleep(self, which: int) -> None:
@@ -299,6 +316,7 @@ class SyncMachine(RuleBasedStateMachine):
                 continue
             TALLY.compared += 1
             assert fingerprint(clone.memdir, self.now) == fingerprint(other.memdir, self.now)
+            assert people.read_people(clone.memdir) == people.read_people(other.memdir)
             assert self._recalled(clone) == self._recalled(other)
 
     def _recalled(self, clone: Clone) -> list[tuple[str, float]]:
