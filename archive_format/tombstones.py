@@ -5,7 +5,9 @@ text back next to the tombstone another clone wrote. The fold already treats the
 forgotten; `reapply` removes the text again. It runs whenever a command takes the writer lock
 (`Memdir.lock`) and in `memdir sync`, and stays cheap: a stamp in the cache remembers each
 shelf's inode and size, so a shelf that only grew is scanned from where the last check ended,
-and an unchanged one not at all. A shelf that git replaced (a merge, a checkout) is read whole.
+and an unchanged one not at all. A shelf that was rewritten is read whole; so is every shelf
+after git touched its index (a merge, a checkout, a pull), since a file git writes anew may get
+the inode number of the one it replaced.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     now = now or clock.now()
     stamp = {} if full else _read_stamp(memdir)
     known = stamp.get("shelves", {}) if isinstance(stamp.get("shelves"), dict) else {}
+    if stamp.get("git") != _git_index(memdir.root):
+        known = {}
     forgotten = (
         set(stamp.get("forgotten", [])) if isinstance(stamp.get("forgotten"), list) else set()
     )
@@ -112,6 +116,26 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     return sorted(compacted)
 
 
+def _git_index(root: Path) -> list[int] | None:
+    """mtime and size of the git index of the repository holding `root` (None outside git):
+    git rewrites it on every merge, checkout and pull."""
+    for folder in (root, *root.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            index = dot_git / "index"
+        elif dot_git.is_file():  # a worktree or submodule: "gitdir: PATH"
+            pointer = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            index = (folder / pointer.removeprefix("gitdir:").strip()) / "index"
+        else:
+            continue
+        try:
+            info = index.stat()
+        except OSError:
+            return [0, 0]
+        return [info.st_mtime_ns, info.st_size]
+    return None
+
+
 def _drop_documents(memdir: Memdir) -> None:
     """Generated documents may quote a forgotten memory; they are derived, so they go (the next
     `boot`, `wake` or `sleep` writes them again)."""
@@ -124,7 +148,7 @@ def _write_stamp(memdir: Memdir, shelves: list[Path], forgotten: set[str]) -> No
     for path in shelves:
         info = os.stat(path)
         sizes[path.name] = [info.st_ino, info.st_size]
-    data = {"shelves": sizes, "forgotten": sorted(forgotten)}
+    data = {"shelves": sizes, "git": _git_index(memdir.root), "forgotten": sorted(forgotten)}
     atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")))
 
 
