@@ -5,10 +5,13 @@ Real git repositories in tmp_path, the real `memdir` console script."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 from clones import conflicts, git, hub_and_clones, new_memdir_repo
-from conftest import memdir_cli
+from conftest import MEMDIR_BIN, memdir_cli
 
 LATER = "2026-05-01T10:00:00Z"
 
@@ -184,3 +187,26 @@ def test_verify_history_reports_a_line_removed_by_hand(tmp_path: Path) -> None:
     assert done.code != 0
     problems = [line for line in done.out.splitlines() if line.startswith("problem:")]
     assert len(problems) == 1 and "reject event about " + guess in problems[0]
+
+
+def test_the_post_merge_hook_removes_forgotten_text_after_a_plain_git_pull(
+    tmp_path: Path,
+) -> None:
+    a, b = hub_and_clones(tmp_path)
+    hook = a / ".git" / "hooks" / "post-merge"
+    shutil.copy(Path(__file__).parent.parent / "examples" / "post-merge", hook)
+    secret = "the spare key is under the blue pot"
+    taught = run(a, "teach", secret).out.strip()
+    run(a, "sync")
+    run(b, "sync")
+    run(b, "forget", taught)
+    run(b, "sync")
+    run(a, "reject", taught, "--reason", f"not '{secret}'", now=LATER)  # keeps the line on a
+    git(a, "commit", "-q", "-am", "a's reject")
+    env = {**os.environ, "PATH": f"{MEMDIR_BIN.parent}:{os.environ['PATH']}"}
+    env.pop("MEMDIR", None)
+    pulled = subprocess.run(["git", "-C", str(a), "pull", "-q", "--no-rebase", "--no-edit"],
+                            env=env, capture_output=True, text=True)  # fmt: skip
+    assert pulled.returncode == 0, pulled.stderr
+    assert conflicts(a) == [] and secret not in shelf_text(a)
+    assert git(a, "status", "--porcelain").stdout == ""  # the hook committed the compaction

@@ -19,6 +19,9 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Say what would happen; change nothing."
         ),
+        local: bool = typer.Option(
+            False, "--local", help="No pull, no push: commit, re-apply forgets (post-merge hook)."
+        ),
         json_: context.JsonOpt = False,
     ) -> None:
         """Commit what memdir wrote, pull and union-merge the remote, re-apply forgets, push.
@@ -28,11 +31,11 @@ def register(app: typer.Typer) -> None:
         from memdir.cli.usecases.sync import sync as run_sync
 
         memdir = context.open_memdir(ctx)
-        report = run_sync(memdir, context.now(ctx), remote, push=push, dry_run=dry_run)
+        report = run_sync(memdir, context.now(ctx), remote, push=push, dry_run=dry_run, local=local)
         if json_:
             emit_json(report.to_dict())
             return
-        where = f"{report.remote}/{report.branch}" if report.remote else "no remote"
+        where = f"{report.remote}/{report.branch}" if report.remote else "no remote (--local)"
         if dry_run:
             typer.echo(f"would commit {len(report.to_commit)} path(s), then merge with {where}")
             for path in report.to_commit:

@@ -122,8 +122,10 @@ def sync(
     push: bool = True,
     dry_run: bool = False,
     reindex: bool = True,
+    local: bool = False,
 ) -> SyncReport:
-    """One sync of the memdir with its git remote (docs/FORMAT.md, "Sync")."""
+    """One sync of the memdir with its git remote (docs/FORMAT.md, "Sync"); `local` skips the
+    pull and the push (e.g. in a post-merge hook, after git merged)."""
     root = memdir.root
     if not in_git(root):
         raise BadInputError(
@@ -136,7 +138,8 @@ def sync(
             hint="resolve them (or `git merge --abort`), then run `memdir sync` again",
         )
     report = SyncReport(dry_run)
-    report.remote, report.branch = _remote(root, remote)
+    if not local:
+        report.remote, report.branch = _remote(root, remote)
     report.to_commit = _pending(root)
     if dry_run:
         return report
@@ -148,14 +151,16 @@ def sync(
         _add_commit(report, root, _message_staged(root, now))
         if report.remote is not None:
             _pull(report, root)
-            report.compacted = tombstones.reapply(memdir, now)
-            report.deduplicated = sum(tombstones.dedupe(path) for path in memdir.shelves())
-            if report.compacted or report.deduplicated:
-                _add_commit(report, root, _cleanup_message(report))
+        report.compacted = tombstones.reapply(memdir, now)
+        report.deduplicated = sum(tombstones.dedupe(path) for path in memdir.shelves())
+        if report.compacted or report.deduplicated:
+            _add_commit(report, root, _cleanup_message(report))
     if reindex:
         from memdir.cli.usecases.recall import fresh_index
 
         fresh_index(memdir).close()
+    if local:
+        return report
     if report.remote is None:
         raise MemdirError(
             "no git remote to sync with; the memdir was committed locally"
