@@ -73,9 +73,9 @@ def gone_lines(memdir: Memdir) -> list[str]:
             if isinstance(data, dict) and isinstance(data.get("id"), str):
                 present.add(data["id"])
     found: dict[str, str] = {}
-    for commit, path, raw in _removed_lines(memdir.root):
+    for commit, path, text in _removed_lines(memdir.root):
         try:
-            data = json.loads(raw)
+            data = json.loads(text)
         except ValueError:
             continue
         line_id = data.get("id") if isinstance(data, dict) else None

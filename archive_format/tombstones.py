@@ -83,8 +83,8 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         before = known.get(path.name)
         if before == [info.st_ino, info.st_size]:
             continue
-        grew = before and before[0] == info.st_ino and before[1] <= info.st_size
-        start = before[1] if grew else 0
+        grew = isinstance(before, list) and before[0] == info.st_ino and before[1] <= info.st_size
+        start = int(before[1]) if grew and isinstance(before, list) else 0
         with open(path, "rb") as handle:
             handle.seek(start)
             scanned[path] = (start, handle.read())
