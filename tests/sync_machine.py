@@ -131,12 +131,15 @@ class SyncMachine(RuleBasedStateMachine):
         word = WORDS[self.serial % len(WORDS)]
         return f"note {self.serial} about the {word}"
 
-    @rule(which=st.integers(0, 2))
-    def teach(self, which: int) -> None:
-        TALLY.count("teach")
+    @rule(which=st.integers(0, 2), inference=st.booleans())
+    def teach_or_infer(self, which: int, inference: bool) -> None:
+        TALLY.count("infer" if inference else "teach")
         clone, text = self.clones[which], self._text()
-        result = lifecycle.teach(clone.memdir, text, self.now)
+        write = lifecycle.infer if inference else lifecycle.teach
+        result = write(clone.memdir, text, self.now)
         clone.memories[result.id] = text
+        if inference:
+            clone.inferences.add(result.id)
 
     @rule(first=st.integers(0, 2), second=st.integers(0, 2))
     def teach_on_two(self, first: int, second: int) -> None:
@@ -147,31 +150,25 @@ class SyncMachine(RuleBasedStateMachine):
             result = lifecycle.teach(self.clones[which].memdir, text, self.now)
             self.clones[which].memories[result.id] = text
 
-    @rule(which=st.integers(0, 2))
-    def infer(self, which: int) -> None:
-        TALLY.count("infer")
-        clone, text = self.clones[which], self._text()
-        result = lifecycle.infer(clone.memdir, text, self.now)
-        clone.memories[result.id] = text
-        clone.inferences.add(result.id)
-
     def _pick(self, which: int, pick: int, among: list[str]) -> str | None:
         return among[pick % len(among)] if among else None
 
-    @rule(which=st.integers(0, 2), pick=st.integers(0, 1000))
-    def confirm(self, which: int, pick: int) -> None:
+    @rule(
+        which=st.integers(0, 2),
+        pick=st.integers(0, 1000),
+        op=st.sampled_from(("confirm", "reject")),
+    )
+    def decide(self, which: int, pick: int, op: str) -> None:
+        """The user's decision: confirm an inference, or reject any live memory."""
         clone = self.clones[which]
-        target = self._pick(which, pick, sorted(clone.inferences - clone.forgotten))
-        if target is not None:
-            TALLY.count("confirm")
+        among = sorted(clone.inferences - clone.forgotten) if op == "confirm" else clone.live()
+        target = self._pick(which, pick, among)
+        if target is None:
+            return
+        TALLY.count(op)
+        if op == "confirm":
             lifecycle.confirm(clone.memdir, target, self.now)
-
-    @rule(which=st.integers(0, 2), pick=st.integers(0, 1000))
-    def reject(self, which: int, pick: int) -> None:
-        clone = self.clones[which]
-        target = self._pick(which, pick, clone.live())
-        if target is not None:
-            TALLY.count("reject")
+        else:
             lifecycle.reject(clone.memdir, target, f"wrong, says the user ({pick})", self.now)
 
     @rule(which=st.integers(0, 2), pick=st.integers(0, 1000))
