@@ -58,9 +58,13 @@ def _needs_compaction(blob: bytes, memory_id: str) -> bool:
     if b'{"kind":"memory","id":"' + needle + b'"' in blob:
         return True
     target = b'"target":"' + needle + b'"'
-    for line in blob.split(b"\n"):
-        if target in line and (b'"reason":' in line or b'"evidence":' in line):
+    found = blob.find(target)
+    while found >= 0:
+        start, end = blob.rfind(b"\n", 0, found) + 1, blob.find(b"\n", found)
+        line = blob[start : end if end >= 0 else len(blob)]
+        if b'"reason":' in line or b'"evidence":' in line:
             return True
+        found = blob.find(target, found + 1)
     return False
 
 
@@ -112,7 +116,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         )
     if fresh or compacted:
         _drop_documents(memdir)
-    _write_stamp(memdir, shelves, forgotten)
+    _write_stamp(memdir, shelves, forgotten, stamp)
     return sorted(compacted)
 
 
@@ -143,12 +147,16 @@ def _drop_documents(memdir: Memdir) -> None:
         (memdir.documents_dir / name).unlink(missing_ok=True)
 
 
-def _write_stamp(memdir: Memdir, shelves: list[Path], forgotten: set[str]) -> None:
+def _write_stamp(
+    memdir: Memdir, shelves: list[Path], forgotten: set[str], before: dict[str, Any]
+) -> None:
     sizes = {}
     for path in shelves:
         info = os.stat(path)
         sizes[path.name] = [info.st_ino, info.st_size]
     data = {"shelves": sizes, "git": _git_index(memdir.root), "forgotten": sorted(forgotten)}
+    if data == before:
+        return  # nothing moved: no write on the way to every append
     atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")))
 
 
