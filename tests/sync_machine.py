@@ -114,6 +114,16 @@ class SyncMachine(RuleBasedStateMachine):
     def make_clones(self) -> None:
         run = self.base / f"run{next(RUNS)}"
         first = new_memdir_repo(run / NAMES[0])
+        # a teaching and an inference in every clone, so that decisions, forgets and links
+        # have something to act on from the first step
+        seeded, seeded_inferences = {}, set()
+        for write in (lifecycle.teach, lifecycle.infer):
+            text = self._text()
+            memory_id = write(Memdir.open(first), text, self.now).id
+            seeded[memory_id] = text
+        seeded_inferences.add(memory_id)
+        git(first, "add", "-A")
+        git(first, "commit", "-q", "-m", "seed")
         roots = [first]
         for name in NAMES[1:]:
             git(run, "clone", "-q", str(first), name)
@@ -125,6 +135,9 @@ class SyncMachine(RuleBasedStateMachine):
                 if other != root and other.name not in git(root, "remote").stdout.split():
                     git(root, "remote", "add", other.name, str(other))
         self.clones = [Clone(root) for root in roots]
+        for clone in self.clones:
+            clone.memories.update(seeded)
+            clone.inferences.update(seeded_inferences)
 
     def _text(self) -> str:
         self.serial += 1
