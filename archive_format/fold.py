@@ -9,6 +9,14 @@ Statuses:
   forgotten    removed by `forget`; only a tombstone is left
 The fold sees the archive as of `now`: memories and events dated after it are left out, so
 `--now` replays the past.
+
+It is a CRDT over lines (docs/FORMAT.md, "Sync"): the state depends on the set of lines, not on
+their order or on how often a line occurs, so clones whose shelves were union-merged fold alike.
+- a line counts once per id (a redacted copy of an event wins over the unredacted one);
+- a tombstone or a forget event wins over the memory it names;
+- events are ordered by (`at`, op rank, id), so that the latest decision wins and, in the same
+  second, reject beats confirm; among equal ops the larger id — any fixed order would do;
+- supersede ties are broken by id, not by position.
 """
 
 from __future__ import annotations
@@ -44,7 +52,6 @@ class MemoryState:
     durable_since: str | None = None
     superseded_by: str | None = None
     forgotten_at: str | None = None
-    order: int = 0  # position in the shelves, the tie-breaker
 
     @property
     def live(self) -> bool:
@@ -128,27 +135,44 @@ class ArchiveView:
         )
 
 
+# same second: an expire or link first, then confirm, then reject (reject beats confirm), forget last
+_OP_RANK = {"expire": 0, "link": 1, "confirm": 2, "reject": 3, "forget": 4}
+
+
+def event_order(event: Event) -> tuple[datetime, int, str]:
+    """The fold's total order of events, the same on every clone."""
+    return (_moment(event.at), _OP_RANK.get(event.op, 1), event.id)
+
+
 def fold(lines: Iterable[dict[str, Any]], now: datetime) -> ArchiveView:
-    """Fold decoded shelf lines (in shelf order) into each memory's state at `now`."""
+    """Fold decoded shelf lines (in any order, duplicates allowed) into each memory's state at
+    `now`."""
     states: dict[str, MemoryState] = {}
     tombstones: dict[str, str] = {}
-    events: dict[str, list[Event]] = {}
-    for order, line in enumerate(lines):
+    events: dict[str, Event] = {}
+    for line in lines:
         kind = line.get("kind")
         if kind == "memory":
-            if line["id"] not in states and _moment(line["created"]) <= now:
+            if _moment(line["created"]) <= now and (
+                line["id"] not in states or states[line["id"]].memory is None
+            ):
                 memory = Memory.from_line(line)
-                states[memory.id] = MemoryState(memory.id, memory.created, memory, order=order)
+                states[memory.id] = MemoryState(memory.id, memory.created, memory)
         elif kind == "event":
-            if _moment(line["at"]) <= now:
-                event = Event.from_line(line)
-                events.setdefault(event.target, []).append(event)
+            if _moment(line["at"]) <= now and not (
+                line["id"] in events and events[line["id"]].redacted
+            ):
+                events[line["id"]] = Event.from_line(line)
         elif kind == "tombstone":
-            tombstones[line["id"]] = line["forgotten"]
+            earliest = min(line["forgotten"], tombstones.get(line["id"], line["forgotten"]))
+            tombstones[line["id"]] = earliest
             if line["id"] not in states and _moment(line["created"]) <= now:
-                states[line["id"]] = MemoryState(line["id"], line["created"], None, order=order)
+                states[line["id"]] = MemoryState(line["id"], line["created"], None)
+    about: dict[str, list[Event]] = {}
+    for event in events.values():
+        about.setdefault(event.target, []).append(event)
     for state in states.values():
-        state.events = sorted(events.get(state.id, []), key=lambda event: _moment(event.at))
+        state.events = sorted(about.get(state.id, []), key=event_order)
         _settle(state, tombstones.get(state.id), now)
     _apply_supersede(states)
     return ArchiveView(states, now)
@@ -156,7 +180,7 @@ def fold(lines: Iterable[dict[str, Any]], now: datetime) -> ArchiveView:
 
 def _settle(state: MemoryState, tombstone_at: str | None, now: datetime) -> None:
     forget = next((event for event in state.events if event.op == "forget"), None)
-    if state.memory is None or forget is not None:
+    if state.memory is None or forget is not None or tombstone_at is not None:
         state.status = "forgotten"
         state.forgotten_at = forget.at if forget else tombstone_at
         state.memory = None  # a merge may bring the line back; its text is not shown
@@ -190,9 +214,7 @@ def _apply_supersede(states: dict[str, MemoryState]) -> None:
     for group in by_key.values():
         if len(group) < 2:
             continue
-        group.sort(
-            key=lambda s: (_moment(s.durable_since or s.created), _moment(s.created), s.order)
-        )
+        group.sort(key=lambda s: (_moment(s.durable_since or s.created), _moment(s.created), s.id))
         newest = group[-1]
         for older in group[:-1]:
             older.status = "superseded"

@@ -228,9 +228,8 @@ def _every_line(memdir: Memdir) -> Iterator[tuple[str, dict[str, Any]]]:
 def _journal(
     lines: Iterable[tuple[str, dict[str, Any]]], until: datetime | None, since: datetime | None
 ) -> Journal:
-    turns: list[tuple[datetime, int, Turn]] = []
-    digests: list[Digest] = []
-    order = 0
+    turns: dict[str, tuple[datetime, Turn]] = {}  # by id: a line merged in twice counts once
+    digests: dict[str, Digest] = {}
     for where, data in lines:
         kind = data.get("kind")
         if kind not in _REQUIRED:
@@ -245,12 +244,12 @@ def _journal(
         if (until is not None and moment > until) or (since is not None and moment < since):
             continue
         if kind == "turn":
-            turns.append((moment, order, Turn.from_line(data)))
-            order += 1
+            turns.setdefault(data["id"], (moment, Turn.from_line(data)))
         else:
-            digests.append(Digest.from_line(data))
-    turns.sort(key=lambda entry: (entry[0], entry[1]))
-    return Journal([turn for _, _, turn in turns], digests)
+            digests.setdefault(data["id"], Digest.from_line(data))
+    # time, then id: the same order on every clone, whatever the order of the lines
+    ordered = sorted(turns.values(), key=lambda entry: (entry[0], entry[1].id))
+    return Journal([turn for _, turn in ordered], sorted(digests.values(), key=lambda d: d.id))
 
 
 def raw_window(

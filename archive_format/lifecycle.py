@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import atomic, idcache, ring, shelf
+from . import idcache, ring, shelf, tombstones
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError, LifecycleError
 from .fold import ArchiveView, MemoryState, fold
@@ -29,7 +29,6 @@ from .records import (
     DEFAULT_STORE,
     Event,
     Memory,
-    Tombstone,
     author_is_user,
     content_id,
     encode_line,
@@ -488,50 +487,10 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
         state = lookup(memdir, given, now, cache)
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            before = path.stat()
-            edits = _compact(path, state.id, now)
-            if edits:
-                cache.rewritten(path, before, edits)
-        ring.drop(memdir, state.id)
+            tombstones.compact(path, state.id, now)
         if not any(event.op == "forget" for event in state.events):
             _append_event(
                 memdir, new_event(at=format_time(now), op="forget", target=state.id, actor=actor)
             )
+        tombstones.reapply(memdir, now)  # drops it from the ring and the generated documents
     return state.id
-
-
-def _compact(path: Any, memory_id: str, now: datetime) -> list[tuple[int, int, bytes]]:
-    """Rewrite the shelf without the memory's text; returns each replaced line's offset,
-    length and replacement (b"" for a line dropped), none when nothing changed."""
-    raw_lines = path.read_bytes().split(b"\n")[:-1]
-    needle = memory_id.encode("ascii")
-    edits: list[tuple[int, int, bytes]] = []
-    output: list[bytes] = []
-    tombstoned = False
-    offset = 0
-    for number, raw in enumerate(raw_lines, start=1):
-        line = raw + b"\n"
-        replacement = line
-        if needle in raw:
-            data = shelf.decode_line(raw, f"{path}:{number}")
-            if data.get("kind") == "memory" and data.get("id") == memory_id:
-                replacement = b""
-                if not tombstoned:
-                    stone = Tombstone(memory_id, data["created"], format_time(now))
-                    replacement = encode_line(stone.to_line())
-                    tombstoned = True
-            elif (
-                data.get("kind") == "event"
-                and data.get("target") == memory_id
-                and ("reason" in data or "evidence" in data)
-            ):
-                event = Event.from_line(data)
-                scrubbed = replace(event, reason=None, evidence=None, redacted=True)
-                replacement = encode_line(scrubbed.to_line())
-        if replacement is not line:
-            edits.append((offset, len(line), replacement))
-        output.append(replacement)
-        offset += len(line)
-    if edits:
-        atomic.write_bytes(path, output)
-    return edits

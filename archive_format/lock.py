@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -38,9 +39,15 @@ def _holder(path: Path) -> str:
 class WriterLock:
     """Context manager holding the memdir's writer lock."""
 
-    def __init__(self, path: Path, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        timeout: float | None = None,
+        on_acquire: Callable[[], object] | None = None,
+    ) -> None:
         self.path = path
         self.timeout = _default_timeout() if timeout is None else timeout
+        self.on_acquire = on_acquire  # run once the outermost holder has the lock
 
     def __enter__(self) -> WriterLock:
         key = str(self.path)
@@ -69,6 +76,12 @@ class WriterLock:
         os.pwrite(fd, pid, 0)
         os.ftruncate(fd, len(pid))
         _held[key] = (fd, 1)
+        if self.on_acquire is not None:
+            try:
+                self.on_acquire()
+            except BaseException:
+                self.__exit__(None, None, None)
+                raise
         return self
 
     def __exit__(

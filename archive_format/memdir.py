@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from . import atomic
+from . import gitrules
 from .clock import format_time
 from .errors import FormatError, NotAMemdirError
 from .lock import WriterLock
@@ -25,9 +25,6 @@ FORMAT_VERSION = "1.0"
 SUPPORTED_MAJOR = 1
 MEMDIR_ENV = "MEMDIR"
 log = logging.getLogger("memdir")
-
-GITATTRIBUTES = "# Shelves are append-only: two machines' appends merge without conflicts.\n*.jsonl merge=union\n"
-GITIGNORE = "# Derived cache (indexes, embeddings, locks): rebuild with `memdir index`.\n.memdir/\n"
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -95,8 +92,14 @@ class Memdir:
         return sorted(self.shelves_dir.glob("*.jsonl"))
 
     def lock(self, timeout: float | None = None) -> WriterLock:
-        """The writer lock; hold it for every write to the canonical files."""
-        return WriterLock(self.cache_dir / "lock", timeout)
+        """The writer lock; hold it for every write to the canonical files. Whoever takes it
+        first re-applies the tombstones a merge may have undone (archive_format/tombstones.py)."""
+        return WriterLock(self.cache_dir / "lock", timeout, on_acquire=self._reapply_tombstones)
+
+    def _reapply_tombstones(self) -> None:
+        from .tombstones import reapply  # it imports this module
+
+        reapply(self)
 
     @classmethod
     def open(cls, root: Path, lenient: bool = False) -> Memdir:
@@ -150,7 +153,8 @@ def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> t
     """Create a memdir (or fill in what is missing); returns it and whether it is new.
 
     A new memdir.yaml gets the usual defaults with `settings` (top-level keys) over them.
-    Existing files are never overwritten.
+    Existing files are never overwritten; memdir's lines are added to an existing
+    `.gitattributes` and `.gitignore`.
     """
     root = root.expanduser()
     created = not is_memdir(root)
@@ -158,9 +162,7 @@ def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> t
         (root / sub).mkdir(parents=True, exist_ok=True)
     for shelf in ("memories.jsonl", "events.jsonl"):
         (root / "shelves" / shelf).touch(exist_ok=True)
-    for name, text in ((".gitattributes", GITATTRIBUTES), (".gitignore", GITIGNORE)):
-        if not (root / name).exists():
-            atomic.write_text(root / name, text)  # a crash must not leave half a file for good
+    gitrules.merge(root)  # added to existing .gitattributes/.gitignore, the rest kept
     if created:
         config = {
             "format": FORMAT_VERSION,

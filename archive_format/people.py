@@ -1,35 +1,49 @@
-"""The self and people state files: small notes an assistant keeps and rewrites.
+"""The self and people notes: small notes an assistant keeps about itself and the user's people.
 
-    state/self.yaml    who the assistant is to this user (name, tone, commitments): fields
-    state/people.yaml  the people the user talks about: per person, fields and who set them
+    self      who the assistant is to this user (name, tone, commitments): fields
+    people    the people the user talks about: per person, fields and who set them
 
-Unlike shelf lines these are mutable, so each file is replaced atomically under the writer
-lock, and every field remembers when and by whom it was last set (`by`: 'user' from the
-command line, 'assistant' through MCP) — a note is not a teaching.
+They change, but two clones must merge them without conflicts, so they are event-sourced:
+each change is a `note` line appended to state/notes.jsonl (union-merged like a shelf) and the
+notes are a fold over those lines — per field the latest (`at`, then `id`) wins, a person
+dropped stays dropped for every change made before the drop. Every field remembers when and by
+whom it was last set (`by`: 'user' from the command line, 'assistant' through MCP) — a note is
+not a teaching. The state/self.yaml and state/people.yaml of older memdirs are read as the
+starting point and never written again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import shelf
 from .clock import format_time
 from .errors import BadInputError, NotFoundError
 from .memdir import Memdir
-from .state import read_yaml, write_yaml
+from .records import content_id, encode_line
+from .state import read_yaml
+from .validate import line_problems
 
 MAX_KEY = 64
 MAX_VALUE = 2000
+SELF = "self"
+PERSON = "person:"
+
+
+def notes_path(memdir: Memdir) -> Path:
+    return memdir.state_dir / "notes.jsonl"
 
 
 def self_path(memdir: Memdir) -> Path:
+    """An older memdir's self notes (read, never written)."""
     return memdir.state_dir / "self.yaml"
 
 
 def people_path(memdir: Memdir) -> Path:
+    """An older memdir's people notes (read, never written)."""
     return memdir.state_dir / "people.yaml"
 
 
@@ -37,75 +51,135 @@ def _mapping(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-@dataclass(frozen=True)
-class FieldChange:
-    """One update of a note: fields to set (name → value) and to remove, when and by whom."""
+def _check(values: Mapping[str, str], remove: Iterable[str]) -> None:
+    for key, value in values.items():
+        if not key.strip() or len(key) > MAX_KEY:
+            raise BadInputError(f"field name {key!r} must be 1–{MAX_KEY} characters")
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_VALUE:
+            raise BadInputError(f"field {key!r}: the value must be 1–{MAX_VALUE} characters")
+    both = set(values) & set(remove)
+    if both:
+        raise BadInputError(f"field {sorted(both)[0]!r} is both set and removed")
 
-    values: Mapping[str, str]
-    remove: tuple[str, ...]
-    now: datetime
-    by: str
 
-    def check(self) -> None:
-        """A field name or value out of bounds, or one both set and removed: BadInputError."""
-        for key, value in self.values.items():
-            if not key.strip() or len(key) > MAX_KEY:
-                raise BadInputError(f"field name {key!r} must be 1–{MAX_KEY} characters")
-            if not isinstance(value, str) or not value.strip() or len(value) > MAX_VALUE:
-                raise BadInputError(f"field {key!r}: the value must be 1–{MAX_VALUE} characters")
-        both = set(self.values) & set(self.remove)
-        if both:
-            raise BadInputError(f"field {sorted(both)[0]!r} is both set and removed")
+def _line(at: str, op: str, subject: str, by: str, field: str | None = None,
+          value: str | None = None) -> bytes:  # fmt: skip
+    line: dict[str, Any] = {"kind": "note", "at": at, "op": op, "subject": subject}
+    if field is not None:
+        line["field"] = field
+    if value is not None:
+        line["value"] = value
+    line["by"] = by
+    line = {
+        "kind": "note",
+        "id": content_id("n", line),
+        **{k: v for k, v in line.items() if k != "kind"},
+    }
+    found = line_problems(line, ("note",))
+    if found:
+        raise BadInputError(f"invalid note: {found[0]}")
+    return encode_line(line)
 
-    def applied(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """`fields` with the change made, each set field stamped with `at` and `by`."""
-        at = format_time(self.now)
-        for key in self.remove:
-            fields.pop(key, None)
-        for key, value in self.values.items():
-            fields[key.strip()] = {"value": value.strip(), "at": at, "by": self.by}
-        return fields
+
+def _changes(subject: str, values: Mapping[str, str], remove: Iterable[str], at: str,
+             by: str) -> list[bytes]:  # fmt: skip
+    lines = [_line(at, "unset", subject, by, key.strip()) for key in remove]
+    lines += [
+        _line(at, "set", subject, by, key.strip(), value.strip()) for key, value in values.items()
+    ]
+    return lines
+
+
+def _fold(memdir: Memdir) -> dict[str, dict[str, Any]]:
+    """subject → {field: {value, at, by}}: the older YAML files, then every note line in
+    (`at`, `id`) order, so the order of the lines (a merge's) does not matter."""
+    subjects: dict[str, dict[str, Any]] = {}
+    own = _mapping(_mapping(read_yaml(self_path(memdir), {})).get("fields"))
+    if own:
+        subjects[SELF] = own
+    for name, fields in _mapping(
+        _mapping(read_yaml(people_path(memdir), {})).get("people")
+    ).items():
+        subjects[PERSON + str(name)] = _mapping(fields)
+    lines = {item.data["id"]: item.data for item in shelf.read(notes_path(memdir))
+             if item.data.get("kind") == "note" and not line_problems(item.data, ("note",))}  # fmt: skip
+    for line in sorted(lines.values(), key=lambda line: (line["at"], line["id"])):
+        subject, op = line["subject"], line["op"]
+        if op == "drop":
+            subjects.pop(subject, None)
+            continue
+        fields = subjects.setdefault(subject, {})
+        if op == "set":
+            fields[line["field"]] = {"value": line["value"], "at": line["at"], "by": line["by"]}
+        elif op == "unset":
+            fields.pop(line["field"], None)
+    return subjects
+
+
+def _append(memdir: Memdir, lines: list[bytes]) -> None:
+    shelf.append(notes_path(memdir), lines, memdir.quarantine_dir)
 
 
 def read_self(memdir: Memdir) -> dict[str, Any]:
     """{field: {value, at, by}}."""
-    return _mapping(_mapping(read_yaml(self_path(memdir), {})).get("fields"))
+    return _fold(memdir).get(SELF, {})
 
 
-def update_self(memdir: Memdir, change: FieldChange) -> dict[str, Any]:
-    """Set and remove fields of state/self.yaml; returns the new fields."""
-    change.check()
+def update_self(
+    memdir: Memdir,
+    values: Mapping[str, str],
+    remove: Iterable[str],
+    now: datetime,
+    by: str,
+) -> dict[str, Any]:
+    """Set and remove fields of the self notes; returns the new fields."""
+    remove = list(remove)
+    _check(values, remove)
     with memdir.lock():
-        fields = change.applied(read_self(memdir))
-        write_yaml(self_path(memdir), {"fields": fields})
-    return fields
+        _append(memdir, _changes(SELF, values, remove, format_time(now), by))
+        return read_self(memdir)
 
 
 def read_people(memdir: Memdir) -> dict[str, dict[str, Any]]:
-    """{name: {field: {value, at, by}}}."""
-    people = _mapping(_mapping(read_yaml(people_path(memdir), {})).get("people"))
-    return {str(name): _mapping(fields) for name, fields in people.items()}
+    """{name: {field: {value, at, by}}}, by name."""
+    subjects = _fold(memdir)
+    return {
+        subject[len(PERSON) :]: fields
+        for subject, fields in sorted(subjects.items())
+        if subject.startswith(PERSON)
+    }
 
 
-def update_person(memdir: Memdir, name: str, change: FieldChange) -> dict[str, Any]:
+def update_person(
+    memdir: Memdir,
+    name: str,
+    values: Mapping[str, str],
+    remove: Iterable[str],
+    now: datetime,
+    by: str,
+) -> dict[str, Any]:
     """Set and remove fields of one person (created when new); returns their fields."""
     name = " ".join(name.split())
     if not name or len(name) > MAX_KEY:
         raise BadInputError(f"a person's name must be 1–{MAX_KEY} characters")
-    change.check()
+    remove = list(remove)
+    _check(values, remove)
+    at = format_time(now)
     with memdir.lock():
-        people = read_people(memdir)
-        fields = change.applied(people.get(name, {}))
-        people[name] = fields
-        write_yaml(people_path(memdir), {"people": dict(sorted(people.items()))})
-    return fields
+        new = name not in read_people(memdir)
+        lines = [_line(at, "add", PERSON + name, by)] if new else []
+        lines += _changes(PERSON + name, values, remove, at, by)
+        _append(memdir, lines)
+        return read_people(memdir).get(name, {})
 
 
-def remove_person(memdir: Memdir, name: str) -> None:
+def remove_person(
+    memdir: Memdir, name: str, now: datetime | None = None, by: str = "assistant"
+) -> None:
     """Drop a person and all their fields."""
+    from .clock import now as clock_now
+
     with memdir.lock():
-        people = read_people(memdir)
-        if name not in people:
-            raise NotFoundError(f"no person named {name!r} in {people_path(memdir).name}")
-        del people[name]
-        write_yaml(people_path(memdir), {"people": people})
+        if name not in read_people(memdir):
+            raise NotFoundError(f"no person named {name!r} in the people notes")
+        _append(memdir, [_line(format_time(now or clock_now()), "drop", PERSON + name, by)])

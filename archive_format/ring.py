@@ -1,6 +1,8 @@
 """The console ring: the last 30 things that were live (taught, confirmed, recalled).
 
 Kept in state/ring.yaml, replaced atomically; the oldest entry falls out when a new one comes.
+The ring is this machine's working memory: git-ignored, never merged (docs/FORMAT.md "Sync");
+a forget that arrives through a merge drops its entries (archive_format/tombstones.py).
 """
 
 from __future__ import annotations

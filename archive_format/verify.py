@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import journal, shelf
+from . import gitrules, journal, shelf
 from .errors import FormatError
 from .memdir import Memdir
 from .records import author_is_user, content_id
@@ -16,9 +16,10 @@ from .validate import line_problems
 
 @dataclass
 class Report:
-    """Problems make verify fail; notes are worth knowing but harmless."""
+    """Problems make verify fail; warnings need a look but break nothing; notes are harmless."""
 
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     lines: int = 0
 
@@ -47,11 +48,17 @@ def _lines(path: Path, report: Report) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def verify(memdir: Memdir) -> Report:
-    """Check schemas, ids against content, references and provenance rules; change nothing."""
+def verify(memdir: Memdir, history: bool = False) -> Report:
+    """Check schemas, ids against content, references and provenance rules; change nothing.
+
+    With `history`, also every line git once had in a shelf (archive_format/history.py)."""
     report = Report()
     if memdir.settings_problem:
         report.problems.append(memdir.settings_problem)
+    if history:
+        from .history import gone_lines  # runs git: only when asked
+
+        report.problems.extend(gone_lines(memdir))
     located: list[tuple[str, dict[str, Any]]] = []
     for path in memdir.shelves():
         located.extend(_lines(path, report))
@@ -119,10 +126,12 @@ def verify(memdir: Memdir) -> Report:
         for memory_id in recalled["memories"]:
             if memory_id not in known:
                 report.problems.append(f"{where}: recall lists unknown memory {memory_id}")
+    report.warnings.extend(_conflicting_decisions(events))
     for memory_id, memory in memories.items():
         if memory_id in tombstones:
             report.problems.append(
-                f"{memory_id} is forgotten but its text is back in a shelf (a merge?); run `memdir forget {memory_id}`"
+                f"{memory_id} is forgotten but its text is back in a shelf (a merge?); "
+                "the next write or `memdir sync` removes it"
             )
         for link in memory.get("links", ()):
             if link["to"].startswith("m-") and link["to"] not in known:
@@ -134,12 +143,42 @@ def verify(memdir: Memdir) -> Report:
         if event["op"] == "link" and str(event.get("to", "")).startswith("t-"):
             if event["to"] not in turns:
                 report.problems.append(f"{where}: link to unknown journal turn {event['to']}")
+    notes = memdir.state_dir / "notes.jsonl"
+    if notes.is_file():
+        for where, line in _lines(notes, report):
+            report.lines += 1
+            report.problems.extend(
+                f"{where}: {problem}" for problem in line_problems(line, ("note",))
+            )
     for state_file in sorted(memdir.state_dir.glob("*.yaml")):
         try:
             read_yaml(state_file)
         except FormatError as error:
             report.problems.append(error.message)
+    for name, lacking in gitrules.missing(memdir.root).items():
+        report.warnings.append(
+            f"{name} lacks {', '.join(lacking)}: clones may conflict; `memdir init .` adds it"
+        )
     if memdir.quarantine_dir.is_dir():
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
     return report
+
+
+def _conflicting_decisions(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """A confirm and a reject of one memory in the same second (e.g. on two clones): the fold's
+    rule decides (reject beats confirm, docs/FORMAT.md "Sync"), but the user should know."""
+    decisions: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {}
+    for where, event in events:
+        if event["op"] in ("confirm", "reject"):
+            decisions.setdefault((event["target"], event["at"]), {})[event["op"]] = (where, event)
+    found = []
+    for (target, at), ops in sorted(decisions.items()):
+        if len(ops) == 2:
+            (c_where, confirm), (r_where, reject) = ops["confirm"], ops["reject"]
+            found.append(
+                f"{target}: confirmed ({confirm['id']} by {confirm['actor']}, {c_where}) and "
+                f"rejected ({reject['id']} by {reject['actor']}, {r_where}) at {at}: "
+                "the reject stands; confirm again to overrule it"
+            )
+    return found

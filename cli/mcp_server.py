@@ -358,19 +358,18 @@ class MemdirTools:
 
     # self and people ----------------------------------------------------------------------
     def self_read(self) -> dict[str, Any]:
-        """state/self.yaml: who you are to this user (name, tone, commitments)."""
+        """The self notes: who you are to this user (name, tone, commitments)."""
         return {"fields": people.read_self(self.memdir)}
 
     def self_update(self, values: Fields = {}, remove: Remove = []) -> dict[str, Any]:  # noqa: B006
-        """Set or remove fields of state/self.yaml (each remembers when, and that you set it)."""
-        change = people.FieldChange(values, tuple(remove), self._now(), by="assistant")
-        fields = people.update_self(self.memdir, change)
+        """Set or remove fields of the self notes (each remembers when, and that you set it)."""
+        fields = people.update_self(self.memdir, values, remove, self._now(), by="assistant")
         return {"fields": fields}
 
     def people_read(
         self, name: Annotated[str | None, Field(description="One person, or everyone.")] = None
     ) -> dict[str, Any]:
-        """state/people.yaml: the people the user talks about, with their fields."""
+        """The people notes: the people the user talks about, with their fields."""
         everyone = people.read_people(self.memdir)
         if name is None:
             return {"people": everyone}
@@ -387,13 +386,14 @@ class MemdirTools:
         remove: Remove = [],  # noqa: B006
         delete: Annotated[bool, Field(description="Remove the person entirely.")] = False,
     ) -> dict[str, Any]:
-        """Create or update a person in state/people.yaml (or delete them). These are your
+        """Create or update a person in the people notes (or delete them). These are your
         notes, marked as set by the assistant — not teachings."""
         if delete:
-            people.remove_person(self.memdir, name)
+            people.remove_person(self.memdir, name, self._now())
             return {"deleted": name}
-        change = people.FieldChange(values, tuple(remove), self._now(), by="assistant")
-        fields = people.update_person(self.memdir, name, change)
+        fields = people.update_person(
+            self.memdir, name, values, remove, self._now(), by="assistant"
+        )
         return {"name": name, "fields": fields}
 
 

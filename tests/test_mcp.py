@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 from conftest import MEMDIR_BIN, clean_env, shelf_lines
 
+from memdir.archive_format import people
 from memdir.archive_format.memdir import Memdir
 
 EXPECTED = {
@@ -164,11 +164,11 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
     assert seen["boot"]["markdown"].startswith("#")
     assert "no memory with id" in seen["missing"]["error"]
     # self and people state files, marked as the assistant's notes
-    people = yaml.safe_load((hashed.state_dir / "people.yaml").read_text())
-    assert people["people"]["Sam"]["relation"]["value"] == "brother"
-    assert people["people"]["Sam"]["relation"]["by"] == "assistant"
-    own = yaml.safe_load((hashed.state_dir / "self.yaml").read_text())
-    assert own["fields"]["name"]["value"] == "Ada"
+    everyone = people.read_people(hashed)
+    assert everyone["Sam"]["relation"]["value"] == "brother"
+    assert everyone["Sam"]["relation"]["by"] == "assistant"
+    assert people.read_self(hashed)["name"]["value"] == "Ada"
+    assert (hashed.state_dir / "notes.jsonl").is_file()  # lines, union-merged like the shelves
     # the files are still a valid memdir
     done = subprocess.run([str(MEMDIR_BIN), "--dir", str(hashed.root), "verify"],
                           env=clean_env(), capture_output=True, text=True)  # fmt: skip

@@ -365,7 +365,23 @@ digests = journal_lines(
 )
 
 
+@st.composite
+def notes(draw: st.DrawFn) -> dict[str, Any]:
+    op = draw(st.sampled_from(["set", "unset", "add", "drop"]))
+    line = {
+        "kind": "note",
+        "at": draw(timestamps),
+        "op": op,
+        "subject": draw(st.sampled_from(["self", "person:Sam"])),
+        "field": draw(words) if op in ("set", "unset") else None,
+        "value": draw(words) if op == "set" else None,
+        "by": draw(st.sampled_from(["user", "assistant"])),
+    }
+    return identified("n", line)
+
+
 VALID = {
+    "note": notes(),
     "turn": turns,
     "digest": digests,
     "memory": memories().map(lambda r: r.to_line()),
@@ -534,6 +550,16 @@ GOOD_LINES = {
         "memory": "m-0123456789abcdef",
         "promoted": "m-fedcba9876543210",
         "method": "extractive",
+    },
+    "note": {
+        "kind": "note",
+        "id": "n-0123456789abcdef",
+        "at": "2026-05-01T09:00:00Z",
+        "op": "set",
+        "subject": "person:Sam",
+        "field": "relation",
+        "value": "brother",
+        "by": "assistant",
     },
     "recall": {
         "kind": "recall",

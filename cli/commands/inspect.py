@@ -162,7 +162,7 @@ def register(app: typer.Typer) -> None:
             )
         view = load_view(context.open_memdir(ctx), context.now(ctx, now))
         chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)]
-        chosen.sort(key=lambda s: (clock.parse_time(s.created), s.order), reverse=True)
+        chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
         chosen = chosen[:limit] if limit else chosen
         if json_:
             emit_json([state.to_dict() for state in chosen])
@@ -222,19 +222,26 @@ def register(app: typer.Typer) -> None:
             )
 
     @app.command()
-    def verify(ctx: typer.Context, json_: context.JsonOpt = False) -> None:
-        """Check the memdir (read-only): schemas, ids, references, provenance.
+    def verify(
+        ctx: typer.Context,
+        history: bool = typer.Option(
+            False, "--history", help="Also report shelf lines git once had that are now gone."
+        ),
+        json_: context.JsonOpt = False,
+    ) -> None:
+        """Check the memdir (read-only): schemas, ids, references, provenance, git rules.
 
-        Exits 0 when clean, 1 with the list of problems otherwise.
+        Exits 0 when clean, 1 with the list of problems otherwise; warnings do not fail it.
 
-        Example: memdir verify || echo "needs attention"
+        Example: memdir verify --history || echo "needs attention"
         """
-        report = verify_memdir(context.open_memdir(ctx, lenient=True))
+        report = verify_memdir(context.open_memdir(ctx, lenient=True), history=history)
         if json_:
             emit_json(
                 {
                     "clean": report.clean,
                     "problems": report.problems,
+                    "warnings": report.warnings,
                     "notes": report.notes,
                     "lines": report.lines,
                 }
@@ -242,6 +249,8 @@ def register(app: typer.Typer) -> None:
         else:
             for problem in report.problems:
                 typer.echo(f"problem: {problem}")
+            for warning in report.warnings:
+                typer.echo(f"warning: {warning}")
             for item in report.notes:
                 note(item)
             note(f"{report.lines} lines checked, {len(report.problems)} problem(s)")

@@ -1,0 +1,90 @@
+"""`verify --history`: lines that git once had in a shelf and that are now gone untraced.
+
+Shelves only grow, except for forget (the memory's line becomes a tombstone, events about it
+are redacted but keep their ids) and merges that leave a duplicate out. So every id that was
+ever in a committed shelf must still be in one: as the same line, a redacted copy, or a
+tombstone. A removed `reject` event, for instance, is invisible to the plain `verify`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import BadInputError
+from .memdir import Memdir
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run git in `root` (never interactive, no pager), capturing its output."""
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        check=False,
+    )
+
+
+def in_git(root: Path) -> bool:
+    try:
+        done = git(root, "rev-parse", "--is-inside-work-tree")
+    except FileNotFoundError:
+        return False
+    return done.returncode == 0 and done.stdout.strip() == "true"
+
+
+def _removed_lines(root: Path) -> Iterator[tuple[str, str, str]]:
+    """(commit, shelf path, line) for every line a commit took out of a shelf (merges too)."""
+    done = git(
+        root,
+        "log", "-p", "-m", "--no-color", "--no-ext-diff", "--no-renames", "--format=%x00%H",
+        "--", "shelves/",
+    )  # fmt: skip
+    if done.returncode != 0:
+        return  # no commit yet
+    commit, path = "", ""
+    for line in done.stdout.splitlines():
+        if line.startswith("\0"):
+            commit = line[1:]
+        elif line.startswith("--- "):
+            path = line[6:] if line.startswith("--- a/") else path
+        elif line.startswith("-") and not line.startswith("---"):
+            yield commit, path, line[1:]
+
+
+def gone_lines(memdir: Memdir) -> list[str]:
+    """What `verify --history` reports: one message per line gone without a trace."""
+    if not in_git(memdir.root):
+        raise BadInputError(
+            f"{memdir.root} is not in a git repository",
+            hint="`verify --history` reads the shelves' git history; drop --history",
+        )
+    present: set[str] = set()
+    for shelf_path in memdir.shelves():
+        for raw in shelf_path.read_bytes().split(b"\n"):
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and isinstance(data.get("id"), str):
+                present.add(data["id"])
+    found: dict[str, str] = {}
+    for commit, path, text in _removed_lines(memdir.root):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        line_id = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(line_id, str) or line_id in present or line_id in found:
+            continue
+        what = data.get("kind", "line")
+        if what == "event":
+            what = f"{data.get('op')} event about {data.get('target')}"
+        found[line_id] = (
+            f"{path}: {what} {line_id} was removed in commit {commit[:12]} without a tombstone"
+        )
+    return list(found.values())

@@ -1,0 +1,224 @@
+"""Forget survives merges: a tombstone wins over the memory line it names, on every clone.
+
+A union merge keeps both sides' lines, so a clone that still had a memory's line brings its
+text back next to the tombstone another clone wrote. The fold already treats the memory as
+forgotten; `reapply` removes the text again. It runs whenever a command takes the writer lock
+(`Memdir.lock`) and in `memdir sync`, and stays cheap: a stamp in the cache remembers each
+shelf's inode and size, so a shelf that only grew is scanned from where the last check ended,
+and an unchanged one not at all. A shelf that was rewritten is read whole; so is every shelf
+after git touched its index (a merge, a checkout, a pull), since a file git writes anew may get
+the inode number of the one it replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import atomic, clock, ring, shelf
+from .clock import format_time
+from .memdir import Memdir
+from .records import Event, Tombstone, encode_line
+
+log = logging.getLogger("memdir")
+
+STAMP_NAME = "tombstones.json"
+_TOMBSTONE = re.compile(rb'^\{"kind":"tombstone","id":"([^"]+)"', re.MULTILINE)
+_EVENT = b'{"kind":"event","id":"'
+_FORGET = re.compile(rb'"op":"forget","target":"([^"]+)"')
+
+
+def _stamp_path(memdir: Memdir) -> Path:
+    return memdir.cache_dir / STAMP_NAME
+
+
+def _read_stamp(memdir: Memdir) -> dict[str, Any]:
+    try:
+        data = json.loads(_stamp_path(memdir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _forgotten_in(blob: bytes) -> set[str]:
+    found = {match.decode("ascii", "replace") for match in _TOMBSTONE.findall(blob)}
+    found |= {match.decode("ascii", "replace") for match in _FORGET.findall(blob)}
+    return found
+
+
+def _needs_compaction(blob: bytes, memory_id: str) -> bool:
+    """Whether a shelf still holds the memory's line, or an unredacted event that may quote it."""
+    needle = memory_id.encode("ascii", "replace")
+    if b'{"kind":"memory","id":"' + needle + b'"' in blob:
+        return True
+    target = b'"target":"' + needle + b'"'
+    found = blob.find(target)
+    while found >= 0:
+        start, end = blob.rfind(b"\n", 0, found) + 1, blob.find(b"\n", found)
+        line = blob[start : end if end >= 0 else len(blob)]
+        if b'"reason":' in line or b'"evidence":' in line:
+            return True
+        found = blob.find(target, found + 1)
+    return False
+
+
+def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> list[str]:
+    """Compact away the text of every forgotten memory that a merge brought back (caller holds
+    the writer lock). Returns the ids whose text was removed; `full` ignores the stamp."""
+    now = now or clock.now()
+    stamp = {} if full else _read_stamp(memdir)
+    known = stamp.get("shelves", {}) if isinstance(stamp.get("shelves"), dict) else {}
+    if stamp.get("git") != _git_index(memdir.root):
+        known = {}
+    forgotten = (
+        set(stamp.get("forgotten", [])) if isinstance(stamp.get("forgotten"), list) else set()
+    )
+    shelves = memdir.shelves()
+    scanned: dict[Path, tuple[int, bytes]] = {}  # a changed shelf: where its scan began, the bytes
+    fresh: set[str] = set()  # forgotten ids first seen now: every shelf is checked for them
+    for path in shelves:
+        info = path.stat()
+        before = known.get(path.name)
+        if before == [info.st_ino, info.st_size]:
+            continue
+        grew = isinstance(before, list) and before[0] == info.st_ino and before[1] <= info.st_size
+        start = int(before[1]) if grew and isinstance(before, list) else 0
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            scanned[path] = (start, handle.read())
+        fresh |= _forgotten_in(scanned[path][1]) - forgotten
+    forgotten |= fresh
+    compacted: set[str] = set()
+    for path in shelves:
+        start, blob = scanned.get(path, (0, b""))
+        wanted = forgotten if path in scanned else fresh
+        if fresh and (start or path not in scanned):
+            blob = path.read_bytes()
+        due = [memory_id for memory_id in sorted(wanted) if _needs_compaction(blob, memory_id)]
+        if due:
+            shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
+            for memory_id in due:
+                compact(path, memory_id, now)
+            compacted.update(due)
+    for memory_id in sorted(fresh | compacted):
+        ring.drop(memdir, memory_id)
+    if compacted:
+        log.warning(
+            "removed the text of %d forgotten memories that a merge brought back: %s",
+            len(compacted),
+            ", ".join(sorted(compacted)),
+        )
+    if fresh or compacted:
+        _drop_documents(memdir)
+    _write_stamp(memdir, shelves, forgotten, stamp)
+    return sorted(compacted)
+
+
+def _git_index(root: Path) -> list[int] | None:
+    """mtime and size of the git index of the repository holding `root` (None outside git):
+    git rewrites it on every merge, checkout and pull."""
+    for folder in (root, *root.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            index = dot_git / "index"
+        elif dot_git.is_file():  # a worktree or submodule: "gitdir: PATH"
+            pointer = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            index = (folder / pointer.removeprefix("gitdir:").strip()) / "index"
+        else:
+            continue
+        try:
+            info = index.stat()
+        except OSError:
+            return [0, 0]
+        return [info.st_mtime_ns, info.st_size]
+    return None
+
+
+def _drop_documents(memdir: Memdir) -> None:
+    """Generated documents may quote a forgotten memory; they are derived, so they go (the next
+    `boot`, `wake` or `sleep` writes them again)."""
+    for name in ("boot.md", "wake.md"):
+        (memdir.documents_dir / name).unlink(missing_ok=True)
+
+
+def _write_stamp(
+    memdir: Memdir, shelves: list[Path], forgotten: set[str], before: dict[str, Any]
+) -> None:
+    sizes = {}
+    for path in shelves:
+        info = os.stat(path)
+        sizes[path.name] = [info.st_ino, info.st_size]
+    data = {"shelves": sizes, "git": _git_index(memdir.root), "forgotten": sorted(forgotten)}
+    if data == before:
+        return  # nothing moved: no write on the way to every append
+    atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")))
+
+
+def compact(path: Path, memory_id: str, now: datetime) -> None:
+    """Rewrite one shelf atomically with the memory's line replaced by a tombstone (one, even
+    when a merge left several copies) and the reason and evidence of events about it removed."""
+    raw_lines = path.read_bytes().split(b"\n")[:-1]
+    needle = memory_id.encode("ascii")
+    changed = False
+    output: list[bytes] = []
+    tombstoned = b'{"kind":"tombstone","id":"' + needle + b'"' in b"\n".join(raw_lines)
+    for number, raw in enumerate(raw_lines, start=1):
+        if needle not in raw:
+            output.append(raw + b"\n")
+            continue
+        data = shelf.decode_line(raw, f"{path}:{number}")
+        if data.get("kind") == "memory" and data.get("id") == memory_id:
+            changed = True
+            if not tombstoned:
+                stone = Tombstone(memory_id, data["created"], format_time(now))
+                output.append(encode_line(stone.to_line()))
+                tombstoned = True
+            continue
+        if (
+            data.get("kind") == "event"
+            and data.get("target") == memory_id
+            and ("reason" in data or "evidence" in data)
+        ):
+            event = Event.from_line(data)
+            scrubbed = replace(event, reason=None, evidence=None, redacted=True)
+            output.append(encode_line(scrubbed.to_line()))
+            changed = True
+            continue
+        output.append(raw + b"\n")
+    if changed:
+        atomic.write_bytes(path, output)
+
+
+def dedupe(path: Path) -> int:
+    """Drop the lines a union merge left twice (the same line appended on two clones, or an
+    event both redacted and not); the fold counts them once anyway. Returns lines dropped."""
+    raw_lines = path.read_bytes().split(b"\n")
+    tail = raw_lines.pop()  # b"" when the file ends cleanly; a torn tail is kept as it is
+    redacted = {
+        match.group(1)
+        for match in re.finditer(
+            rb'^\{"kind":"event","id":"([^"]+)".*"redacted":true',
+            b"\n".join(raw_lines),
+            re.MULTILINE,
+        )
+    }
+    seen: set[bytes] = set()
+    output: list[bytes] = []
+    for raw in raw_lines:
+        if raw in seen:
+            continue
+        if b'"redacted":true' not in raw and raw.startswith(_EVENT):
+            if raw[len(_EVENT) :].split(b'"', 1)[0] in redacted:
+                continue
+        seen.add(raw)
+        output.append(raw + b"\n")
+    dropped = len(raw_lines) - len(output)
+    if dropped:
+        atomic.write_bytes(path, [*output, tail])
+    return dropped

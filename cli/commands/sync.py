@@ -1,0 +1,50 @@
+"""`memdir sync`: merge this clone with its git remote."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import context
+from ..render import emit_json, note
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def sync(
+        ctx: typer.Context,
+        remote: str | None = typer.Option(
+            None, "--remote", help="The git remote (else the upstream, else origin)."
+        ),
+        push: bool = typer.Option(True, "--push/--no-push", help="Push after merging."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Say what would happen; change nothing."
+        ),
+        local: bool = typer.Option(
+            False, "--local", help="No pull, no push: commit, re-apply forgets (post-merge hook)."
+        ),
+        json_: context.JsonOpt = False,
+    ) -> None:
+        """Commit what memdir wrote, pull and union-merge the remote, re-apply forgets, push.
+
+        Example: memdir sync --dry-run && memdir sync
+        """
+        from memdir.cli.usecases.sync import sync as run_sync
+
+        memdir = context.open_memdir(ctx)
+        report = run_sync(memdir, context.now(ctx), remote, push=push, dry_run=dry_run, local=local)
+        if json_:
+            emit_json(report.to_dict())
+            return
+        where = f"{report.remote}/{report.branch}" if report.remote else "no remote (--local)"
+        if dry_run:
+            typer.echo(f"would commit {len(report.to_commit)} path(s), then merge with {where}")
+            for path in report.to_commit:
+                typer.echo(f"  {path}")
+            return
+        typer.echo(
+            f"synced with {where}: {len(report.commits)} commit(s), {report.merged} merged in, "
+            f"{len(report.compacted)} forget(s) re-applied, {report.deduplicated} duplicate(s) "
+            f"dropped, {'pushed' if report.pushed else 'not pushed'}"
+        )
+        if report.compacted:
+            note("forgotten text a merge brought back is gone again; git history still holds it")

@@ -1,0 +1,225 @@
+"""`memdir sync`: commit what memdir wrote, merge the other clones' lines, push.
+
+1. refuse when git has unresolved conflicts (they are not memdir's: its files union-merge);
+2. add memdir's lines to .gitattributes/.gitignore, stop tracking the per-machine files;
+3. commit the memdir's directory with a generated message (only its paths);
+4. `git pull --no-rebase` from the remote (the union driver merges the shelves);
+5. re-apply tombstones (a merge may bring a forgotten memory's line back), drop duplicate lines,
+   and commit that;
+6. update the index, then push when there is a remote.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memdir.archive_format import gitrules, tombstones
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.errors import BadInputError, MemdirError
+from memdir.archive_format.history import git, in_git
+from memdir.archive_format.memdir import Memdir
+
+
+@dataclass
+class SyncReport:
+    """What a sync did (or, with `dry_run`, would do)."""
+
+    dry_run: bool
+    remote: str | None = None
+    branch: str | None = None
+    to_commit: list[str] = field(default_factory=list)  # paths, relative to the memdir
+    commits: list[str] = field(default_factory=list)  # the commits made, as short hashes
+    merged: int = 0  # commits that came in with the pull
+    compacted: list[str] = field(default_factory=list)  # forgotten memories whose text went again
+    deduplicated: int = 0
+    pushed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "remote": self.remote,
+            "branch": self.branch,
+            "to_commit": self.to_commit,
+            "commits": self.commits,
+            "merged": self.merged,
+            "compacted": self.compacted,
+            "deduplicated": self.deduplicated,
+            "pushed": self.pushed,
+        }
+
+
+def _run(root: Path, *args: str) -> str:
+    done = git(root, *args)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise MemdirError(
+            f"git {args[0]} failed: {lines[-1] if lines else f'exit {done.returncode}'}",
+            hint="run the same git command by hand to see everything",
+        )
+    return done.stdout
+
+
+def _conflicted(root: Path) -> list[str]:
+    return git(root, "diff", "--name-only", "--diff-filter=U").stdout.split()
+
+
+def _remote(root: Path, given: str | None) -> tuple[str | None, str | None]:
+    """The remote and branch to pull from: given, else the branch's upstream, else `origin`."""
+    branch = git(root, "symbolic-ref", "--short", "-q", "HEAD").stdout.strip() or None
+    remotes = git(root, "remote").stdout.split()
+    if given is not None:
+        if given not in remotes:
+            raise BadInputError(
+                f"no git remote named {given!r}",
+                hint=f"remotes here: {', '.join(remotes) or 'none'}",
+            )
+        return given, branch
+    upstream = git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}")
+    if upstream.returncode == 0 and "/" in upstream.stdout:
+        remote, _, merge_branch = upstream.stdout.strip().partition("/")
+        return remote, merge_branch
+    if "origin" in remotes:
+        return "origin", branch
+    return (remotes[0], branch) if len(remotes) == 1 else (None, branch)
+
+
+def _pending(root: Path) -> list[str]:
+    status = git(root, "status", "--porcelain", "--untracked-files=all", "--", ".").stdout
+    return sorted(line[3:] for line in status.splitlines() if line.strip())
+
+
+def _commit(root: Path, message: str) -> str | None:
+    """Commit every change under the memdir (only there); the short hash, or None."""
+    _run(root, "add", "-A", "--", ".")
+    if git(root, "diff", "--cached", "--quiet", "--", ".").returncode == 0:
+        return None
+    # `commit -- .` would take the working tree's files, undoing `rm --cached`; so the paths are
+    # named only when something outside the memdir is staged too (it stays staged, uncommitted)
+    outside = git(root, "diff", "--cached", "--quiet", "--", ":(top)", ":(exclude).").returncode
+    only = ["--", "."] if outside else []
+    _run(root, "commit", "--quiet", "--no-verify", "-m", message, *only)
+    return _run(root, "rev-parse", "--short", "HEAD").strip()
+
+
+def _message(root: Path, now: datetime) -> str:
+    counts: dict[str, int] = {}
+    for line in git(root, "diff", "--cached", "--numstat", "--", ".").stdout.splitlines():
+        added, _, path = line.split("\t", 2)
+        top = path.split("/")[0] if "/" in path else path
+        counts[top] = counts.get(top, 0) + (int(added) if added.isdigit() else 0)
+    what = ", ".join(f"{name} +{count}" for name, count in sorted(counts.items())) or "no lines"
+    return f"memdir sync from {socket.gethostname()} at {format_time(now)}: {what}"
+
+
+def sync(
+    memdir: Memdir,
+    now: datetime,
+    remote: str | None = None,
+    push: bool = True,
+    dry_run: bool = False,
+    reindex: bool = True,
+    local: bool = False,
+) -> SyncReport:
+    """One sync of the memdir with its git remote (docs/FORMAT.md, "Sync"); `local` skips the
+    pull and the push (e.g. in a post-merge hook, after git merged)."""
+    root = memdir.root
+    if not in_git(root):
+        raise BadInputError(
+            f"{root} is not in a git repository", hint="`git init` there first, then `memdir sync`"
+        )
+    conflicts = _conflicted(root)
+    if conflicts:
+        raise MemdirError(
+            f"git has unresolved conflicts: {', '.join(conflicts)}",
+            hint="resolve them (or `git merge --abort`), then run `memdir sync` again",
+        )
+    report = SyncReport(dry_run)
+    if not local:
+        report.remote, report.branch = _remote(root, remote)
+    report.to_commit = _pending(root)
+    if dry_run:
+        return report
+    with memdir.lock():  # taking it re-applies tombstones
+        gitrules.merge(root)
+        tracked = git(root, "ls-files", "--", *gitrules.UNTRACKED).stdout.split()
+        if tracked:
+            _run(root, "rm", "--cached", "--quiet", "--", *tracked)
+        _add_commit(report, root, _message_staged(root, now))
+        if report.remote is not None:
+            _pull(report, root)
+        report.compacted = tombstones.reapply(memdir, now)
+        report.deduplicated = sum(tombstones.dedupe(path) for path in memdir.shelves())
+        if report.compacted or report.deduplicated:
+            _add_commit(report, root, _cleanup_message(report))
+    if reindex:
+        from memdir.cli.usecases.recall import fresh_index
+
+        fresh_index(memdir).close()
+    if local:
+        return report
+    if report.remote is None:
+        raise MemdirError(
+            "no git remote to sync with; the memdir was committed locally"
+            + (f" ({', '.join(report.commits)})" if report.commits else ""),
+            hint="add one with `git remote add origin URL`, or pass --remote NAME",
+        )
+    if push:
+        target = f"HEAD:{report.branch}" if report.branch else "HEAD"
+        _run(root, "push", "--quiet", report.remote, target)
+        report.pushed = True
+    return report
+
+
+def _message_staged(root: Path, now: datetime) -> str:
+    _run(root, "add", "-A", "--", ".")
+    return _message(root, now)
+
+
+def _add_commit(report: SyncReport, root: Path, message: str) -> None:
+    made = _commit(root, message)
+    if made:
+        report.commits.append(made)
+
+
+def _cleanup_message(report: SyncReport) -> str:
+    parts = []
+    if report.compacted:
+        parts.append(f"re-applied {len(report.compacted)} forget(s) a merge had undone")
+    if report.deduplicated:
+        parts.append(f"dropped {report.deduplicated} duplicate line(s)")
+    return "memdir sync: " + "; ".join(parts)
+
+
+def _pull(report: SyncReport, root: Path) -> None:
+    before = _run(root, "rev-parse", "HEAD").strip() if _has_head(root) else None
+    assert report.remote is not None
+    args = ["-c", "pull.rebase=false", "pull", "--no-rebase", "--no-edit", "--quiet"]
+    args += [report.remote] + ([report.branch] if report.branch else [])
+    done = git(root, *args)
+    if done.returncode != 0:
+        if "couldn't find remote ref" in done.stderr:
+            return  # the remote branch does not exist yet: the push creates it
+        conflicts = _conflicted(root)
+        if conflicts:
+            git(root, "merge", "--abort")
+            raise MemdirError(
+                f"the pull conflicts in {', '.join(conflicts)} (not lines memdir merges); "
+                "the merge was aborted",
+                hint=f"merge by hand: `git pull {report.remote}`, resolve, commit, `memdir sync`",
+            )
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise MemdirError(
+            f"git pull failed: {lines[-1] if lines else f'exit {done.returncode}'}",
+            hint=f"run `git pull {report.remote}` by hand to see everything",
+        )
+    if before is not None:
+        count = _run(root, "rev-list", "--count", f"{before}..HEAD").strip()
+        report.merged = int(count or 0)
+
+
+def _has_head(root: Path) -> bool:
+    return git(root, "rev-parse", "--verify", "-q", "HEAD").returncode == 0

@@ -1,0 +1,212 @@
+"""Git sync (docs/FORMAT.md "Sync"): clones merge without conflicts, loss or resurrection.
+
+Real git repositories in tmp_path, the real `memdir` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from clones import conflicts, git, hub_and_clones, new_memdir_repo
+from conftest import MEMDIR_BIN, memdir_cli
+
+LATER = "2026-05-01T10:00:00Z"
+
+
+def run(clone: Path, *args: str, now: str | None = "2026-05-01T09:00:00Z"):
+    done = memdir_cli("--dir", str(clone), *args, now=now)
+    assert done.code == 0, str(done)
+    return done
+
+
+def listed(clone: Path) -> dict[str, dict]:
+    done = run(clone, "list", "--status", "all", "--json", now="2026-05-01T12:00:00Z")
+    return {item["id"]: item for item in json.loads(done.out)}
+
+
+def shelf_text(clone: Path) -> str:
+    return "".join(path.read_text() for path in sorted((clone / "shelves").glob("*.jsonl")))
+
+
+def test_two_clones_writing_every_file_merge_without_conflicts(tmp_path: Path) -> None:
+    a, b = hub_and_clones(tmp_path)
+    for clone, word in ((a, "alpha"), (b, "beta")):
+        run(clone, "teach", f"the {word} machine is in the study")
+        run(clone, "infer", f"the user likes {word}")
+        run(clone, "journal", "add", "--role", "user", "--session", word, f"hello from {word}")
+        run(clone, "boot")
+        run(clone, "wake")
+        run(clone, "sleep", now="2026-05-02T03:00:00Z")
+    for clone in (a, b, a):
+        run(clone, "sync")
+        assert conflicts(clone) == []
+    assert listed(a) == listed(b) and len(listed(a)) >= 4
+    for clone in (a, b):
+        assert git(clone, "status", "--porcelain").stdout == ""
+        tracked = git(clone, "ls-files").stdout.split()
+        assert not {"state/ring.yaml", "state/sleep.yaml", "documents/boot.md"} & set(tracked)
+        assert (clone / "state" / "ring.yaml").exists()  # kept on this machine
+        assert run(clone, "verify").out.count("problem") == 0
+
+
+def test_an_older_repository_stops_tracking_the_per_machine_files(tmp_path: Path) -> None:
+    (a,) = hub_and_clones(tmp_path, ("a",))
+    run(a, "teach", "tea at four")
+    git(a, "add", "-f", "state/ring.yaml")  # as memdir before sync committed it
+    git(a, "commit", "-q", "-m", "old layout")
+    run(a, "sync")
+    assert "state/ring.yaml" not in git(a, "ls-files").stdout
+    assert (a / "state" / "ring.yaml").exists()
+
+
+def test_a_forget_is_not_undone_by_the_other_clone(tmp_path: Path) -> None:
+    a, b = hub_and_clones(tmp_path)
+    secret = "my bank PIN is 4321"
+    taught = run(a, "teach", secret).out.strip()
+    run(a, "sync")
+    run(b, "sync")
+    # b forgets it while a, not knowing, rejects it with a reason quoting it and goes on
+    run(b, "forget", taught)
+    run(a, "reject", taught, "--reason", f"not '{secret}'", now=LATER)
+    run(a, "teach", "the cat is called Miso")
+    run(b, "sync")
+    run(a, "sync")
+    run(b, "sync")
+    for clone in (a, b):
+        assert secret not in shelf_text(clone)
+        ring = clone / "state" / "ring.yaml"
+        assert not ring.exists() or secret not in ring.read_text()
+        assert listed(clone)[taught]["status"] == "forgotten"
+        assert "problem" not in run(clone, "verify").out
+    assert git(a, "rev-parse", "HEAD").stdout == git(b, "rev-parse", "HEAD").stdout
+
+
+def test_the_same_line_appended_on_both_clones_counts_once(tmp_path: Path) -> None:
+    a, b = hub_and_clones(tmp_path)
+    ids = {run(clone, "teach", "coffee, black").out.strip() for clone in (a, b)}
+    assert len(ids) == 1  # same content, same second: the same id
+    run(a, "sync")
+    run(b, "sync")
+    assert len(listed(b)) == 1
+    assert shelf_text(b).count("coffee, black") == 1  # sync dropped the duplicate
+
+
+def test_confirm_and_reject_in_the_same_second_reject_wins_and_verify_warns(
+    tmp_path: Path,
+) -> None:
+    a, b = hub_and_clones(tmp_path)
+    guess = run(a, "infer", "the user is vegetarian").out.strip()
+    run(a, "sync")
+    run(b, "sync")
+    run(a, "confirm", guess, now=LATER)
+    run(b, "reject", guess, "--reason", "eats fish", now=LATER)
+    for clone in (a, b, a):
+        run(clone, "sync")
+    assert listed(a)[guess]["status"] == listed(b)[guess]["status"] == "rejected"
+    report = run(a, "verify").out
+    warning = next(line for line in report.splitlines() if line.startswith("warning:"))
+    events = listed(a)[guess]["events"]
+    assert all(event["id"] in warning for event in events if event["op"] in ("confirm", "reject"))
+    run(a, "confirm", guess, now="2026-05-01T11:00:00Z")  # a later decision overrules it
+    assert listed(a)[guess]["status"] == "durable"
+
+
+def test_init_adds_its_lines_to_existing_git_files_and_verify_warns_without_them(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / ".gitattributes").write_text("*.png binary")
+    (root / ".gitignore").write_text("node_modules/\n")
+    assert memdir_cli("init", str(root)).code == 0
+    attributes, ignored = (root / ".gitattributes").read_text(), (root / ".gitignore").read_text()
+    assert attributes.startswith("*.png binary\n") and "*.jsonl merge=union" in attributes
+    assert ignored.startswith("node_modules/\n") and ".memdir/" in ignored.splitlines()
+    assert "/state/ring.yaml" in ignored.splitlines()
+    assert memdir_cli("init", str(root)).code == 0
+    assert (root / ".gitignore").read_text() == ignored  # nothing added twice
+    assert "warning" not in run(root, "verify").out
+    (root / ".gitattributes").write_text("*.png binary\n")
+    out = run(root, "verify").out
+    assert "warning: .gitattributes lacks *.jsonl merge=union" in out
+
+
+def one_line_error(done) -> str:
+    assert done.code != 0 and "Traceback" not in done.err, str(done)
+    (error,) = [line for line in done.err.splitlines() if line.startswith("memdir: error:")]
+    return error
+
+
+def test_sync_says_clearly_what_stops_it(tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    assert memdir_cli("init", str(alone)).code == 0
+    assert "not in a git repository" in one_line_error(memdir_cli("--dir", str(alone), "sync"))
+    local = new_memdir_repo(tmp_path / "local")
+    memdir_cli("--dir", str(local), "teach", "a local thing")
+    error = one_line_error(memdir_cli("--dir", str(local), "sync"))
+    assert "no git remote" in error and "committed locally" in error
+    assert git(local, "status", "--porcelain").stdout == ""
+
+    a, b = hub_and_clones(tmp_path / "pair")
+    for clone, text in ((a, "mine\n"), (b, "theirs\n")):
+        (clone / "NOTES.txt").write_text(text)
+        git(clone, "add", "NOTES.txt")
+        git(clone, "commit", "-q", "-m", "notes")
+    run(a, "sync")
+    error = one_line_error(memdir_cli("--dir", str(b), "sync"))
+    assert "conflicts in NOTES.txt" in error
+    assert conflicts(b) == [] and (b / "NOTES.txt").read_text() == "theirs\n"  # aborted
+
+
+def test_dry_run_changes_nothing(tmp_path: Path) -> None:
+    (a,) = hub_and_clones(tmp_path, ("a",))
+    run(a, "teach", "plants on tuesdays")
+    head = git(a, "rev-parse", "HEAD").stdout
+    out = run(a, "sync", "--dry-run").out
+    assert "would commit" in out and "shelves/memories.jsonl" in out
+    assert git(a, "rev-parse", "HEAD").stdout == head
+
+
+def test_verify_history_reports_a_line_removed_by_hand(tmp_path: Path) -> None:
+    (a,) = hub_and_clones(tmp_path, ("a",))
+    guess = run(a, "infer", "the user hates jazz").out.strip()
+    run(a, "reject", guess, "--reason", "loves jazz")
+    forgotten = run(a, "teach", "a thing to forget").out.strip()
+    run(a, "sync")
+    run(a, "forget", forgotten)
+    events = a / "shelves" / "events.jsonl"
+    events.write_text(
+        "".join(line for line in events.read_text().splitlines(True) if "reject" not in line)
+    )
+    git(a, "commit", "-q", "-am", "tidy")
+    assert "problem" not in run(a, "verify").out
+    done = memdir_cli("--dir", str(a), "verify", "--history")
+    assert done.code != 0
+    problems = [line for line in done.out.splitlines() if line.startswith("problem:")]
+    assert len(problems) == 1 and "reject event about " + guess in problems[0]
+
+
+def test_the_post_merge_hook_removes_forgotten_text_after_a_plain_git_pull(
+    tmp_path: Path,
+) -> None:
+    a, b = hub_and_clones(tmp_path)
+    hook = a / ".git" / "hooks" / "post-merge"
+    shutil.copy(Path(__file__).parent.parent / "examples" / "post-merge", hook)
+    secret = "the spare key is under the blue pot"
+    taught = run(a, "teach", secret).out.strip()
+    run(a, "sync")
+    run(b, "sync")
+    run(b, "forget", taught)
+    run(b, "sync")
+    run(a, "reject", taught, "--reason", f"not '{secret}'", now=LATER)  # keeps the line on a
+    git(a, "commit", "-q", "-am", "a's reject")
+    env = {**os.environ, "PATH": f"{MEMDIR_BIN.parent}:{os.environ['PATH']}"}
+    env.pop("MEMDIR", None)
+    pulled = subprocess.run(["git", "-C", str(a), "pull", "-q", "--no-rebase", "--no-edit"],
+                            env=env, capture_output=True, text=True)  # fmt: skip
+    assert pulled.returncode == 0, pulled.stderr
+    assert conflicts(a) == [] and secret not in shelf_text(a)
+    assert git(a, "status", "--porcelain").stdout == ""  # the hook committed the compaction
