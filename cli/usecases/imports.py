@@ -35,6 +35,7 @@ from memdir.archive_format import imports, journal
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.errors import BadInputError, FormatError, MemdirError, NotFoundError
 from memdir.archive_format.journal import Turn
+from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
 
 log = logging.getLogger("memdir")
@@ -413,8 +414,5 @@ def undo(memdir: Memdir, source: str, now: datetime) -> int:
         )
     from .documents import refresh_boot
 
-    try:
-        refresh_boot(memdir, now)
-    except MemdirError as error:
-        log.warning("boot document not refreshed: %s", error.message)
+    follow_up("the boot refresh", lambda: refresh_boot(memdir, now))
     return removed
