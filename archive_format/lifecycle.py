@@ -177,6 +177,12 @@ def lookup(memdir: Memdir, given: str, now: datetime, cache: IdCache | None = No
     return view_of(memdir, cache.matching(given), now, cache).resolve(given)
 
 
+def short_ids(memdir: Memdir, ids: Iterable[str]) -> dict[str, str]:
+    """Each id's shortest unique prefix (10 characters or more), for narrow tables: `lookup`
+    and every command that takes an id accept it."""
+    return idcache.open_cache(memdir).unique_prefixes(ids)
+
+
 def recent_view(memdir: Memdir, now: datetime, since: datetime) -> ArchiveView:
     """What a briefing can show, folded alone: memories created or decided since `since`,
     every inference still open at `now`, the memories in the console ring, and each supersede
