@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 GAP = "  "
 TEXT_MIN = 30  # the text column gives way to no more than this before a column is dropped
+TEXT_FLOOR = 10  # the narrowest text column, however short the width
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def fit(
     last = kept[-1]
     if columns[last].text and room is not None:
         fixed = sum(widths[i] for i in kept[:-1]) + len(GAP) * (len(kept) - 1)
-        widths[last] = max(min(widths[last], room - fixed), min(TEXT_MIN, widths[last]), 1)
+        # below TEXT_MIN only when nothing else could be dropped; never below TEXT_FLOOR
+        widths[last] = min(widths[last], max(room - fixed, TEXT_FLOOR))
     lines = []
     if header:
         lines.append(_line(columns, kept, widths, [c.name for c in columns]))
@@ -116,7 +118,10 @@ def _wrapped(
     last = kept[-1]
     if not (wrap and columns[last].text) or len(row[last]) <= widths[last]:
         return [_line(columns, kept, widths, row)]
-    pieces = textwrap.wrap(row[last], widths[last], break_on_hyphens=False) or [""]
+    # a word longer than the column (an id, a URL) overflows rather than being cut
+    pieces = textwrap.wrap(
+        row[last], widths[last], break_on_hyphens=False, break_long_words=False
+    ) or [""]
     lines = [_line(columns, kept, widths, [*row[:last], pieces[0], *row[last + 1 :]])]
     indent = sum(widths[i] for i in kept[:-1]) + len(GAP) * (len(kept) - 1)
     lines.extend(" " * indent + piece for piece in pieces[1:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -68,5 +69,10 @@ def print_fields(data: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
     """`name:  value` lines, values made readable, empty ones left out."""
     shown = {k: v for k, v in data.items() if v not in (None, [], {}, "") and k not in skip}
     pad = max((len(name) for name in shown), default=0) + 2
+    room = width()
     for name, value in shown.items():
-        sys.stdout.write(f"{name + ':':<{pad}}{readable(value)}\n")
+        text = readable(value)
+        lines = textwrap.wrap(text, room - pad, break_on_hyphens=False) if room else [text]
+        sys.stdout.write(f"{name + ':':<{pad}}{lines[0] if lines else ''}\n")
+        for line in lines[1:]:
+            sys.stdout.write(" " * pad + line + "\n")
