@@ -30,7 +30,7 @@ app = typer.Typer(
     name="memdir",
     help="Long-term memory for LLM assistants, kept as plain files you can read, grep and version.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
