@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import typer
 
 from memdir.archive_format.errors import ExitStatus
 
 from .. import context
+from ..layout import width
 from ..render import emit_json
 
 MARKS = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
@@ -27,10 +30,25 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json({"healthy": not problems, "checks": [c.to_dict() for c in checks]})
         else:
+            room = width()
             for check in checks:
-                typer.echo(f"{MARKS[check.status]}  {check.name:<9} {check.detail}")
+                head = f"{MARKS[check.status]}  {check.name:<9} {check.detail}"
+                lines = (
+                    [head]
+                    if room is None
+                    else textwrap.wrap(
+                        head,
+                        room,
+                        subsequent_indent=" " * 19,
+                        break_long_words=False,
+                        break_on_hyphens=False,
+                    )
+                )
                 if check.fix and check.status != "ok":
-                    typer.echo(f"{'':<7}  {'':<9} fix: {check.fix}")
+                    # the fix stays one line, so it can be copied whole
+                    lines.append(f"{'':<7}  {'':<9} fix: {check.fix}")
+                for line in lines:
+                    typer.echo(line)
             typer.echo(f"{len(problems)} problem(s)" if problems else "no problems")
         if problems:
             raise typer.Exit(int(ExitStatus.PROBLEMS))
