@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 GAP = "  "
@@ -55,17 +55,22 @@ def fit(
     columns: Sequence[Column],
     rows: Sequence[Sequence[str]],
     room: int | None,
-    short: Mapping[str, str] | None = None,
+    short: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None,
     header: bool = True,
 ) -> Laid:
-    """The table laid out for `room` columns (None: unbounded)."""
+    """The table laid out for `room` columns (None: unbounded); `short` maps ids to unique
+    prefixes (or makes that map, only when the full ids do not fit)."""
     assert all(not c.text for c in columns[:-1]), "the text column comes last"
     table = [list(row) for row in rows]
     kept = list(range(len(columns)))
     if room is not None:
-        if _needed(columns, table, kept, header) > room and short:
+        if _needed(columns, table, kept, header) > room and short is not None:
+            prefixes = short() if callable(short) else short
             table = [
-                [short.get(cell, cell) if columns[i].ident else cell for i, cell in enumerate(row)]
+                [
+                    prefixes.get(cell, cell) if columns[i].ident else cell
+                    for i, cell in enumerate(row)
+                ]
                 for row in table
             ]
         while _needed(columns, table, kept, header) > room:

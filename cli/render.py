@@ -45,7 +45,7 @@ def print_table(
 
     room = width()
     ids = [cell for row in rows for column, cell in zip(columns, row, strict=True) if column.ident]
-    short = short_ids(memdir, ids) if room and memdir is not None and ids else None
+    short = (lambda: short_ids(memdir, ids)) if memdir is not None and ids else None
     for line in fit(columns, rows, room, short, header).lines:
         sys.stdout.write(line + "\n")
 

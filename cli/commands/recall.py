@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -108,7 +110,8 @@ def register(app: typer.Typer) -> None:
         ids = [c.id for c in result.results]
         if explain:
             ids += [row["id"] for stage in result.stages for row in stage.rows if "id" in row]
-        short = short_ids(context.open_memdir(ctx), ids) if room else None
+        memdir = context.open_memdir(ctx)
+        short = functools.cache(lambda: short_ids(memdir, ids))  # asked only if ids do not fit
         if explain:
             render_explain(result, room, short)
         render_results(result, room, short)
@@ -135,7 +138,9 @@ RESULT_COLUMNS = (
 FILTER_COLUMNS = (Column("id", ident=True), Column("status"), Column("dropped because", text=True))
 
 
-def render_results(result: RecallResult, room: int | None, short: dict[str, str] | None) -> None:
+def render_results(
+    result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
+) -> None:
     typer.echo(f"{result.verdict}  {len(result.results)} memories  "
                f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
     if result.over_budget:
@@ -151,7 +156,9 @@ def render_results(result: RecallResult, room: int | None, short: dict[str, str]
         typer.echo(line)
 
 
-def render_explain(result: RecallResult, room: int | None, short: dict[str, str] | None) -> None:
+def render_explain(
+    result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
+) -> None:
     from memdir.indexers.recall import Stage
 
     def say(text: str) -> None:
