@@ -67,6 +67,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
     tombstones: set[str] = set()
     events: list[tuple[str, dict[str, Any]]] = []
     recalls: list[tuple[str, dict[str, Any]]] = []
+    seen: dict[str, list[str]] = {}
     for where, line in located:
         found = line_problems(line)
         if found:
@@ -82,6 +83,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 report.problems.append(
                     f"{where}: {line['id']} appears twice with different content"
                 )
+            _seen(seen, line["id"], where)
             memories.setdefault(line["id"], line)
             if line["source"] == "teaching" and not author_is_user(line["author"]):
                 report.problems.append(
@@ -92,6 +94,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 report.problems.append(
                     f"{where}: {line['id']} does not match its content (edited by hand?)"
                 )
+            _seen(seen, line["id"], where)
             events.append((where, line))
         elif kind == "recall":
             if content_id("r", line) != line["id"]:
@@ -101,8 +104,16 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             recalls.append((where, line))
         else:
             tombstones.add(line["id"])
+    report.warnings.extend(
+        f"{memory_id} appears {len(places)} times ({', '.join(places)}): the copies count "
+        "once; `memdir sync` drops them"
+        for memory_id, places in seen.items()
+        if len(places) > 1
+    )
     known = set(memories) | tombstones
     for where, event in events:
+        if event["op"] == "link" and event.get("to") == event["target"]:
+            report.problems.append(f"{where}: {event['target']} links to itself")
         target = event["target"]
         if target not in known:
             report.problems.append(
@@ -134,7 +145,9 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 "the next write or `memdir sync` removes it"
             )
         for link in memory.get("links", ()):
-            if link["to"].startswith("m-") and link["to"] not in known:
+            if link["to"] == memory_id:
+                report.problems.append(f"{memory_id}: links to itself")
+            elif link["to"].startswith("m-") and link["to"] not in known:
                 report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
     checked, found, turns = journal.check(memdir, memories, known)
     report.lines += checked
@@ -163,6 +176,10 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
     return report
+
+
+def _seen(seen: dict[str, list[str]], line_id: str, where: str) -> None:
+    seen.setdefault(line_id, []).append(where)
 
 
 def _conflicting_decisions(events: list[tuple[str, dict[str, Any]]]) -> list[str]:

@@ -442,15 +442,46 @@ def _serialised(method: F, lock: threading.Lock, tool_error: type[Exception]) ->
     return call  # type: ignore[return-value]
 
 
+def _argument_error(tool: str, error: Any) -> str:
+    """The first rejected argument of a validation error, as one readable line."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "arguments"
+    message = str(first.get("msg", "invalid")).replace("Input should be", "expected")
+    more = len(error.errors()) - 1
+    return f"{tool}: invalid argument {where}: {message}" + (f" (and {more} more)" if more else "")
+
+
 def build_server(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) -> Any:
     """The MCPServer with every tool registered (also used in-process by tests)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
+    from pydantic import ValidationError
 
     from memdir import __version__
 
-    server = MCPServer(
+    class StrictServer(MCPServer):
+        """Unknown arguments are refused (a misspelt field must not look like success), and a
+        rejected argument is one line naming it, without the validator's own report."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tool = self._tool_manager.get_tool(name)
+            if tool is not None:
+                known = set(tool.parameters.get("properties", {}))
+                unknown = sorted(set(arguments) - known)
+                if unknown:
+                    raise ToolError(
+                        f"{name}: unknown argument {', '.join(map(repr, unknown))}; "
+                        f"it takes {', '.join(sorted(known)) or 'none'}"
+                    )
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as error:
+                if isinstance(error.__cause__, ValidationError):
+                    raise ToolError(_argument_error(name, error.__cause__)) from None
+                raise
+
+    server = StrictServer(
         "memdir",
         title="memdir",
         version=__version__,

@@ -10,8 +10,19 @@ from memdir.archive_format import ring as ring_file
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
-from memdir.cli.render import console, emit_json, note, shorten
+from memdir.cli.layout import Column, flat
+from memdir.cli.render import console, emit_json, note, print_table
 
+RING_COLUMNS = (
+    Column("at", drop=1),
+    Column("what"),
+    Column("id", ident=True),
+    Column("text", text=True),
+)
+DREAM_COLUMNS = (
+    Column("memory", ident=True), Column("turns"), Column("withheld", drop=1),
+    Column("text", text=True),
+)  # fmt: skip
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what it would do; write nothing.")]
 
 
@@ -28,9 +39,12 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(slots)
             return
-        for slot in slots:
-            typer.echo(f"{slot.get('at')}  {slot.get('what', ''):<9} {slot.get('id')}  "
-                       f"{shorten(str(slot.get('text', '')), 90)}")  # fmt: skip
+        rows = [
+            (str(slot.get("at")), str(slot.get("what", "")), str(slot.get("id")),
+             flat(str(slot.get("text", ""))))
+            for slot in slots
+        ]  # fmt: skip
+        print_table(RING_COLUMNS, rows, context.open_memdir(ctx), header=False)
         note(f"{len(slots)} of {ring_file.RING_SIZE} slots used")
 
     @app.command()
@@ -79,9 +93,12 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(report.to_dict())
             return
-        for group in report.to_dict()["groups"]:
-            typer.echo(f"{group['memory'] or '(withheld)'}  {group['turns']} turns, "
-                       f"{group['withheld']} withheld  {shorten(group['text'], 90)}")  # fmt: skip
+        rows = [
+            (group["memory"] or "(withheld)", f"{group['turns']} turns",
+             f"{group['withheld']} withheld", flat(group["text"]))
+            for group in report.to_dict()["groups"]
+        ]  # fmt: skip
+        print_table(DREAM_COLUMNS, rows, context.open_memdir(ctx), header=False)
         note(f"{len(report.planned)} group(s){' (dry run)' if dry_run else ''}, "
              f"{report.open_groups} still open")  # fmt: skip
 
@@ -162,7 +179,7 @@ def render_sleep(data: dict[str, Any]) -> None:
 
 
 def render_decay(data: dict[str, Any]) -> None:
-    typer.echo(f"{data['id']}  {shorten(data['text'], 80)}")
+    typer.echo(f"{data['id']}  {flat(data['text'])}")
     typer.echo(
         f"fidelity {data['fidelity']:.3f}  (stability {data['stability_days']:.1f} d, "
         f"{data['elapsed_days']:.1f} d since {data['last_rehearsal']}, "

@@ -9,12 +9,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import context
-from ..render import emit_json, note, shorten
+from ..layout import Column, flat
+from ..render import emit_json, note, print_fields, print_table
 
 if TYPE_CHECKING:
+    from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex, Progress
     from memdir.indexers.reader import Hit
 
+HIT_COLUMNS = (Column("id", ident=True), Column("score", right=True), Column("text", text=True))
+AFFECT_COLUMNS = (
+    Column("id", ident=True), Column("valence"), Column("arousal"), Column("annotator", drop=1),
+    Column("text", text=True),
+)  # fmt: skip
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
 
 
@@ -48,7 +55,7 @@ def open_index(ctx: typer.Context) -> MemoryIndex:
         return fresh_index(context.open_memdir(ctx), advance)
 
 
-def show_hits(hits: list[Hit], json_: bool, snippets: bool) -> None:
+def show_hits(memdir: Memdir, hits: list[Hit], json_: bool, snippets: bool) -> None:
     """`search` and `similar` results: id, score and text (the highlighted snippet, if any)."""
     if json_:
         rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits]
@@ -56,9 +63,11 @@ def show_hits(hits: list[Hit], json_: bool, snippets: bool) -> None:
             rows = [{**row, "snippet": h.snippet} for row, h in zip(rows, hits, strict=True)]
         emit_json(rows)
         return
-    width = 7 if snippets else 6  # BM25 scores run to tens, cosines stay below one
-    for hit in hits:
-        typer.echo(f"{hit.id}  {hit.score:{width}.3f}  {shorten(hit.snippet or hit.text, 100)}")
+    if not hits:
+        note("no results")
+        return
+    table = [(hit.id, f"{hit.score:.3f}", flat(hit.snippet or hit.text)) for hit in hits]
+    print_table(HIT_COLUMNS, table, memdir, header=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -85,8 +94,11 @@ def register(app: typer.Typer) -> None:
             if json_:
                 emit_json(data)
                 return
-            for name, value in data.items():
-                typer.echo(f"{name + ':':<20} {value}")
+            vectors = data["vector_base"]
+            data["vector_base"] = f"{vectors['kind']}, {vectors['size']} vectors"
+            if data.get("embedder_warning") is None:
+                data.pop("embedder_warning", None)
+            print_fields(data)
             return
         with progress_bar() as advance:
             report = memory_index.update(advance, rebuild=rebuild)
@@ -111,7 +123,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir search "coffee order" --k 5
         """
-        show_hits(open_index(ctx).search(query, k), json_, snippets=True)
+        hits = open_index(ctx).search(query, k)
+        show_hits(context.open_memdir(ctx), hits, json_, snippets=True)
 
     @app.command()
     def similar(
@@ -126,7 +139,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir similar "what does the user drink in the morning"
         """
-        show_hits(open_index(ctx).similar(query, k), json_, snippets=False)
+        hits = open_index(ctx).similar(query, k)
+        show_hits(context.open_memdir(ctx), hits, json_, snippets=False)
 
     @app.command()
     def annotate(
@@ -152,8 +166,9 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(rows)
             return
-        for row in rows:
-            typer.echo(
-                f"{row['id']}  v={row['valence']:+.2f} a={row['arousal']:.2f}  "
-                f"{row['annotator']:<12} {shorten(row['text'], 60)}"
-            )
+        table = [
+            (row["id"], f"v={row['valence']:+.2f}", f"a={row['arousal']:.2f}", row["annotator"],
+             flat(row["text"]))
+            for row in rows
+        ]  # fmt: skip
+        print_table(AFFECT_COLUMNS, table, context.open_memdir(ctx), header=False)

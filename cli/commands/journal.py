@@ -12,6 +12,7 @@ from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
 from memdir.cli.commands.lifecycle import read_text
+from memdir.cli.layout import width, wrap
 from memdir.cli.parameters import SessionOpt, VisibilityOpt
 from memdir.cli.render import emit_json, note
 
@@ -120,9 +121,13 @@ def read(
     if json_:
         emit_json(rows)
         return
+    room = width()
     for row in rows:
         tags = f"  <- {', '.join(row['summarised_by'])}" if row["summarised_by"] else ""
-        typer.echo(f"{row['at']} [{row['session']}] {row['role']}: {row['text']}{tags}")
+        for line in wrap(
+            f"{row['at']} [{row['session']}] {row['role']}: {row['text']}{tags}", room
+        ):
+            typer.echo(line)
 
 
 def _since(value: str | None, now: datetime) -> datetime | None:

@@ -410,6 +410,16 @@ def wake(
         kept_items[name] = section.items[: len([c for c in chosen if c.startswith("- ")])]
         used += _cost(kept[name])
     body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+    left_out = _left_out(briefing, kept, _cost(header + body_lines), limit)
+    while left_out and kept and _cost(header + body_lines + left_out) > limit:
+        # the note that whole sections were left out matters more than the last kept one
+        last = next(name for name in reversed(WAKE_PRIORITY) if name in kept)
+        kept.pop(last)
+        kept_items.pop(last, None)
+        body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+        left_out = _left_out(briefing, kept, _cost(header + body_lines), limit)
+    if _cost(header + body_lines + left_out) <= limit:  # a budget too small for any note
+        body_lines += left_out
     markdown = "\n".join(header + body_lines) + "\n"
     sections = {
         name: {
@@ -420,6 +430,22 @@ def wake(
         for name in WAKE_ORDER
     }
     return Wake(markdown, estimate_tokens(markdown), limit, sections, briefing.header_data)
+
+
+def _left_out(briefing: Briefing, kept: dict[str, list[str]], used: int, limit: int) -> list[str]:
+    """The closing note for whole sections the budget left out (those with something in
+    them): with their names and counts when that fits in `limit - used`, else shorter."""
+    gone = [
+        f"{name} {max(section.total, len(section.items))}"
+        for name in WAKE_ORDER
+        if name not in kept and (section := briefing.sections[name]).items
+    ]
+    if not gone:
+        return []
+    full = ["", f"_… {len(gone)} more sections ({', '.join(gone)}): raise --budget_"]
+    if used + _cost(full) <= limit:
+        return full
+    return ["", f"_… {len(gone)} more sections: raise --budget_"]
 
 
 def write_wake(

@@ -10,8 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from memdir.archive_format import journal
-from memdir.archive_format.errors import BadInputError, MemdirError
+from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.journal import Entry, Turn
+from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.usecases import documents
 
@@ -86,10 +87,7 @@ def write_entry(memdir: Memdir, text: str, now: datetime, author: str) -> Entry:
 
 def _refresh_boot(memdir: Memdir, now: datetime) -> None:
     # The journal write has happened; a boot document that cannot be rendered must not undo it.
-    try:
-        documents.refresh_boot(memdir, now)
-    except MemdirError as error:
-        log.warning("boot document not refreshed: %s", error.message)
+    follow_up("the boot refresh", lambda: documents.refresh_boot(memdir, now))
 
 
 def read_turns(

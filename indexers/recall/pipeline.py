@@ -71,7 +71,8 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     results, trace = selection.fit_budget(chosen, options.budget)
     traces.append(trace)
 
+    # the verdict is about what memory holds: a budget too small to show it is said apart
     return RecallResult(
-        analysis, now, settings.profile, verdict(results, settings.verdict), results, traces,
-        (time.perf_counter() - began) * 1000,
+        analysis, now, settings.profile, verdict(chosen, settings.verdict), results, traces,
+        (time.perf_counter() - began) * 1000, over_budget=len(chosen) - len(results),
     )  # fmt: skip

@@ -89,6 +89,7 @@ class RecallResult:
     results: list[Candidate]
     stages: list[Trace]
     milliseconds: float = 0.0
+    over_budget: int = 0  # memories the verdict counted that the token budget left out
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -99,6 +100,7 @@ class RecallResult:
             "results": [candidate.to_dict() for candidate in self.results],
             "analysis": self.analysis.to_dict(),
             "milliseconds": round(self.milliseconds, 2),
+            "over_budget": self.over_budget,
         }
         if explain:
             data["stages"] = [trace.to_dict() for trace in self.stages]
