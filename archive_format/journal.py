@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from . import idcache, shelf
+from . import idcache, shelf, visibility
 from .atomic import write_text
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
@@ -30,7 +30,6 @@ from .memdir import Memdir
 from .records import LineRecord, content_id, encode_line
 from .settings import JournalSettings
 from .validate import JOURNAL_KINDS, line_problems, load_schema
-from .visibility import shown
 
 ROLES = ("user", "assistant", "tool")
 TURN_FIELDS = (
@@ -65,9 +64,12 @@ class Turn(LineRecord):
 
     @property
     def summarisable(self) -> bool:
-        """Shown to a prompt (normal, not secret): the only turns a dream may summarise or wake
-        may show."""
-        return shown(self.visibility, self.secrecy)
+        """Whether a dream summary may quote it (normal or sensitive; visibility.py)."""
+        return self.text_on("dream") is not None
+
+    def text_on(self, surface: str, asked: Iterable[str] = ()) -> str | None:
+        """The text `surface` may show of this turn (`[why]` when masked, None: left out)."""
+        return visibility.present(surface, self.text, None, self.visibility, self.secrecy, asked)
 
     @property
     def trusted(self) -> bool:
@@ -260,13 +262,14 @@ def raw_window(
 ) -> list[Turn]:
     """The last `count` trusted user turns of the past `hours`, whatever their session.
 
-    Private, sealed and secret turns are never in it: it is meant for a system prompt.
+    Only what the wake document may quote verbatim (visibility.py): never a sensitive,
+    private, sealed or secret turn, since it is meant for a system prompt.
     """
     start = now - timedelta(hours=hours)
     chosen = [
         turn
         for turn in turns
-        if turn.role == "user" and turn.trusted and turn.summarisable
+        if turn.role == "user" and turn.trusted and turn.text_on("wake") is not None
         and start <= turn.moment <= now
     ]  # fmt: skip
     return chosen[-count:] if count > 0 else []

@@ -274,7 +274,7 @@ def teach(
     memory = _memory(text, "teaching", author, now, **options)
     with memdir.lock():
         result = write_memory(memdir, memory, now)
-        ring.push(memdir, now, "taught", result.id, memory.text)
+        ring.push(memdir, now, "taught", result.id, memory.text, memory.visibility)
     return result
 
 
@@ -358,7 +358,7 @@ def confirm(
             at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence
         )
         _append_event(memdir, event)
-        ring.push(memdir, now, "confirmed", state.id, state.memory.text)
+        ring.push(memdir, now, "confirmed", state.id, state.memory.text, state.memory.visibility)
     return state.id, event
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from memdir.archive_format import ring as ring_file
+from memdir.archive_format import visibility
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
@@ -24,13 +25,17 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir ring --json
         """
-        slots = list(reversed(ring_file.read_ring(context.open_memdir(ctx))))
+        from memdir.cli.usecases.documents import ring_slots
+
+        slots = ring_slots(context.open_memdir(ctx), context.now(ctx, None))
         if json_:
             emit_json(slots)
             return
         for slot in slots:
+            masked = slot["text"] == f"[{slot['visibility']}]"
+            tag = visibility.marker(slot["status"], "normal" if masked else slot["visibility"])
             typer.echo(f"{slot.get('at')}  {slot.get('what', ''):<9} {slot.get('id')}  "
-                       f"{shorten(str(slot.get('text', '')), 90)}")  # fmt: skip
+                       f"{shorten(str(slot.get('text', '')), 90)}{f'  [{tag}]' if tag else ''}")  # fmt: skip
         note(f"{len(slots)} of {ring_file.RING_SIZE} slots used")
 
     @app.command()
@@ -57,6 +62,7 @@ def register(app: typer.Typer) -> None:
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
             )
         data = describe(memdir, state.memory.to_line(), moment)
+        data["text"] = state.text_on("show")
         if json_:
             emit_json(data)
             return

@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memdir.archive_format import visibility
+
 from .. import context
 from ..render import emit_json, note, shorten
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex, Progress
@@ -48,17 +51,28 @@ def open_index(ctx: typer.Context) -> MemoryIndex:
         return fresh_index(context.open_memdir(ctx), advance)
 
 
-def show_hits(hits: list[Hit], json_: bool, snippets: bool) -> None:
-    """`search` and `similar` results: id, score and text (the highlighted snippet, if any)."""
+def show_hits(rows: list[dict[str, Any]], json_: bool) -> None:
+    """`search` and `similar` results: id, score and text (the highlighted snippet, if any),
+    marked with a status or visibility other than durable/normal."""
     if json_:
-        rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits]
-        if snippets:
-            rows = [{**row, "snippet": h.snippet} for row, h in zip(rows, hits, strict=True)]
         emit_json(rows)
         return
-    width = 7 if snippets else 6  # BM25 scores run to tens, cosines stay below one
-    for hit in hits:
-        typer.echo(f"{hit.id}  {hit.score:{width}.3f}  {shorten(hit.snippet or hit.text, 100)}")
+    width = 7 if rows and "snippet" in rows[0] else 6  # BM25 runs to tens, cosines below one
+    for row in rows:
+        tag = f"  [{row['marker']}]" if row["marker"] else ""
+        typer.echo(
+            f"{row['id']}  {row['score']:{width}.3f}  "
+            f"{shorten(row.get('snippet') or row['text'], 100)}{tag}"
+        )
+
+
+def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired: bool,
+          include_private: bool, now: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    from memdir.cli.usecases.recall import search
+
+    asked = {name for name, on in (("expired", include_expired), ("private", include_private)) if on}
+    memdir = context.open_memdir(ctx)
+    return search(memdir, query, context.now(ctx, now), k, surface, asked, open_index(ctx))
 
 
 def register(app: typer.Typer) -> None:
@@ -105,13 +119,16 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="Words to look for (full text, English stemming).")
         ],
         k: KOpt = 10,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
         Example: memdir search "coffee order" --k 5
         """
-        show_hits(open_index(ctx).search(query, k), json_, snippets=True)
+        show_hits(_hits(ctx, query, k, "search", include_expired, include_private, now), json_)
 
     @app.command()
     def similar(
@@ -120,13 +137,16 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="A sentence; memories closest in meaning are shown.")
         ],
         k: KOpt = 10,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Vector search only: memories closest in meaning (cosine similarity).
 
         Example: memdir similar "what does the user drink in the morning"
         """
-        show_hits(open_index(ctx).similar(query, k), json_, snippets=False)
+        show_hits(_hits(ctx, query, k, "similar", include_expired, include_private, now), json_)
 
     @app.command()
     def annotate(
@@ -148,7 +168,10 @@ def register(app: typer.Typer) -> None:
             note(
                 f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
             )
-        rows = memory_index.affects()
+        rows = [
+            {**row, "text": visibility.present("annotate", row["text"], None, row["visibility"])}
+            for row in memory_index.affects()
+        ]
         if json_:
             emit_json(rows)
             return

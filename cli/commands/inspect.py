@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir show m-3f9a --json
         """
-        data = resolved(ctx, memory_id, now).to_dict()
+        data = resolved(ctx, memory_id, now).shown_on("show") or {}
         if json_:
             emit_json(data)
             return
@@ -110,10 +110,11 @@ def register(app: typer.Typer) -> None:
         """
         state = resolved(ctx, memory_id, now)
         steps = history(state)
+        text = state.text_on("log")
         if json_:
-            emit_json({"id": state.id, "status": state.status, "history": steps})
+            emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
             return
-        typer.echo(f"{state.id}  now {state.status}")
+        typer.echo(f"{state.id}  now {state.status}: {text}")
         for step in steps:
             typer.echo(f"  {step['at'] or '':<21} {step['what']:<11} {step['detail'] or ''}")
 
@@ -161,12 +162,14 @@ def register(app: typer.Typer) -> None:
                 hint=f"use one of {', '.join(STATUSES)}, all",
             )
         view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)]
+        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)
+                  and s.text_on("list", wanted) is not None]  # fmt: skip
         chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
         chosen = chosen[:limit] if limit else chosen
         if json_:
-            emit_json([state.to_dict() for state in chosen])
+            emit_json([state.shown_on("list", wanted) for state in chosen])
             return
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False)
@@ -184,7 +187,7 @@ def register(app: typer.Typer) -> None:
             table.add_row(
                 state.id, state.created[:16].replace("T", " "), state.status,
                 memory.source if memory else "—", (memory.type_label or "") if memory else "",
-                shorten(memory.text if memory else None),
+                escape(shorten(state.text_on("list", wanted) if memory else None)),
             )  # fmt: skip
         console().print(table)
         note(f"{len(chosen)} memories")

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.visibility import marker
 
 from .. import context
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 from ..render import console, emit_json, shorten
 from .index import progress_bar
 from .lifecycle import read_text
@@ -26,12 +28,6 @@ ProfileOpt = Annotated[
 ]
 BudgetOpt = Annotated[
     int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
-]
-IncludeExpiredOpt = Annotated[
-    bool, typer.Option("--include-expired", help="Also recall expired inferences (weight 0.2).")
-]
-IncludePrivateOpt = Annotated[
-    bool, typer.Option("--include-private", help="Also recall private memories.")
 ]
 PersonaOpt = Annotated[str | None, typer.Option("--persona", help="Recall as this persona.")]
 NoCounterweightsOpt = Annotated[
@@ -119,7 +115,9 @@ def render_results(result: RecallResult) -> None:
               f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
     for rank, candidate in enumerate(result.results, start=1):
         line = candidate.memory.line
-        tag = "" if candidate.status == "durable" else f" [{candidate.status} ×{candidate.weight}]"
+        mark = marker(candidate.status, line.get("visibility", "normal"))
+        weight = f" ×{candidate.weight}" if candidate.status != "durable" else ""
+        tag = f" [{mark}{weight}]" if mark else ""
         out.print(f"{rank:>2}. {candidate.score:5.3f}  {candidate.id}  {line['created'][:10]}  "
                   f"{shorten(candidate.memory.text, 90)}{tag}", markup=False)  # fmt: skip
 

@@ -24,7 +24,7 @@ from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import recent_view
+from memdir.archive_format.lifecycle import recent_view, view_of
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
 
@@ -150,9 +150,27 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
 
 
 def shown(state: MemoryState) -> bool:
-    """Whether a memory may go into a document meant for a system prompt: the visibility rule
-    without private ones (those are recalled only when asked for; sealed ones never)."""
-    return state.memory is not None and visibility.shown(state.memory.visibility)
+    """Whether a memory may go into a document meant for a system prompt (visibility.py's boot
+    row; each wake section also keeps only durable or provisional memories)."""
+    return state.memory is not None and state.text_on("boot") is not None
+
+
+def ring_slots(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -> list[dict[str, Any]]:
+    """The console ring, newest first, as visibility.py lets it show: entries of memories no
+    longer live (or sealed) are left out, a private one's text is masked; each entry says the
+    memory's status and visibility now."""
+    slots = ring.read_ring(memdir)
+    view = view or view_of(memdir, {str(slot.get("id", "")) for slot in slots}, now)
+    shown_slots = []
+    for slot in reversed(slots):
+        state = view.states.get(str(slot.get("id", "")))
+        if state is None or state.memory is None:
+            continue
+        visible = state.memory.visibility
+        text = visibility.present("ring", str(slot.get("text", "")), state.status, visible)
+        if text is not None:
+            shown_slots.append({**slot, "text": text, "status": state.status, "visibility": visible})
+    return shown_slots
 
 
 def _hard_facts(view: ArchiveView) -> Section:
