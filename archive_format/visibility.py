@@ -106,6 +106,8 @@ class Surface:
     status: dict[str, Show] = field(default_factory=dict)  # empty: a surface of turns
     asked_by: str = ""
     note: str = ""
+    persona: Show = Show.TEXT  # a memory scoped to other personas than the one the reader named
+    kinds: tuple[str, ...] = ("memories",)  # what it shows: memories, turns or both
 
 
 def _row(*outcomes: str) -> dict[str, Show]:
@@ -123,46 +125,54 @@ _NAMED_EXPOSURE = _exposed("text", "text", "text", "masked", "masked")
 _LISTED_EXPOSURE = _exposed("text", "text", "masked", "masked", "masked")
 _LIVE = _row("text", "text", "omitted", "omitted", "omitted", "omitted")
 _PROMPT_EXPOSURE = _exposed("text", "omitted", "omitted", "omitted", "omitted")
-_EVERYTHING = _row("text", "text", "text", "text", "text", "omitted")
+_ARCHIVED = _row("text", "text", "text", "text", "text", "masked")
 
 SURFACES: dict[str, Surface] = {
     surface.name: surface
     for surface in (
         Surface("recall", ("recall",), ("recall",), _RECALLED_EXPOSURE, _RECALLED,
                 "--include-expired, --include-private (the tool's include_private)",
-                "--explain's candidate pool masks the text of what the filters drop"),
+                "--explain's candidate pool masks the text of what the filters drop",
+                persona=Show.OMITTED),
         Surface("search", ("search",), ("search",), _RECALLED_EXPOSURE, _RECALLED,
                 "--include-expired, --include-private (the tool's include_private)"),
         Surface("similar", ("similar",), (), _RECALLED_EXPOSURE, _RECALLED,
                 "--include-expired, --include-private"),
         Surface("list", ("list",), (), _LISTED_EXPOSURE,
                 _row("text", "text", "asked", "asked", "asked", "asked"), "--status",
-                "a forgotten memory has no text: asked for, its row shows `—`"),
+                "a forgotten memory has no text: asked for, its row shows `—`",
+                persona=Show.OMITTED),
         Surface("show", ("show", "decay"), ("show",), _NAMED_EXPOSURE, _NAMED,
                 note="naming the id is asking for it: private text is shown"),
         Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
         Surface("annotate", ("annotate",), (), _LISTED_EXPOSURE,
                 _row("text", "text", "text", "omitted", "omitted", "omitted"),
                 note="the index's searchable memories (an expired inference stays searchable)"),
-        Surface("journal read", ("journal read",), (), _exposed("text", "text", "masked", "masked", "masked")),
+        Surface("journal read", ("journal read",), (),
+                _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",)),
         Surface("journal read --all", ("journal read --all",), (),
-                _exposed("text", "text", "text", "masked", "masked")),
+                _exposed("text", "text", "text", "masked", "masked"), kinds=("turns",)),
         Surface("journal_read (MCP)", (), ("journal_read",),
-                _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private"),
+                _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private",
+                kinds=("turns",)),
         Surface("ring", ("ring",), ("ring",), _exposed("text", "omitted", "masked", "omitted", "omitted"),
                 _LIVE, note="state/ring.yaml never stores text the ring may not show"),
         Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE, _LIVE,
-                note="also documents/wake.md; a provisional memory is in the review queue"),
+                note="also documents/wake.md; a provisional memory is in the review queue; "
+                "turns in the raw window", kinds=("memories", "turns")),
         Surface("boot", ("boot",), ("boot",), _PROMPT_EXPOSURE,
                 _row("text", "text", "text", "text", "omitted", "omitted"),
                 note="also documents/boot.md; expired and rejected ones as recent events"),
         Surface("dream", ("dream", "sleep"), (),
                 _exposed("text", "text", "omitted", "omitted", "omitted"),
-                note="what a summary may quote; a summary of a sensitive turn is private"),
+                note="what a summary may quote; a summary of a sensitive turn is private",
+                kinds=("turns",)),
         Surface("export", ("export",), (), _exposed("text", "text", "text", "text", "text"),
-                _EVERYTHING, note="a copy of the canonical files: only the owner names its file"),
+                _ARCHIVED, note="a copy of the canonical files: only the owner names its file; "
+                "a forgotten memory is its tombstone", kinds=("memories", "turns")),
         Surface("export --encrypt", ("export --encrypt",), (),
-                _exposed("text", "text", "text", "text", "text"), _EVERYTHING),
+                _exposed("text", "text", "text", "text", "text"), _ARCHIVED,
+                kinds=("memories", "turns")),
     )
 }  # fmt: skip
 
@@ -182,14 +192,18 @@ NO_RECORDS: dict[str, str] = {
 }
 
 
-def decide(surface: str, status: str | None, exposed: str, asked: Iterable[str] = ()) -> Show:
+def decide(surface: str, status: str | None, exposed: str, asked: Iterable[str] = (),
+           other_persona: bool = False) -> Show:  # fmt: skip
     """What `surface` does with a record of this status (None: a turn) and exposure, when the
-    reader asked for the statuses and exposures in `asked`: TEXT, MASKED or OMITTED."""
+    reader asked for the statuses and exposures in `asked` (and named a persona the memory is
+    not scoped to, `other_persona`): TEXT, MASKED or OMITTED."""
     rule = SURFACES[surface]
     wanted = set(asked)
     outcomes = [(exposed, rule.exposure.get(exposed, Show.OMITTED))]
     if status is not None and rule.status:
         outcomes.append((status, rule.status.get(status, Show.OMITTED)))
+    if other_persona:
+        outcomes.append(("persona", rule.persona))
     resolved = [
         (Show.TEXT if name in wanted else Show.OMITTED) if outcome is Show.ASKED else outcome
         for name, outcome in outcomes
@@ -219,12 +233,13 @@ def present(surface: str, text: str, status: str | None, visibility: str,
 
 def matrix_markdown() -> str:
     """The matrix as markdown tables (docs/POLICY.md holds this; a test keeps it in step)."""
-    columns = [*STATUSES, *EXPOSURES]
+    columns = [*STATUSES, *EXPOSURES, "other persona"]
     out = ["| surface | commands | MCP tools | " + " | ".join(columns) + " | asked by |",
            "|---|---|---|" + "---|" * len(columns) + "---|"]  # fmt: skip
     for surface in SURFACES.values():
         cells = [surface.status[name].value if surface.status else "·" for name in STATUSES]
         cells += [surface.exposure[name].value for name in EXPOSURES]
+        cells.append(surface.persona.value if "memories" in surface.kinds else "·")
         commands = ", ".join(f"`{name}`" for name in surface.cli) or "—"
         tools = ", ".join(f"`{name}`" for name in surface.mcp) or "—"
         out.append(f"| {surface.name} | {commands} | {tools} | " + " | ".join(cells)

@@ -62,7 +62,8 @@ def register(app: typer.Typer) -> None:
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
             )
         data = describe(memdir, state.memory.to_line(), moment)
-        data["text"] = state.text_on("show")
+        data.update(text=state.text_on("show"), status=state.status,
+                    visibility=state.memory.visibility)
         if json_:
             emit_json(data)
             return

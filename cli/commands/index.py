@@ -169,7 +169,7 @@ def register(app: typer.Typer) -> None:
                 f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
             )
         rows = [
-            {**row, "text": visibility.present("annotate", row["text"], None, row["visibility"])}
+            {**row, "text": visibility.present("annotate", row["text"], row["status"], row["visibility"])}
             for row in memory_index.affects()
         ]
         if json_:

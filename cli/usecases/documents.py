@@ -264,11 +264,12 @@ def _threads(memdir: Memdir, view: ArchiveView, zone: Any) -> Section:
         seen.add(memory_id)
         when = _local(parse_time(str(slot["at"])), zone)
         text = str(slot.get("text", "")).removeprefix("recall: ")
+        unconfirmed = " — unconfirmed" if state.status == "provisional" else ""
         section.lines.append(
-            f"- {when} {slot.get('what')}: {short_text(str(text), 100)} ({memory_id})"
+            f"- {when} {slot.get('what')}: {short_text(str(text), 100)} ({memory_id}){unconfirmed}"
         )
         section.items.append({"at": slot["at"], "what": slot.get("what"), "id": memory_id,
-                              "text": text})  # fmt: skip
+                              "text": text, "status": state.status})  # fmt: skip
         if len(section.items) >= LIST_LIMIT:
             break
     return section
