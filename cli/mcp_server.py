@@ -189,7 +189,14 @@ class MemdirTools:
     ) -> dict[str, Any]:
         """Erase a memory's text for good (privacy), leaving a tombstone. Needs the user's
         request quoted from a recent trusted user turn (24 h by default)."""
-        return provenance.forget(self.memdir, memory_id, quote, self._now(), self.window).to_dict()
+        from .usecases.forgetting import documents_present, refresh_derived
+
+        now = self._now()
+        present = documents_present(self.memdir)
+        outcome = provenance.forget(self.memdir, memory_id, quote, now, self.window)
+        if outcome.done:
+            refresh_derived(self.memdir, now, present)
+        return outcome.to_dict()
 
     def link(
         self,

@@ -160,7 +160,10 @@ def ring_slots(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -
     longer live (or sealed) are left out, a private one's text is masked; each entry says the
     memory's status and visibility now."""
     slots = ring.read_ring(memdir)
-    view = view or view_of(memdir, {str(slot.get("id", "")) for slot in slots}, now)
+    # the ring is this machine's recent past: fold at its newest entry when that is later
+    newest = max((parse_time(str(slot["at"])) for slot in slots if slot.get("at")), default=now)
+    ids = {str(slot.get("id", "")) for slot in slots}
+    view = view or view_of(memdir, ids, max(now, newest))
     shown_slots = []
     for slot in reversed(slots):
         state = view.states.get(str(slot.get("id", "")))
@@ -298,7 +301,7 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
                       more="memdir journal read --window")  # fmt: skip
     for turn in journal.raw_window(book.turns, now, count, hours):
         section.lines.append(
-            f"- {_local(turn.moment, zone)} [{turn.session}] {short_text(turn.text, 240)}"
+            f"- {_local(turn.moment, zone)} [{turn.session}] {short_text(turn.text, 240)} ({turn.id})"
         )
         section.items.append({"id": turn.id, "at": turn.at, "session": turn.session,
                               "text": turn.text})  # fmt: skip
