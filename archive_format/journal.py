@@ -317,6 +317,15 @@ def forgotten_turns(memdir: Memdir) -> set[str]:
     }
 
 
+def returned_turns(memdir: Memdir) -> list[Turn]:
+    """Turn lines beside their own tombstone (a union merge from a clone that still had them):
+    readers skip them, `verify` reports them, `journal forget` removes them again."""
+    lines = [item.data for path in journal_files(memdir) for item in shelf.read(path)]
+    stones = {data.get("id") for data in lines if data.get("kind") == "tombstone"}
+    back = {data["id"]: data for data in lines if data.get("kind") == "turn" and data.get("id") in stones}
+    return [Turn.from_line(data) for data in back.values()]
+
+
 def forget_turns(memdir: Memdir, turns: Iterable[Turn], now: datetime) -> list[Digest]:
     """Remove turns from every journal file, with the digests that name them, leaving one
     tombstone line per turn; each file is rewritten atomically (caller holds the writer lock).
@@ -344,7 +353,9 @@ def forget_turns(memdir: Memdir, turns: Iterable[Turn], now: datetime) -> list[D
         if changed:
             write_bytes(path, output)
     # the id cache follows the rewritten files on its next sync (a new inode: read again)
-    stones = [Tombstone(turn.id, turn.at, format_time(now)) for turn in chosen.values()]
+    known = forgotten_turns(memdir)
+    stones = [Tombstone(turn.id, turn.at, format_time(now)) for turn in chosen.values()
+              if turn.id not in known]  # fmt: skip
     shelf.append(turns_path(memdir), [encode_line(stone.to_line()) for stone in stones],
                  memdir.quarantine_dir)  # fmt: skip
     return removed

@@ -52,7 +52,9 @@ def forget_turns(memdir: Memdir, given: list[str], session: str | None, now: dat
     present = documents_present(memdir)
     with memdir.lock():
         book = journal.read_journal(memdir)
-        chosen = {turn.id: turn for turn in _resolve(book.turns, given)}
+        # a turn a merge brought back beside its tombstone can be forgotten again
+        every = [*book.turns, *journal.returned_turns(memdir)]
+        chosen = {turn.id: turn for turn in _resolve(every, given)}
         if session is not None:
             chosen.update({t.id: t for t in book.turns if t.session == session})
         if not chosen:
