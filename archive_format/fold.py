@@ -27,9 +27,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from . import visibility
 from .clock import parse_time
 from .errors import AmbiguousIdError, NotFoundError
-from . import visibility
 from .records import Event, Memory
 
 STATUSES = ("durable", "provisional", "expired", "rejected", "superseded", "forgotten")

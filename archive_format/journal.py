@@ -322,7 +322,11 @@ def returned_turns(memdir: Memdir) -> list[Turn]:
     readers skip them, `verify` reports them, `journal forget` removes them again."""
     lines = [item.data for path in journal_files(memdir) for item in shelf.read(path)]
     stones = {data.get("id") for data in lines if data.get("kind") == "tombstone"}
-    back = {data["id"]: data for data in lines if data.get("kind") == "turn" and data.get("id") in stones}
+    back = {
+        data["id"]: data
+        for data in lines
+        if data.get("kind") == "turn" and data.get("id") in stones
+    }
     return [Turn.from_line(data) for data in back.values()]
 
 

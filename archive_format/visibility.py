@@ -178,17 +178,45 @@ SURFACES: dict[str, Surface] = {
 
 # Commands and tools that show no stored record's text (they write, count, or report on files).
 NO_RECORDS: dict[str, str] = {
-    **dict.fromkeys(("init", "teach", "infer", "confirm", "reject", "expire", "forget", "link",
-                     "journal add", "journal write", "journal forget", "import", "restore"),
-                    "writes; prints ids"),  # fmt: skip
-    **dict.fromkeys(("stats", "verify", "index", "watch", "sync", "mcp", "bench locomo",
-                     "bench safety"), "counts and reports; no record text"),  # fmt: skip
-    **dict.fromkeys(("teach (MCP)", "infer (MCP)", "confirm (MCP)", "reject (MCP)",
-                     "forget (MCP)", "link (MCP)", "journal_add (MCP)"),
-                    "writes; echoes only the caller's input"),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "init",
+            "teach",
+            "infer",
+            "confirm",
+            "reject",
+            "expire",
+            "forget",
+            "link",
+            "journal add",
+            "journal write",
+            "journal forget",
+            "import",
+            "restore",
+        ),
+        "writes; prints ids",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        ("stats", "verify", "index", "watch", "sync", "mcp", "bench locomo", "bench safety"),
+        "counts and reports; no record text",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "teach (MCP)",
+            "infer (MCP)",
+            "confirm (MCP)",
+            "reject (MCP)",
+            "forget (MCP)",
+            "link (MCP)",
+            "journal_add (MCP)",
+        ),
+        "writes; echoes only the caller's input",
+    ),  # fmt: skip
     **dict.fromkeys(("stats (MCP)",), "counts"),
-    **dict.fromkeys(("self_read (MCP)", "self_update (MCP)", "people_read (MCP)",
-                     "person_update (MCP)"), "the self and people notes, not records"),  # fmt: skip
+    **dict.fromkeys(
+        ("self_read (MCP)", "self_update (MCP)", "people_read (MCP)", "person_update (MCP)"),
+        "the self and people notes, not records",
+    ),  # fmt: skip
 }
 
 
@@ -214,8 +242,12 @@ def decide(surface: str, status: str | None, exposed: str, asked: Iterable[str] 
 def marker(status: str | None, exposed: str) -> str:
     """The marker a shown record carries: its status and exposure when not durable/normal."""
     return ", ".join(
-        part for part in (status if status != "durable" else None,
-                          exposed if exposed != "normal" else None) if part  # fmt: skip
+        part
+        for part in (
+            status if status != "durable" else None,
+            exposed if exposed != "normal" else None,
+        )
+        if part  # fmt: skip
     )
 
 

@@ -16,7 +16,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 IncludeExpiredOpt = Annotated[
-    bool, typer.Option("--include-expired", help="Also expired inferences (recall weighs them 0.2).")
+    bool,
+    typer.Option("--include-expired", help="Also expired inferences (recall weighs them 0.2)."),
 ]
 IncludePrivateOpt = Annotated[
     bool, typer.Option("--include-private", help="Also private memories.")

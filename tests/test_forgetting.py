@@ -175,4 +175,3 @@ def test_a_tombstone_hides_its_turn_whatever_the_line_order(
             handle.write(encode_line(turns[n].to_line()))
     seen = [turn.id for turn in journal.read_journal(memdir).turns]
     assert seen == [turns[n].id for n in range(6) if n not in forgotten]
-

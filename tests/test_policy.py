@@ -151,7 +151,9 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
     views += _forms(memdir, "recall", ("recall", "quokka", "--k", "30", "--no-record",
                                        "--persona", "home"), True, persona="home")  # fmt: skip
     views += _forms(memdir, "list", ("list",))
-    views += _forms(memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES))
+    views += _forms(
+        memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES)
+    )
     views += _forms(memdir, "list", ("list", "--persona", "home"), persona="home")
     for record in RECORDS:
         if record.kind == "memories":
@@ -159,15 +161,24 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
             views += _forms(memdir, "log", ("log", record.id), only=record.name)
             if record.status != "forgotten":  # a forgotten memory has nothing to decay
                 # (its --json form only: the plain one prints the same text, and CI stays quick)
-                views.append(View("show", f"decay {record.id} --json", json=True, only=record.name,
-                                  output=_cli(memdir, "decay", record.id, "--json")))
+                views.append(
+                    View(
+                        "show",
+                        f"decay {record.id} --json",
+                        json=True,
+                        only=record.name,
+                        output=_cli(memdir, "decay", record.id, "--json"),
+                    )
+                )
     views += _forms(memdir, "annotate", ("annotate",))
     views += _forms(memdir, "journal read", ("journal", "read"), plain_ids=False)
     views += _forms(memdir, "journal read --all", ("journal", "read", "--all"), plain_ids=False)
     views += _forms(memdir, "ring", ("ring",), marks=True)
     views += _forms(memdir, "wake", ("wake",), plain_ids=False)  # turns are quoted without ids
     views.append(View("boot", "boot", _cli(memdir, "boot")))
-    dreamt = _cli(memdir, "dream", "--dry-run", "--json", "--now", format_time(NOW + timedelta(days=1)))
+    dreamt = _cli(
+        memdir, "dream", "--dry-run", "--json", "--now", format_time(NOW + timedelta(days=1))
+    )
     views.append(View("dream", "dream --dry-run --json", dreamt, ids=False, json=True))
     for encrypt in (False, True):
         out = tmp / f"export-{encrypt}.tar.gz"
@@ -272,8 +283,6 @@ def expected(view: View, record: Planted) -> Show:
     return decide(view.surface, record.status, record.exposure, view.asked, other)
 
 
-
-
 @pytest.mark.parametrize("surface", sorted(SURFACES))
 def test_every_surface_follows_the_matrix(observed: list[View], surface: str) -> None:
     views = [view for view in observed if view.surface == surface]
@@ -325,7 +334,11 @@ def _check_marker(view: View, record: Planted, where: str) -> None:
         lines = [line for line in text.splitlines() if record.token in line]
         assert lines and all(any(word in line for word in DOCUMENTS[view.surface][record.status or ""])
                              for line in lines), f"{where}: not marked"  # fmt: skip
-    elif view.json and record.kind == "memories" and view.surface not in ("export", "export --encrypt"):
+    elif (
+        view.json
+        and record.kind == "memories"
+        and view.surface not in ("export", "export --encrypt")
+    ):
         rows = [row for row in _records_with(view.output, record.token) if "id" in row]
         assert rows, where
         for row in rows:
@@ -397,4 +410,6 @@ def test_every_command_and_tool_has_a_row(hashed: Memdir) -> None:
 def test_docs_hold_the_matrix() -> None:
     """docs/POLICY.md holds the matrix the code enforces (regenerate it from matrix_markdown)."""
     doc = (Path(__file__).parents[1] / "docs" / "POLICY.md").read_text(encoding="utf-8")
-    assert visibility.matrix_markdown() in doc, "paste visibility.matrix_markdown() into docs/POLICY.md"
+    assert visibility.matrix_markdown() in doc, (
+        "paste visibility.matrix_markdown() into docs/POLICY.md"
+    )

@@ -62,8 +62,9 @@ def register(app: typer.Typer) -> None:
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
             )
         data = describe(memdir, state.memory.to_line(), moment)
-        data.update(text=state.text_on("show"), status=state.status,
-                    visibility=state.memory.visibility)
+        data.update(
+            text=state.text_on("show"), status=state.status, visibility=state.memory.visibility
+        )
         if json_:
             emit_json(data)
             return

@@ -11,12 +11,11 @@ import typer
 from memdir.archive_format import visibility
 
 from .. import context
-from ..render import emit_json, note, shorten
 from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
+from ..render import emit_json, note, shorten
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex, Progress
-    from memdir.indexers.reader import Hit
 
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
 
@@ -70,7 +69,9 @@ def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired:
           include_private: bool, now: str | None) -> list[dict[str, Any]]:  # fmt: skip
     from memdir.cli.usecases.recall import search
 
-    asked = {name for name, on in (("expired", include_expired), ("private", include_private)) if on}
+    asked = {
+        name for name, on in (("expired", include_expired), ("private", include_private)) if on
+    }
     memdir = context.open_memdir(ctx)
     return search(memdir, query, context.now(ctx, now), k, surface, asked, open_index(ctx))
 
@@ -169,7 +170,12 @@ def register(app: typer.Typer) -> None:
                 f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
             )
         rows = [
-            {**row, "text": visibility.present("annotate", row["text"], row["status"], row["visibility"])}
+            {
+                **row,
+                "text": visibility.present(
+                    "annotate", row["text"], row["status"], row["visibility"]
+                ),
+            }
             for row in memory_index.affects()
         ]
         if json_:

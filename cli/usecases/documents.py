@@ -155,7 +155,9 @@ def shown(state: MemoryState) -> bool:
     return state.memory is not None and state.text_on("boot") is not None
 
 
-def ring_slots(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -> list[dict[str, Any]]:
+def ring_slots(
+    memdir: Memdir, now: datetime, view: ArchiveView | None = None
+) -> list[dict[str, Any]]:
     """The console ring, newest first, as visibility.py lets it show: entries of memories no
     longer live (or sealed) are left out, a private one's text is masked; each entry says the
     memory's status and visibility now."""
@@ -172,7 +174,9 @@ def ring_slots(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -
         visible = state.memory.visibility
         text = visibility.present("ring", str(slot.get("text", "")), state.status, visible)
         if text is not None:
-            shown_slots.append({**slot, "text": text, "status": state.status, "visibility": visible})
+            shown_slots.append(
+                {**slot, "text": text, "status": state.status, "visibility": visible}
+            )
     return shown_slots
 
 
