@@ -53,6 +53,13 @@ def drop(memdir: Memdir, memory_id: str) -> None:
         write_yaml(ring_path(memdir), {"size": size, "slots": kept})
 
 
+def replace_slots(memdir: Memdir, slots: list[dict[str, Any]]) -> None:
+    """Write the ring with these entries, oldest first (caller holds the writer lock)."""
+    data = read_yaml(ring_path(memdir), {}) or {}
+    size = data.get("size", RING_SIZE) if isinstance(data, dict) else RING_SIZE
+    write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})
+
+
 def _short(text: str, width: int = 120) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

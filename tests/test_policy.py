@@ -260,6 +260,20 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> list[View]:
     return cli_views(memdir, tmp) + mcp_views(memdir)
 
 
+def test_sleep_scrubs_a_ring_an_older_memdir_wrote(tmp_path: Path) -> None:
+    """state/ring.yaml holds only what the ring may show, also after an older version wrote it."""
+    memdir = plant(tmp_path / "memory")
+    write_an_old_ring(memdir)
+    done = memdir_cli("--dir", str(memdir.root), "sleep", now=NOW_TEXT)
+    assert done.code == 0, done
+    text = (memdir.state_dir / "ring.yaml").read_text()
+    for record in RECORDS:
+        if record.kind == "memories":
+            shown = decide("ring", record.status, record.exposure) is Show.TEXT
+            assert (record.token in text) is shown, record.name
+    assert BY_NAME["private"].id in text and "[private]" in text
+
+
 def _records_with(output: str, token: str) -> list[dict[str, Any]]:
     """The JSON objects in `output` whose own string values hold `token`."""
     found: list[dict[str, Any]] = []

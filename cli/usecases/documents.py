@@ -180,6 +180,21 @@ def ring_slots(
     return shown_slots
 
 
+def scrub_ring(memdir: Memdir, now: datetime) -> bool:
+    """Rewrite state/ring.yaml with only what the ring may show (an older memdir's ring may hold
+    sealed or private text); `sleep` runs it. Returns whether anything changed."""
+    with memdir.lock():
+        slots = ring.read_ring(memdir)
+        kept = [
+            {name: slot[name] for name in ("at", "what", "id", "text") if name in slot}
+            for slot in reversed(ring_slots(memdir, now))
+        ]
+        changed = kept != slots
+        if changed:
+            ring.replace_slots(memdir, kept)
+    return changed
+
+
 def _hard_facts(view: ArchiveView) -> Section:
     section = Section("hard_facts", empty="no supersede keys yet", more="memdir list --json")
     facts = [s for s in view if s.status == "durable" and shown(s) and s.memory and s.memory.key]
