@@ -175,3 +175,32 @@ def test_a_tombstone_hides_its_turn_whatever_the_line_order(
             handle.write(encode_line(turns[n].to_line()))
     seen = [turn.id for turn in journal.read_journal(memdir).turns]
     assert seen == [turns[n].id for n in range(6) if n not in forgotten]
+
+
+def test_mcp_forget_reaches_the_documents_and_the_index(hashed: Memdir) -> None:
+    """The MCP `forget` tool (the SDK's stdio client) refreshes what `memdir forget` does."""
+    import anyio
+    from conftest import MEMDIR_BIN, clean_env
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    secret = lifecycle.teach(hashed, "the quokka password is zebrafishword", T0_DT).id
+    derive_everything(hashed)
+    request = "Please forget that the quokka password is zebrafishword"
+    assert run(hashed, "journal", "add", "--role", "user", "--session", "s9", request).code == 0
+    params = StdioServerParameters(command=str(MEMDIR_BIN), args=["--dir", str(hashed.root), "mcp"],
+                                   env=clean_env(MEMDIR_NOW=DAY1))  # fmt: skip
+
+    async def scenario() -> dict[str, object]:
+        async with Client(params, read_timeout_seconds=60) as client:
+            result = await client.call_tool("forget", {"memory_id": secret, "quote": request})
+            assert not result.is_error, result
+            return dict(result.structured_content or {})
+
+    assert anyio.run(scenario)["status"] == "forgotten"
+    # the user's own request still says it (the journal, and wake's raw window quoting that
+    # turn): the turn is theirs to forget; the memory is gone from the shelves, index and ring
+    assert files_holding(hashed, "zebrafishword") == ["documents/wake.md", "journal/turns.jsonl"]
+    for name in ("wake.md", "boot.md"):
+        assert secret not in (hashed.documents_dir / name).read_text()
+    assert run(hashed, "verify").code == 0
