@@ -153,8 +153,8 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
     kind = data.get("kind")
     if kind == "memory" or kind == "tombstone":
         memory_id = data.get("id")
-        if not isinstance(memory_id, str):
-            return None
+        if not isinstance(memory_id, str) or memory_id.startswith("t-"):
+            return None  # a forgotten turn's tombstone (journal forget) names no memory
         if kind == "tombstone":
             return "records", (memory_id, number, offset, length, 1) + (None,) * 7
         text = data.get("text")

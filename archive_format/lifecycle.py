@@ -296,7 +296,8 @@ def teach(
     with memdir.lock():
         result = write_memory(memdir, memory, now)
         follow_up(
-            "the console ring", lambda: ring.push(memdir, now, "taught", result.id, memory.text)
+            "the console ring",
+            lambda: ring.push(memdir, now, "taught", result.id, memory.text, memory.visibility),
         )
     return result
 
@@ -381,8 +382,11 @@ def confirm(
             at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence
         )
         _append_event(memdir, event)
-        text = state.memory.text
-        follow_up("the console ring", lambda: ring.push(memdir, now, "confirmed", state.id, text))
+        memory = state.memory
+        follow_up(
+            "the console ring",
+            lambda: ring.push(memdir, now, "confirmed", state.id, memory.text, memory.visibility),
+        )
     return state.id, event
 
 

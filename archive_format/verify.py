@@ -152,6 +152,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
     checked, found, turns = journal.check(memdir, memories, known)
     report.lines += checked
     report.problems.extend(found)
+    report.problems.extend(_derived_mentions(memdir, tombstones | journal.forgotten_turns(memdir)))
     for where, event in events:
         if event["op"] == "link" and str(event.get("to", "")).startswith("t-"):
             if event["to"] not in turns:
@@ -180,6 +181,24 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
 
 def _seen(seen: dict[str, list[str]], line_id: str, where: str) -> None:
     seen.setdefault(line_id, []).append(where)
+
+
+def _derived_mentions(memdir: Memdir, forgotten: set[str]) -> list[str]:
+    """Generated files (documents/, the console ring) that still quote a forgotten memory or
+    turn: each quotes a record beside its id, so the id is enough to find it."""
+    found = []
+    files = [*sorted(memdir.documents_dir.glob("*.md")), memdir.state_dir / "ring.yaml"]
+    for path in files:
+        if not path.is_file() or not forgotten:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        named = sorted(record_id for record_id in forgotten if record_id in text)
+        if named:
+            where = path.relative_to(memdir.root)
+            found.append(f"{where} still quotes forgotten {named[0]}"
+                         f"{f' (and {len(named) - 1} more)' if len(named) > 1 else ''}; "
+                         "`memdir sleep` writes it again")  # fmt: skip
+    return found
 
 
 def _conflicting_decisions(events: list[tuple[str, dict[str, Any]]]) -> list[str]:

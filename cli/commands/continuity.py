@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from memdir.archive_format import ring as ring_file
+from memdir.archive_format import visibility
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
@@ -35,15 +36,18 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir ring --json
         """
-        slots = list(reversed(ring_file.read_ring(context.open_memdir(ctx))))
+        from memdir.cli.usecases.documents import ring_slots
+
+        slots = ring_slots(context.open_memdir(ctx), context.now(ctx, None))
         if json_:
             emit_json(slots)
             return
-        rows = [
-            (str(slot.get("at")), str(slot.get("what", "")), str(slot.get("id")),
-             flat(str(slot.get("text", ""))))
-            for slot in slots
-        ]  # fmt: skip
+        rows = []
+        for slot in slots:
+            masked = slot["text"] == f"[{slot['visibility']}]"
+            tag = visibility.marker(slot["status"], "normal" if masked else slot["visibility"])
+            text = flat(str(slot.get("text", ""))) + (f"  [{tag}]" if tag else "")
+            rows.append((str(slot.get("at")), str(slot.get("what", "")), str(slot.get("id")), text))
         print_table(RING_COLUMNS, rows, context.open_memdir(ctx), header=False)
         note(f"{len(slots)} of {ring_file.RING_SIZE} slots used")
 
@@ -71,6 +75,9 @@ def register(app: typer.Typer) -> None:
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
             )
         data = describe(memdir, state.memory.to_line(), moment)
+        data.update(
+            text=state.text_on("show"), status=state.status, visibility=state.memory.visibility
+        )
         if json_:
             emit_json(data)
             return

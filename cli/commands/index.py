@@ -8,14 +8,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memdir.archive_format import visibility
+
 from .. import context
 from ..layout import Column, flat
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 from ..render import emit_json, note, print_fields, print_table
 
 if TYPE_CHECKING:
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex, Progress
-    from memdir.indexers.reader import Hit
 
 HIT_COLUMNS = (Column("id", ident=True), Column("score", right=True), Column("text", text=True))
 AFFECT_COLUMNS = (
@@ -55,19 +57,32 @@ def open_index(ctx: typer.Context) -> MemoryIndex:
         return fresh_index(context.open_memdir(ctx), advance)
 
 
-def show_hits(memdir: Memdir, hits: list[Hit], json_: bool, snippets: bool) -> None:
-    """`search` and `similar` results: id, score and text (the highlighted snippet, if any)."""
+def show_hits(memdir: Memdir, rows: list[dict[str, Any]], json_: bool) -> None:
+    """`search` and `similar` results: id, score and text (the highlighted snippet, if any),
+    marked with a status or visibility other than durable/normal."""
     if json_:
-        rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits]
-        if snippets:
-            rows = [{**row, "snippet": h.snippet} for row, h in zip(rows, hits, strict=True)]
         emit_json(rows)
         return
-    if not hits:
+    if not rows:
         note("no results")
         return
-    table = [(hit.id, f"{hit.score:.3f}", flat(hit.snippet or hit.text)) for hit in hits]
+    table = []
+    for row in rows:
+        tag = f"  [{row['marker']}]" if row["marker"] else ""
+        text = flat(row.get("snippet") or row["text"]) + tag
+        table.append((row["id"], f"{row['score']:.3f}", text))
     print_table(HIT_COLUMNS, table, memdir, header=False)
+
+
+def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired: bool,
+          include_private: bool, now: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    from memdir.cli.usecases.recall import search
+
+    asked = {
+        name for name, on in (("expired", include_expired), ("private", include_private)) if on
+    }
+    memdir = context.open_memdir(ctx)
+    return search(memdir, query, context.now(ctx, now), k, surface, asked, open_index(ctx))
 
 
 def register(app: typer.Typer) -> None:
@@ -117,14 +132,17 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="Words to look for (full text, English stemming).")
         ],
         k: KOpt = 10,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
         Example: memdir search "coffee order" --k 5
         """
-        hits = open_index(ctx).search(query, k)
-        show_hits(context.open_memdir(ctx), hits, json_, snippets=True)
+        rows = _hits(ctx, query, k, "search", include_expired, include_private, now)
+        show_hits(context.open_memdir(ctx), rows, json_)
 
     @app.command()
     def similar(
@@ -133,14 +151,17 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="A sentence; memories closest in meaning are shown.")
         ],
         k: KOpt = 10,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Vector search only: memories closest in meaning (cosine similarity).
 
         Example: memdir similar "what does the user drink in the morning"
         """
-        hits = open_index(ctx).similar(query, k)
-        show_hits(context.open_memdir(ctx), hits, json_, snippets=False)
+        rows = _hits(ctx, query, k, "similar", include_expired, include_private, now)
+        show_hits(context.open_memdir(ctx), rows, json_)
 
     @app.command()
     def annotate(
@@ -162,7 +183,15 @@ def register(app: typer.Typer) -> None:
             note(
                 f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
             )
-        rows = memory_index.affects()
+        rows = [
+            {
+                **row,
+                "text": visibility.present(
+                    "annotate", row["text"], row["status"], row["visibility"]
+                ),
+            }
+            for row in memory_index.affects()
+        ]
         if json_:
             emit_json(rows)
             return

@@ -14,7 +14,7 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.verify import verify as verify_memdir
 
 from .. import context
-from ..layout import Column, flat
+from ..layout import Column, flat, width, wrap
 from ..render import emit_json, note, print_fields, print_table
 
 LIST_COLUMNS = (
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir show m-3f9a --json
         """
-        data = resolved(ctx, memory_id, now).to_dict()
+        data = resolved(ctx, memory_id, now).shown_on("show") or {}
         if json_:
             emit_json(data)
             return
@@ -117,10 +117,12 @@ def register(app: typer.Typer) -> None:
         """
         state = resolved(ctx, memory_id, now)
         steps = history(state)
+        text = state.text_on("log")
         if json_:
-            emit_json({"id": state.id, "status": state.status, "history": steps})
+            emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
             return
-        typer.echo(f"{state.id}  now {state.status}")
+        for line in wrap(f"{state.id}  now {state.status}: {flat(text)}", width()):
+            typer.echo(line)
         rows = [(step["at"] or "", step["what"] or "", step["detail"] or "") for step in steps]
         print_table(LOG_COLUMNS, rows, header=False)
 
@@ -168,11 +170,12 @@ def register(app: typer.Typer) -> None:
                 hint=f"use one of {', '.join(STATUSES)}, all",
             )
         view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)]
+        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)
+                  and s.text_on("list", wanted) is not None]  # fmt: skip
         chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
         chosen = chosen[:limit] if limit else chosen
         if json_:
-            emit_json([state.to_dict() for state in chosen])
+            emit_json([state.shown_on("list", wanted) for state in chosen])
             return
         rows = [
             (
@@ -181,7 +184,7 @@ def register(app: typer.Typer) -> None:
                 state.status,
                 state.memory.source if state.memory else "—",
                 (state.memory.type_label or "") if state.memory else "",
-                flat(state.memory.text if state.memory else None),
+                flat(state.text_on("list", wanted) if state.memory else None),
             )
             for state in chosen
         ]

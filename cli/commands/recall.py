@@ -10,9 +10,11 @@ import typer
 
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.lifecycle import short_ids
+from memdir.archive_format.visibility import marker
 
 from .. import context, layout
 from ..layout import Column, fit, flat, rule, wrap
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 from ..render import emit_json
 from .index import progress_bar
 from .lifecycle import read_text
@@ -30,12 +32,6 @@ ProfileOpt = Annotated[
 ]
 BudgetOpt = Annotated[
     int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
-]
-IncludeExpiredOpt = Annotated[
-    bool, typer.Option("--include-expired", help="Also recall expired inferences (weight 0.2).")
-]
-IncludePrivateOpt = Annotated[
-    bool, typer.Option("--include-private", help="Also recall private memories.")
 ]
 PersonaOpt = Annotated[str | None, typer.Option("--persona", help="Recall as this persona.")]
 NoCounterweightsOpt = Annotated[
@@ -149,9 +145,12 @@ def render_results(
         typer.echo("no results")
     rows = []
     for rank, candidate in enumerate(result.results, start=1):
-        tag = "" if candidate.status == "durable" else f" [{candidate.status} ×{candidate.weight}]"
+        fields = candidate.memory.line
+        mark = marker(candidate.status, fields.get("visibility", "normal"))
+        weight = f" ×{candidate.weight}" if candidate.status != "durable" else ""
+        tag = f" [{mark}{weight}]" if mark else ""
         rows.append((f"{rank}.", f"{candidate.score:.3f}", candidate.id,
-                     candidate.memory.line["created"][:10], flat(candidate.memory.text) + tag))  # fmt: skip
+                     fields["created"][:10], flat(candidate.memory.text) + tag))  # fmt: skip
     for line in fit(RESULT_COLUMNS, rows, room, short, header=False).lines:
         typer.echo(line)
 

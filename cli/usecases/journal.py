@@ -101,7 +101,8 @@ def read_turns(
 ) -> list[dict[str, Any]]:
     """Turns as of `now` (oldest first), filtered, each with the memories that summarise it.
 
-    Private, sealed and secret text is masked unless `everything` (the files hold it anyway)."""
+    Private, sealed and secret text is masked; `everything` (--all) shows private text too,
+    never sealed or secret text (visibility.py; the files hold it anyway)."""
     book = journal.read_journal(memdir, until=now)
     turns = book.turns
     if window:
@@ -114,8 +115,9 @@ def read_turns(
             continue
         if since is not None and turn.moment < since:
             continue
-        hidden = not turn.summarisable and not everything
-        label = "secret" if turn.secrecy == "secret" else turn.visibility
-        row = {**turn.to_line(), "text": f"[{label}]" if hidden else turn.text}
+        text = turn.text_on("journal read --all" if everything else "journal read")
+        if text is None:
+            continue
+        row = {**turn.to_line(), "text": text}
         rows.append({**row, "trusted": turn.trusted, "summarised_by": summaries.get(turn.id, [])})
     return rows

@@ -55,6 +55,7 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     traces.append(trace)
 
     survivors, trace = policy.screen(index, pool, now, options, settings.cutoffs)
+    policy.mask_pool(traces[-1], pool, options)
     traces.append(trace)
 
     score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives)

@@ -70,6 +70,7 @@ class Candidate:
             "components": {name: round(value, 4) for name, value in self.components.items()},
             "raw": {name: round(value, 4) for name, value in self.raw.items()},
             "status": self.status,
+            "visibility": line.get("visibility", "normal"),
             "weight": self.weight,
             "source": line["source"],
             "created": line["created"],
