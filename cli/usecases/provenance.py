@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -253,6 +253,50 @@ def asks_to_forget(quote: str) -> bool:
     return False
 
 
+# who runs the command line -------------------------------------------------------------------
+# Environment variables agent harnesses set in the shells they give a model (docs/MCP.md,
+# "An actor for every command-line write"): their presence means an assistant is typing.
+HARNESS_MARKERS = (
+    ("CLAUDECODE", "Claude Code"),
+    ("CODEX_SANDBOX", "Codex CLI"),
+    ("CODEX_SANDBOX_NETWORK_DISABLED", "Codex CLI"),
+    ("CODEX_THREAD_ID", "Codex CLI"),
+)
+ACTORS = ("user", ASSISTANT)
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is running the command line: the user, or an assistant (and how that is known)."""
+
+    name: str
+    reason: str
+
+    @property
+    def assistant(self) -> bool:
+        return self.name == ASSISTANT
+
+
+def actor_from(environ: Mapping[str, str]) -> Actor:
+    """MEMDIR_ACTOR (user | assistant) when set, else an agent harness's marker variable makes
+    the actor the assistant, else the user. MEMDIR_ACTOR=user is what a client's prompt hook
+    sets (the words it records come from the client, not the model)."""
+    from memdir.archive_format.errors import BadInputError
+
+    declared = environ.get("MEMDIR_ACTOR", "").strip().casefold()
+    if declared:
+        if declared not in ACTORS:
+            raise BadInputError(
+                f"MEMDIR_ACTOR={declared!r} is neither 'user' nor 'assistant'",
+                hint="set MEMDIR_ACTOR=assistant in an agent's shell, or unset it",
+            )
+        return Actor(declared, f"MEMDIR_ACTOR={declared}")
+    for variable, harness in HARNESS_MARKERS:
+        if environ.get(variable):
+            return Actor(ASSISTANT, f"{variable} is set ({harness})")
+    return Actor("user", "the command line")
+
+
 def _cite(quote: str, turn: Turn) -> str:
     flat = " ".join(quote.split())
     return f'the user: "{flat}" (journal turn {turn.id}, {turn.at}, via {turn.channel})'
@@ -268,6 +312,7 @@ class Outcome:
     message: str
     stored_as: str | None = None
     evidence: str | None = None
+    refused: bool | None = None  # True when the guard said no (the user's words are missing)
 
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -389,6 +434,7 @@ def confirm(memdir: Memdir, given: str, quote: str, now: datetime) -> Outcome:
             f"NOT confirmed: {why}. It needs the user's answer, recorded by a trusted path after "
             "this inference was made, about this memory and saying yes. Ask the user whether "
             "it is right; when their answer is in the journal, call `confirm` again quoting it.",
+            refused=True,
         )
     evidence = _cite(quote, found.turn)
     memory_id, _ = lifecycle.confirm(memdir, state.id, now, actor="user", evidence=evidence)
@@ -422,6 +468,7 @@ def reject(
             f"NOT rejected: this memory is {state.status} ({memory.source if memory else '?'}); "
             f"rejecting it needs the user's words saying it is wrong, quoted from a turn about "
             f"it recorded by a trusted path after it became durable ({why}). Ask the user.",
+            refused=True,
         )
     evidence = _cite(quote or "", found.turn)
     lifecycle.reject(memdir, state.id, f"{reason.strip()} — {evidence}", now, actor="user")
@@ -445,6 +492,7 @@ def forget(
             f"NOT forgotten: {why}. Forgetting erases the text, so it needs the user's request, "
             f"about this memory, quoted from a turn recorded by a trusted path in the last "
             f"{window.total_seconds() / 3600:g} h. Ask the user.",
+            refused=True,
         )
     lifecycle.forget(memdir, state.id, now, actor="user")
     return Outcome(
