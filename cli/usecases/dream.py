@@ -37,6 +37,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.visibility import summary_visibility
+from memdir.cli.usecases.provenance import normalise, own_words
 
 log = logging.getLogger("memdir")
 
@@ -157,6 +158,7 @@ class Sentence:
     text: str
     score: float
     turn: Turn
+    own: bool  # the user's own words: a trusted user turn, outside what it marks as pasted
 
 
 def _label(turn: Turn) -> str:
@@ -175,6 +177,7 @@ def _sentences(turns: list[Turn], statements_only: bool = False) -> list[Sentenc
         frequency.update(words(turn.text))
     found: list[Sentence] = []
     for turn in turns:
+        mine = f" {normalise(own_words(turn.text))} " if by_user(turn) else ""
         for piece in _SENTENCE.split(" ".join(turn.text.split())):
             piece = piece.strip()
             own = words(piece)
@@ -188,18 +191,22 @@ def _sentences(turns: list[Turn], statements_only: bool = False) -> list[Sentenc
             text = (
                 piece if len(piece) <= MAX_SENTENCE_CHARS else piece[: MAX_SENTENCE_CHARS - 1] + "…"
             )
-            found.append(Sentence(len(found), _label(turn), text, score, turn))
+            users = bool(mine) and f" {normalise(piece)} " in mine
+            found.append(Sentence(len(found), _label(turn), text, score, turn, users))
     return found
 
 
 def summarise(
     turns: list[Turn], limit: int = MAX_SENTENCES, labels: bool = True,
     statements_only: bool = False,
-) -> tuple[str, list[Turn]]:  # fmt: skip
+) -> tuple[str, list[Turn], bool]:  # fmt: skip
     """The group's most representative sentences, in order, each with who said it (unless
-    `labels` is off), and the turns they come from (the summary's sources); with
-    `statements_only`, questions are left out."""
+    `labels` is off); the turns they come from (the summary's sources); and whether every one
+    is the user's own words. With `statements_only`, only the user's own statements are
+    taken: no question, no other speaker, nothing the user pasted."""
     sentences = _sentences(turns, statements_only)
+    if statements_only:
+        sentences = [sentence for sentence in sentences if sentence.own]
     best = sorted(sentences, key=lambda s: (-s.score, s.order))[:limit]
     parts: list[str] = []
     sources: dict[str, Turn] = {}
@@ -209,7 +216,7 @@ def summarise(
         parts.append(sentence.text if same_speaker else f"{sentence.role}: {sentence.text}")
         previous = sentence.role
         sources.setdefault(sentence.turn.id, sentence.turn)
-    return " ".join(parts), list(sources.values())
+    return " ".join(parts), list(sources.values()), all(sentence.own for sentence in best)
 
 
 def extractive_summary(turns: list[Turn], limit: int = MAX_SENTENCES, labels: bool = True) -> str:
@@ -282,15 +289,15 @@ def _provenance(turn: Turn) -> str:
 
 
 def _memory(text: str, store: str, group: Group, links: list[dict[str, str]],
-            sources: list[Turn], expires: str) -> Memory:  # fmt: skip
-    """A derived memory with the weakest provenance of its sources: from the user's own turns
-    only it is `derived` (durable); with any other turn's words among them (an assistant's, a
-    tool's, an imported assistant's, a user turn from an untrusted channel) it is an
-    inference — provisional, expiring at `expires`, in the review queue — until the user
-    confirms it. Its meta.evidence names every source turn (what `memdir log` shows)."""
+            sources: list[Turn], users_own: bool, expires: str) -> Memory:  # fmt: skip
+    """A derived memory with the weakest provenance of its sources: from the user's own words
+    only it is `derived` (durable); with any other words among them (an assistant's, a
+    tool's, an imported assistant's, a user turn from an untrusted channel, what the user
+    pasted) it is an inference — provisional, expiring at `expires`, in the review queue —
+    until the user confirms it. Its meta.evidence names every source turn (`memdir log`)."""
     turns = group.summarisable
     sessions = {turn.session for turn in turns}
-    users_own = all(by_user(turn) for turn in sources)
+    users_own = users_own and all(by_user(turn) for turn in sources)
     return new_memory(
         created=turns[-1].at,  # the episode's time: the same group gives the same memory
         text=text,
@@ -315,7 +322,7 @@ def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bo
     if not turns:
         return planned
     command = settings.summariser
-    (body, sources), planned.method = summarise(turns), "extractive"
+    (body, sources, users_own), planned.method = summarise(turns), "extractive"
     if command and use_command:
         try:
             timeout = settings.timeout.total_seconds()
@@ -323,12 +330,13 @@ def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bo
                 run_summariser(command, transcript(turns), timeout),
                 "command",
             )
-            sources = turns  # the summariser read every turn
+            sources = turns  # the summariser read every turn, pasted material too
+            users_own = all(by_user(turn) and own_words(turn.text) == turn.text for turn in turns)
         except BadInputError as error:
             warnings.append(f"{error.message}; used the extractive summary for {group.key}")
     links = [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
     text = f"{_heading(group, zone, topic)}: {body}"
-    planned.summary = _memory(text, "episodic", group, links, sources, expires)
+    planned.summary = _memory(text, "episodic", group, links, sources, users_own, expires)
     planned.promoted = promote(group, topic, planned.summary.id, expires)
     return planned
 
@@ -341,13 +349,14 @@ def promote(group: Group, topic: str | None, summary_id: str, expires: str) -> M
     turns = group.summarisable
     if not topic or len(turns) < 2:
         return None
-    facts, sources = summarise([turn for turn in turns if by_user(turn)], limit=2,
-                               labels=False, statements_only=True)  # fmt: skip
+    facts, sources, users_own = summarise([turn for turn in turns if by_user(turn)], limit=2,
+                                          labels=False, statements_only=True)  # fmt: skip
     if not facts:
         return None
     links = [{"type": PROMOTED_LINK, "to": summary_id}]
     links += [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
-    return _memory(f"About {topic}: {facts}", "semantic", group, links, sources, expires)
+    return _memory(f"About {topic}: {facts}", "semantic", group, links, sources, users_own,
+                   expires)  # fmt: skip
 
 
 @dataclass
