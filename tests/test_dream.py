@@ -136,9 +136,7 @@ def test_a_dream_cut_short_before_its_digest_is_completed_not_repeated(md: Memdi
     garden_day(md)
     book = journal.read_journal(md)
     (group,) = group_turns(book.turns, DreamSettings())
-    planned = plan_group(
-        group, md.settings.dream, md.settings.zone, True, [], "2026-05-08T09:00:00Z"
-    )
+    planned = plan_group(group, md.settings.dream, md.settings.zone, True, [], timedelta(days=7))
     assert planned.summary is not None
     add_memories(md, [planned.summary])  # the memory landed, then the process died
     report = dream(md, at(60))

@@ -24,7 +24,7 @@ import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.archive_format import journal
@@ -289,12 +289,13 @@ def _provenance(turn: Turn) -> str:
 
 
 def _memory(text: str, store: str, group: Group, links: list[dict[str, str]],
-            sources: list[Turn], users_own: bool, expires: str) -> Memory:  # fmt: skip
+            sources: list[Turn], users_own: bool, ttl: timedelta) -> Memory:  # fmt: skip
     """A derived memory with the weakest provenance of its sources: from the user's own words
     only it is `derived` (durable); with any other words among them (an assistant's, a
     tool's, an imported assistant's, a user turn from an untrusted channel, what the user
-    pasted) it is an inference — provisional, expiring at `expires`, in the review queue —
-    until the user confirms it. Its meta.evidence names every source turn (`memdir log`)."""
+    pasted) it is an inference — provisional, in the review queue, expiring `ttl` after the
+    episode (a time of the turns, so the same group still gives the same memory however often
+    dream runs) — until the user confirms it. Its meta.evidence names every source turn."""
     turns = group.summarisable
     sessions = {turn.session for turn in turns}
     users_own = users_own and all(by_user(turn) for turn in sources)
@@ -307,15 +308,15 @@ def _memory(text: str, store: str, group: Group, links: list[dict[str, str]],
         visibility=summary_visibility(turn.secrecy for turn in turns),
         session=next(iter(sessions)) if len(sessions) == 1 else None,
         links=tuple(links),
-        expires=None if users_own else expires,
+        expires=None if users_own else format_time(turns[-1].moment + ttl),
         meta={"evidence": "sources: " + ", ".join(_provenance(turn) for turn in sources)},
     )
 
 
 def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bool,
-               warnings: list[str], expires: str) -> Planned:  # fmt: skip
-    """The memories for one closed group (none when every turn is withheld); `expires` is the
-    expiry a summary gets when it is an inference (see _memory)."""
+               warnings: list[str], ttl: timedelta) -> Planned:  # fmt: skip
+    """The memories for one closed group (none when every turn is withheld); `ttl` is the
+    lifetime a summary gets when it is an inference (see _memory)."""
     turns = group.summarisable
     topic = topic_signal(group)
     planned = Planned(group, topic)
@@ -336,12 +337,12 @@ def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bo
             warnings.append(f"{error.message}; used the extractive summary for {group.key}")
     links = [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
     text = f"{_heading(group, zone, topic)}: {body}"
-    planned.summary = _memory(text, "episodic", group, links, sources, users_own, expires)
-    planned.promoted = promote(group, topic, planned.summary.id, expires)
+    planned.summary = _memory(text, "episodic", group, links, sources, users_own, ttl)
+    planned.promoted = promote(group, topic, planned.summary.id, ttl)
     return planned
 
 
-def promote(group: Group, topic: str | None, summary_id: str, expires: str) -> Memory | None:
+def promote(group: Group, topic: str | None, summary_id: str, ttl: timedelta) -> Memory | None:
     """The semantic memory for a group with a topic signal and at least two summarisable
     turns: what the user stated about the topic in their own (trusted) turns — statements,
     never questions, never another speaker's words — linked to the episode and the turns.
@@ -356,7 +357,7 @@ def promote(group: Group, topic: str | None, summary_id: str, expires: str) -> M
     links = [{"type": PROMOTED_LINK, "to": summary_id}]
     links += [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
     return _memory(f"About {topic}: {facts}", "semantic", group, links, sources, users_own,
-                   expires)  # fmt: skip
+                   ttl)  # fmt: skip
 
 
 @dataclass
@@ -410,20 +411,19 @@ def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
         groups = group_turns([t for t in book.turns if t.id not in done], rules)
         closed = [group for group in groups if now - group.last >= rules.gap]
         report.open_groups = len(groups) - len(closed)
-        expires = format_time(now + memdir.settings.inference_ttl)
+        ttl = memdir.settings.inference_ttl
         report.planned = [
-            plan_group(group, rules, zone, not dry_run, report.warnings, expires)
-            for group in closed
+            plan_group(group, rules, zone, not dry_run, report.warnings, ttl) for group in closed
         ]
         for warning in report.warnings:
             log.warning(warning)
         if dry_run or not report.planned:
             return report
-        _write(memdir, now, report, expires)
+        _write(memdir, now, report, ttl)
     return report
 
 
-def _write(memdir: Memdir, now: datetime, report: DreamReport, expires: str) -> None:
+def _write(memdir: Memdir, now: datetime, report: DreamReport, ttl: timedelta) -> None:
     with memdir.lock():
         existing = _existing_summaries(memdir, now)
         memories: list[Memory] = []
@@ -440,7 +440,7 @@ def _write(memdir: Memdir, now: datetime, report: DreamReport, expires: str) -> 
                     memories.append(planned.summary)
                 promoted = planned.promoted
                 if promoted is not None and summary_id != planned.summary.id:
-                    promoted = promote(group, planned.topic, summary_id, expires)
+                    promoted = promote(group, planned.topic, summary_id, ttl)
                 if "semantic" in reused:
                     promoted_id = reused["semantic"]
                 elif promoted is not None:

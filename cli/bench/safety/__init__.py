@@ -17,8 +17,9 @@ adversarial insertion, retrieval-induced amplification (with a 10-turn spiral), 
 write-discipline ablation over N sessions, drift of the wake document's signature, and the
 paths around the guard — provenance through derivation (import → dream → recall), the command
 line from an agent's shell, sealed and secret text on every read surface, and forgotten text
-anywhere under the memdir: one module each, numbered as in docs/SAFETY.md. `harness` holds what they share (the arms, the lab
-of throwaway memdirs, the table of metrics), `user` the synthetic user and the simulated days.
+anywhere under the memdir: one module each, numbered as in docs/SAFETY.md. `harness` holds
+what they share (the arms, the lab of throwaway memdirs, the table of metrics), `user` the
+synthetic user and the simulated days.
 """
 
 from __future__ import annotations
