@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from memdir.archive_format import clock
 from memdir.archive_format.memdir import Memdir, find_root
+
+if TYPE_CHECKING:
+    from memdir.cli.usecases.provenance import Actor
 
 NowOpt = Annotated[
     str | None,
@@ -26,6 +30,7 @@ class Options:
     now: str | None = None
     debug: bool = False
     memdir: Memdir | None = None  # opened once per command (memdir.yaml and its settings read once)
+    actor: Actor | None = None
 
 
 def options(ctx: typer.Context) -> Options:
@@ -42,6 +47,16 @@ def open_memdir(ctx: typer.Context, lenient: bool = False) -> Memdir:
     if chosen.memdir is None:
         chosen.memdir = Memdir.open(find_root(chosen.dir), lenient)
     return chosen.memdir
+
+
+def actor(ctx: typer.Context) -> Actor:
+    """Who runs this command: MEMDIR_ACTOR, or an agent harness's marker, else the user."""
+    from memdir.cli.usecases.provenance import actor_from
+
+    chosen = options(ctx)
+    if chosen.actor is None:
+        chosen.actor = actor_from(os.environ)
+    return chosen.actor
 
 
 def now(ctx: typer.Context, override: str | None = None) -> datetime:

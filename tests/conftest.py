@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from memdir.archive_format.memdir import Memdir, init
+from memdir.cli.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
     from memdir.indexers.embedding import MiniLMEmbedder
@@ -39,12 +40,21 @@ class Run:
         )
 
 
+# Who runs memdir is read from the environment (MEMDIR_ACTOR, an agent harness's marker such as
+# CLAUDECODE=1): a suite run from an agent's shell must not turn every CLI call in it into the
+# assistant's, so the test process drops them and a test that wants an actor sets it itself.
+ACTOR_VARIABLES = ("MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS))
+for _variable in ACTOR_VARIABLES:
+    os.environ.pop(_variable, None)
+
+
 def clean_env(**overrides: str | None) -> dict[str, str]:
-    """The test process's environment without memdir's own variables, plus `overrides`."""
+    """The test process's environment without memdir's own variables (nor an agent harness's
+    markers), plus `overrides`."""
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("MEMDIR", "MEMDIR_NOW", "MEMDIR_LOCK_TIMEOUT")
+        if key not in ("MEMDIR", "MEMDIR_NOW", "MEMDIR_LOCK_TIMEOUT", *ACTOR_VARIABLES)
     }
     env["COLUMNS"] = "200"
     for key, value in overrides.items():

@@ -251,6 +251,31 @@ def test_counterweights_never_trade_relevance_for_mood(tmp_path: Path) -> None:
     assert ids(on) == ids(run(memdir, SAD_INTERVIEW_QUERY, later, k=3, counterweights=False))
 
 
+def test_counterweights_draw_from_the_same_subject(tmp_path: Path) -> None:
+    """A mood-heavy query is far in meaning from a calm memory of its subject: the subject
+    (the words the query shares with its best result) lets it balance the results, while a
+    cheerful memory about something else still never enters, and the best result stays."""
+    memdir = fresh(tmp_path)
+    calm = [
+        "The interview panel said they liked my portfolio",
+        "I got a friendly email from the interview recruiter",
+    ]
+    unrelated = "I love the sunny tomatoes growing happily on my balcony"
+    teach_in_order(memdir, [*SAD_INTERVIEW, *calm, unrelated])
+    later = T0 + timedelta(days=1)
+    on = run(memdir, SAD_INTERVIEW_QUERY, later, k=5)
+    off = run(memdir, SAD_INTERVIEW_QUERY, later, k=5, counterweights=False)
+    texts = [c.memory.text for c in on.results]
+    assert on.analysis.negative and unrelated not in texts
+    assert on.results[0].id == off.results[0].id
+
+    def negatives(result) -> int:
+        return sum(1 for c in result.results if float(c.affect.get("valence", 0)) < 0)
+
+    assert negatives(off) == 5 and negatives(on) == 5 - len(calm)  # both calm ones balance
+    assert set(calm) <= set(texts)
+
+
 def test_now_moves_recency_and_cutoffs(tmp_path: Path) -> None:
     memdir = fresh(tmp_path)
     mood = lifecycle.teach(memdir, "I feel anxious about the exam", T0, type="EMOTION").id

@@ -396,13 +396,19 @@ def test_dream_summariser_and_its_timeout(md: Memdir) -> None:
 
     turns = [journal.new_turn(T0_DT, "user", "s1", "planning the garden beds with compost")]
     (group,) = group_turns(turns, md.settings.dream)
-    assert plan_group(group, md.settings.dream, md.settings.zone, True, []).method == "extractive"
+    assert (
+        plan_group(group, md.settings.dream, md.settings.zone, True, [], timedelta(days=7)).method
+        == "extractive"
+    )
     command = configure(md, dream={"summariser": "tr a-z A-Z"}).settings.dream
-    planned = plan_group(group, command, md.settings.zone, True, [])
+    planned = plan_group(group, command, md.settings.zone, True, [], timedelta(days=7))
     assert planned.method == "command" and "GARDEN" in planned.summary.text  # type: ignore[union-attr]
     warnings: list[str] = []
     slow = configure(md, dream={"summariser": "sleep 5", "timeout": "1s"}).settings.dream
-    assert plan_group(group, slow, md.settings.zone, True, warnings).method == "extractive"
+    assert (
+        plan_group(group, slow, md.settings.zone, True, warnings, timedelta(days=7)).method
+        == "extractive"
+    )
     assert warnings and "1" in warnings[0]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
 
@@ -58,7 +58,13 @@ def register(app: typer.Typer) -> None:
         from memdir.cli.usecases.imports import FORMATS, import_file
         from memdir.cli.usecases.imports import undo as run_undo
 
-        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        if actor.assistant and not list_:  # imported user turns are trusted as the user's
+            raise LifecycleError(
+                f"an assistant cannot import conversations ({actor.reason}): imported user "
+                "turns count as the user's own words",
+                hint="ask the user to run `memdir import` themselves",
+            )
         if list_:
             sources = read_manifest(memdir)
             if json_:

@@ -34,6 +34,9 @@ def history(state: MemoryState) -> list[dict[str, str | None]]:
     steps: list[dict[str, str | None]] = []
     memory = state.memory
     written = f"{memory.source} by {memory.author}" if memory else "written (text forgotten)"
+    evidence = memory.meta.get("evidence") if memory is not None and memory.meta else None
+    if evidence:  # a guarded teaching's quote, a derived memory's source turns
+        written += f"; {evidence}"
     steps.append({"at": state.created, "what": "created", "detail": written})
     if memory is not None and memory.expires and state.status in ("provisional", "expired"):
         steps.append(

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from memdir.archive_format import clock, journal
-from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.cli import context, parameters
-from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text
+from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text, refuse_turn_forget
 from memdir.cli.layout import width, wrap
 from memdir.cli.parameters import SessionOpt, VisibilityOpt
 from memdir.cli.render import emit_json, note
@@ -64,6 +64,9 @@ def add(
 ) -> None:
     """Store verbatim turns in the journal; prints each turn's id.
 
+    Run by an assistant (MEMDIR_ACTOR=assistant, or an agent harness's shell) it refuses user
+    turns: only the user's own path (a prompt hook) may record what the user said.
+
     With --jsonl, stdin holds one {"role", "text", ...} object per line (also session, topic,
     visibility, secrecy, at); the options give defaults.
 
@@ -71,13 +74,21 @@ def add(
     """
     from memdir.cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
 
-    memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+    memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+    channel = "cli:assistant" if actor.assistant else "cli"  # who wrote it, on every turn
     if jsonl:
-        turns = turns_from_jsonl(_stdin_lines(), defaults, moment, "cli")
+        turns = turns_from_jsonl(_stdin_lines(), defaults, moment, channel)
     elif text is None:
         raise BadInputError("no TEXT given", hint="pass the turn, '-' for stdin, or --jsonl")
     else:
-        turns = [turn_from_fields({**defaults, "text": read_text(text)}, moment, "cli")]
+        turns = [turn_from_fields({**defaults, "text": read_text(text)}, moment, channel)]
+    if actor.assistant and any(turn.role == "user" for turn in turns):
+        raise LifecycleError(
+            f"an assistant cannot record user turns ({actor.reason}): the journal's user turns "
+            "are what the teaching guard trusts",
+            hint="record your own turn with --role assistant; the user's turns come from the "
+            "client's prompt hook (it runs memdir with MEMDIR_ACTOR=user)",
+        )
     results = record_turns(memdir, turns, moment)
     if json_:
         emit_json([{"id": turn.id, "added": added} for turn, added in results])
@@ -190,6 +201,7 @@ def forget(
 
     if not turn_ids and session is None:
         raise BadInputError("nothing to forget", hint="give turn ids or --session SESSION")
+    refuse_turn_forget(context.actor(ctx))
     memdir = context.open_memdir(ctx)
     done = forget_turns(memdir, turn_ids or [], session, context.now(ctx, now))
     if json_:

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from memdir.archive_format import clock, lifecycle
-from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.errors import BadInputError, LifecycleError
+from memdir.cli.usecases import provenance
 
 from .. import context, parameters
 from ..parameters import SessionOpt, VisibilityOpt
@@ -56,6 +57,14 @@ PinOpt = Annotated[bool, typer.Option("--pin", help="Eligible for recall's guara
 UserOpt = Annotated[
     str | None,
     typer.Option("--by", help="The user's name, if several people share the memdir."),
+]
+QuoteOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--quote",
+        help="The user's words deciding it, quoted from the journal (needed when an assistant "
+        "runs memdir: MEMDIR_ACTOR=assistant or an agent harness's shell).",
+    ),
 ]
 MemoryIdArg = Annotated[
     str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
@@ -139,6 +148,28 @@ def memory_options(
     }
 
 
+def guarded(outcome: provenance.Outcome, actor: provenance.Actor) -> None:
+    """An assistant's guarded write: the id when it was done, else the guard's refusal."""
+    if outcome.refused:
+        raise LifecycleError(
+            f"{outcome.id}: {outcome.message}",
+            hint=f"memdir runs as the assistant here ({actor.reason}); the user's own words "
+            "decide, so ask the user",
+        )
+    if not outcome.done:
+        note(outcome.message)
+    typer.echo(outcome.id)
+
+
+def refuse_turn_forget(actor: provenance.Actor) -> None:
+    """Journal turns are the user's record: an assistant cannot erase them from its shell."""
+    if actor.assistant:
+        raise LifecycleError(
+            f"an assistant cannot forget journal turns ({actor.reason})",
+            hint="ask the user to run `memdir journal forget` in their own shell",
+        )
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @parameters.group("fields", memory_options)
@@ -152,11 +183,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Store something the user taught: durable from the start. Prints the id.
 
+        Run by an assistant (MEMDIR_ACTOR=assistant, or an agent harness's shell) it is stored
+        as a teaching only when the text quotes the user's recent words, else as an inference.
+
         Example: ID=$(memdir teach "I take my coffee black" --type FACT:preference --key coffee)
         """
-        result = lifecycle.teach(
-            context.open_memdir(ctx), read_text(text), context.now(ctx, now), user(by), **fields
-        )
+        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        if actor.assistant:  # an assistant's shell: the teaching guard, as over MCP
+            outcome = provenance.teach(memdir, read_text(text), moment,
+                                       memdir.settings.mcp.quote_window,
+                                       f"from an assistant's shell ({actor.reason})", **fields)  # fmt: skip
+            note(outcome.message)
+            typer.echo(outcome.id)
+            return
+        result = lifecycle.teach(memdir, read_text(text), moment, user(by), **fields)
         if not result.added:
             note(f"already stored as {result.id}")
         typer.echo(result.id)
@@ -206,15 +246,21 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--evidence", help="The user's words that confirm it.")
         ] = None,
         by: UserOpt = None,
+        quote: QuoteOpt = None,
         now: context.NowOpt = None,
     ) -> None:
         """The user confirms an inference: it becomes durable. Prints the id.
 
+        Run by an assistant, it needs --quote: the user's answer, from a trusted journal turn
+        after the inference, about it and saying yes.
+
         Example: memdir confirm m-3f9a --evidence "yes, mornings are best"
         """
-        memory, event = lifecycle.confirm(
-            context.open_memdir(ctx), memory_id, context.now(ctx, now), user(by), evidence
-        )
+        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        if actor.assistant:
+            guarded(provenance.confirm(memdir, memory_id, quote or evidence or "", moment), actor)
+            return
+        memory, event = lifecycle.confirm(memdir, memory_id, moment, user(by), evidence)
         if event is None:
             note(f"{memory} is already durable")
         typer.echo(memory)
@@ -225,15 +271,21 @@ def register(app: typer.Typer) -> None:
         memory_id: MemoryIdArg,
         reason: Annotated[str, typer.Option("--reason", help="Why it is wrong (required).")],
         by: Annotated[str | None, typer.Option("--by", help="The user's name.")] = None,
+        quote: QuoteOpt = None,
         now: context.NowOpt = None,
     ) -> None:
         """Mark a memory wrong: kept for audit, never recalled. Prints the id.
 
+        Run by an assistant, it withdraws its own unconfirmed inference; anything else needs
+        --quote: the user's words saying it is wrong, from a trusted journal turn about it.
+
         Example: memdir reject m-3f9a --reason "I never said that"
         """
-        memory, event = lifecycle.reject(
-            context.open_memdir(ctx), memory_id, reason, context.now(ctx, now), user(by)
-        )
+        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        if actor.assistant:
+            guarded(provenance.reject(memdir, memory_id, reason, moment, quote), actor)
+            return
+        memory, event = lifecycle.reject(memdir, memory_id, reason, moment, user(by))
         if event is None:
             note(f"{memory} was already rejected")
         typer.echo(memory)
@@ -260,6 +312,7 @@ def register(app: typer.Typer) -> None:
     def forget(
         ctx: typer.Context,
         memory_id: MemoryIdArg,
+        quote: QuoteOpt = None,
         now: context.NowOpt = None,
     ) -> None:
         """Remove a memory's text from every file under the memdir, leaving a tombstone.
@@ -267,17 +320,28 @@ def register(app: typer.Typer) -> None:
         The shelves are compacted atomically; the ring, boot and wake documents and the index
         are refreshed in the same command. A turn id (t-…) forgets that journal turn.
 
+        Run by an assistant, it needs --quote: the user's request to forget it, from a recent
+        trusted journal turn about it.
+
         Example: memdir forget m-3f9a
         """
-        from memdir.cli.usecases.forgetting import forget_memory, forget_turns
+        from memdir.cli.usecases import forgetting
 
-        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
         if memory_id.startswith("t-"):
-            done = forget_turns(memdir, [memory_id], None, moment)
+            refuse_turn_forget(actor)
+            done = forgetting.forget_turns(memdir, [memory_id], None, moment)
+            for forgotten in (*done.turns, *done.memories):
+                typer.echo(forgotten)
+        elif actor.assistant:
+            present = forgetting.documents_present(memdir)
+            window = memdir.settings.mcp.quote_window
+            outcome = provenance.forget(memdir, memory_id, quote or "", moment, window)
+            guarded(outcome, actor)
+            if outcome.done:
+                forgetting.refresh_derived(memdir, moment, present)
         else:
-            done = forget_memory(memdir, memory_id, moment)
-        for forgotten in (*done.turns, *done.memories):
-            typer.echo(forgotten)
+            typer.echo(forgetting.forget_memory(memdir, memory_id, moment).memories[0])
         note(GIT_HISTORY_NOTE)
 
     @app.command()

@@ -239,8 +239,8 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
             f"expires {_local(parse_time(expires), zone)} (in {left})" if expires else "no expiry"
         )
         section.lines.append(
-            f"- {short_text(state.memory.text)} — unconfirmed, {when}; ask the user "
-            f"(`memdir confirm {state.id}`)"
+            f"- {short_text(state.memory.text)} — unconfirmed, {when}; ask the user, and "
+            f"only their answer confirms it ({state.id})"
         )
         section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
                               "expires": expires, "expires_in": left})  # fmt: skip

@@ -24,10 +24,11 @@ import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.archive_format import journal
+from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.journal import Digest, Turn
 from memdir.archive_format.lifecycle import add_memories, load_view
@@ -36,6 +37,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.visibility import summary_visibility
+from memdir.cli.usecases.provenance import normalise, own_words
 
 log = logging.getLogger("memdir")
 
@@ -155,6 +157,8 @@ class Sentence:
     role: str
     text: str
     score: float
+    turn: Turn
+    own: bool  # the user's own words: a trusted user turn, outside what it marks as pasted
 
 
 def _label(turn: Turn) -> str:
@@ -162,16 +166,22 @@ def _label(turn: Turn) -> str:
     return ROLE_LABELS[turn.role] + ("" if turn.trusted else f" (via {turn.channel})")
 
 
-def _sentences(turns: list[Turn]) -> list[Sentence]:
+def by_user(turn: Turn) -> bool:
+    """A turn whose words are the user's own: a user turn that arrived by a trusted path."""
+    return turn.role == "user" and turn.trusted
+
+
+def _sentences(turns: list[Turn], statements_only: bool = False) -> list[Sentence]:
     frequency: Counter[str] = Counter()
     for turn in turns:
         frequency.update(words(turn.text))
     found: list[Sentence] = []
     for turn in turns:
+        mine = f" {normalise(own_words(turn.text))} " if by_user(turn) else ""
         for piece in _SENTENCE.split(" ".join(turn.text.split())):
             piece = piece.strip()
             own = words(piece)
-            if not piece or not own:
+            if not piece or not own or (statements_only and piece.endswith("?")):
                 continue
             score = sum(frequency[w] for w in own) / len(own) * math.log1p(len(own))
             if turn.role == "user":
@@ -181,22 +191,37 @@ def _sentences(turns: list[Turn]) -> list[Sentence]:
             text = (
                 piece if len(piece) <= MAX_SENTENCE_CHARS else piece[: MAX_SENTENCE_CHARS - 1] + "…"
             )
-            found.append(Sentence(len(found), _label(turn), text, score))
+            users = bool(mine) and f" {normalise(piece)} " in mine
+            found.append(Sentence(len(found), _label(turn), text, score, turn, users))
     return found
 
 
-def extractive_summary(turns: list[Turn], limit: int = MAX_SENTENCES, labels: bool = True) -> str:
+def summarise(
+    turns: list[Turn], limit: int = MAX_SENTENCES, labels: bool = True,
+    statements_only: bool = False,
+) -> tuple[str, list[Turn], bool]:  # fmt: skip
     """The group's most representative sentences, in order, each with who said it (unless
-    `labels` is off)."""
-    sentences = _sentences(turns)
+    `labels` is off); the turns they come from (the summary's sources); and whether every one
+    is the user's own words. With `statements_only`, only the user's own statements are
+    taken: no question, no other speaker, nothing the user pasted."""
+    sentences = _sentences(turns, statements_only)
+    if statements_only:
+        sentences = [sentence for sentence in sentences if sentence.own]
     best = sorted(sentences, key=lambda s: (-s.score, s.order))[:limit]
     parts: list[str] = []
+    sources: dict[str, Turn] = {}
     previous = None
     for sentence in sorted(best, key=lambda s: s.order):
         same_speaker = sentence.role == previous or not labels
         parts.append(sentence.text if same_speaker else f"{sentence.role}: {sentence.text}")
         previous = sentence.role
-    return " ".join(parts)
+        sources.setdefault(sentence.turn.id, sentence.turn)
+    return " ".join(parts), list(sources.values()), all(sentence.own for sentence in best)
+
+
+def extractive_summary(turns: list[Turn], limit: int = MAX_SENTENCES, labels: bool = True) -> str:
+    """The summary's text alone (see summarise)."""
+    return summarise(turns, limit, labels)[0]
 
 
 def transcript(turns: list[Turn]) -> str:
@@ -258,31 +283,47 @@ class Planned:
         }
 
 
-def _memory(text: str, store: str, group: Group, links: list[dict[str, str]]) -> Memory:
+def _provenance(turn: Turn) -> str:
+    who = "user" if by_user(turn) else turn.role if turn.role != "user" else "user, untrusted"
+    return f"{turn.id} ({who}, via {turn.channel})"
+
+
+def _memory(text: str, store: str, group: Group, links: list[dict[str, str]],
+            sources: list[Turn], users_own: bool, ttl: timedelta) -> Memory:  # fmt: skip
+    """A derived memory with the weakest provenance of its sources: from the user's own words
+    only it is `derived` (durable); with any other words among them (an assistant's, a
+    tool's, an imported assistant's, a user turn from an untrusted channel, what the user
+    pasted) it is an inference — provisional, in the review queue, expiring `ttl` after the
+    episode (a time of the turns, so the same group still gives the same memory however often
+    dream runs) — until the user confirms it. Its meta.evidence names every source turn."""
     turns = group.summarisable
     sessions = {turn.session for turn in turns}
+    users_own = users_own and all(by_user(turn) for turn in sources)
     return new_memory(
         created=turns[-1].at,  # the episode's time: the same group gives the same memory
         text=text,
-        source="derived",
+        source="derived" if users_own else "inference",
         author="memdir",
         store=store,
         visibility=summary_visibility(turn.secrecy for turn in turns),
         session=next(iter(sessions)) if len(sessions) == 1 else None,
         links=tuple(links),
+        expires=None if users_own else format_time(turns[-1].moment + ttl),
+        meta={"evidence": "sources: " + ", ".join(_provenance(turn) for turn in sources)},
     )
 
 
 def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bool,
-               warnings: list[str]) -> Planned:  # fmt: skip
-    """The memories for one closed group (none when every turn is withheld)."""
+               warnings: list[str], ttl: timedelta) -> Planned:  # fmt: skip
+    """The memories for one closed group (none when every turn is withheld); `ttl` is the
+    lifetime a summary gets when it is an inference (see _memory)."""
     turns = group.summarisable
     topic = topic_signal(group)
     planned = Planned(group, topic)
     if not turns:
         return planned
     command = settings.summariser
-    body, planned.method = extractive_summary(turns), "extractive"
+    (body, sources, users_own), planned.method = summarise(turns), "extractive"
     if command and use_command:
         try:
             timeout = settings.timeout.total_seconds()
@@ -290,25 +331,33 @@ def plan_group(group: Group, settings: DreamSettings, zone: Any, use_command: bo
                 run_summariser(command, transcript(turns), timeout),
                 "command",
             )
+            sources = turns  # the summariser read every turn, pasted material too
+            users_own = all(by_user(turn) and own_words(turn.text) == turn.text for turn in turns)
         except BadInputError as error:
             warnings.append(f"{error.message}; used the extractive summary for {group.key}")
     links = [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
-    planned.summary = _memory(f"{_heading(group, zone, topic)}: {body}", "episodic", group, links)
-    planned.promoted = promote(group, topic, planned.summary.id)
+    text = f"{_heading(group, zone, topic)}: {body}"
+    planned.summary = _memory(text, "episodic", group, links, sources, users_own, ttl)
+    planned.promoted = promote(group, topic, planned.summary.id, ttl)
     return planned
 
 
-def promote(group: Group, topic: str | None, summary_id: str) -> Memory | None:
+def promote(group: Group, topic: str | None, summary_id: str, ttl: timedelta) -> Memory | None:
     """The semantic memory for a group with a topic signal and at least two summarisable
-    turns: what the (trusted) user said about the topic, linked to the episode and the turns."""
+    turns: what the user stated about the topic in their own (trusted) turns — statements,
+    never questions, never another speaker's words — linked to the episode and the turns.
+    None when the user stated nothing."""
     turns = group.summarisable
     if not topic or len(turns) < 2:
         return None
-    user_turns = [turn for turn in turns if turn.role == "user" and turn.trusted] or turns
-    facts = extractive_summary(user_turns, limit=2, labels=False)
+    facts, sources, users_own = summarise([turn for turn in turns if by_user(turn)], limit=2,
+                                          labels=False, statements_only=True)  # fmt: skip
+    if not facts:
+        return None
     links = [{"type": PROMOTED_LINK, "to": summary_id}]
     links += [{"type": SUMMARY_LINK, "to": turn.id} for turn in turns]
-    return _memory(f"About {topic}: {facts}", "semantic", group, links)
+    return _memory(f"About {topic}: {facts}", "semantic", group, links, sources, users_own,
+                   ttl)  # fmt: skip
 
 
 @dataclass
@@ -343,7 +392,7 @@ def _existing_summaries(memdir: Memdir, now: datetime) -> dict[frozenset[str], d
     found: dict[frozenset[str], dict[str, str]] = {}
     for state in load_view(memdir, now):
         memory = state.memory
-        if memory is None or memory.source != "derived":
+        if memory is None or memory.source not in ("derived", "inference"):
             continue
         turns = frozenset(link["to"] for link in memory.links if link.get("type") == SUMMARY_LINK)
         if turns:
@@ -362,18 +411,19 @@ def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
         groups = group_turns([t for t in book.turns if t.id not in done], rules)
         closed = [group for group in groups if now - group.last >= rules.gap]
         report.open_groups = len(groups) - len(closed)
+        ttl = memdir.settings.inference_ttl
         report.planned = [
-            plan_group(group, rules, zone, not dry_run, report.warnings) for group in closed
+            plan_group(group, rules, zone, not dry_run, report.warnings, ttl) for group in closed
         ]
         for warning in report.warnings:
             log.warning(warning)
         if dry_run or not report.planned:
             return report
-        _write(memdir, now, report)
+        _write(memdir, now, report, ttl)
     return report
 
 
-def _write(memdir: Memdir, now: datetime, report: DreamReport) -> None:
+def _write(memdir: Memdir, now: datetime, report: DreamReport, ttl: timedelta) -> None:
     with memdir.lock():
         existing = _existing_summaries(memdir, now)
         memories: list[Memory] = []
@@ -390,7 +440,7 @@ def _write(memdir: Memdir, now: datetime, report: DreamReport) -> None:
                     memories.append(planned.summary)
                 promoted = planned.promoted
                 if promoted is not None and summary_id != planned.summary.id:
-                    promoted = promote(group, planned.topic, summary_id)
+                    promoted = promote(group, planned.topic, summary_id, ttl)
                 if "semantic" in reused:
                     promoted_id = reused["semantic"]
                 elif promoted is not None:

@@ -1,31 +1,50 @@
-"""Guarded writes for clients that cannot vouch for the user (the MCP server).
+"""Guarded writes for writers that cannot vouch for the user: the MCP server, and the command
+line when an assistant runs it (MEMDIR_ACTOR=assistant, or an agent harness's shell).
 
-A model on the other end of MCP can claim anything ("the user told me…"), so what it writes
-is checked against the raw journal, where user turns arrive only by a trusted path — the
-command line (e.g. a client's prompt hook calling `memdir journal add --role user`) or an
-import:
+A model can claim anything ("the user told me…"), so what it writes is checked against the raw
+journal, where user turns arrive only by a trusted path — the command line run by the user
+(e.g. a client's prompt hook calling `memdir journal add --role user`) or an import:
 
 - teach: stored as a teaching only when its text is the user's own words, quoted from a
-  trusted user turn of the last `window` (default 24 h); otherwise it is stored as an
-  inference awaiting the user's confirmation, and the reply says so.
+  trusted user turn of the last `window` (default 24 h), as a statement that keeps its
+  polarity (below); otherwise it is stored as an inference awaiting the user's confirmation,
+  and the reply says so.
 - confirm: needs the user's words quoted from a trusted user turn recorded after the
-  inference was made; they become the confirm event's evidence. Otherwise nothing changes
-  and the reply asks the model to ask the user.
+  inference was made, that turn referring to the memory and the quote affirming it.
 - reject: the assistant may withdraw its own unconfirmed inference; anything durable needs
-  the user's words from a trusted turn recorded after it became durable.
-- forget: needs the user's words from a trusted turn of the last `window`.
+  the user's words from a trusted turn recorded after it became durable, referring to it,
+  the quote saying it is wrong.
+- forget: needs the user's words from a trusted turn of the last `window`, referring to the
+  memory, the quote asking to forget it.
 
 Quotes are matched on words: case, punctuation, typographic quotes and spacing are ignored,
 and the quote must cover whole words of one turn. Only the user's own writing counts: material
 the turn marks as pasted — a ``` fenced block, lines quoted with '>', or text between two
 separators of three or more '-', '=', '_' or '*' — is someone else's words (an email, a web
 page) even though the user sent it, so a quote from it does not vouch for anything.
+
+Whether the words decide *this* memory (docs/MCP.md, "The teaching guard"):
+- polarity: the words of the quote's clause (clauses end at . ! ? ; : , dashes and at "but",
+  "although", "though", "however", "whereas") that the quote leaves out must hold no word that
+  turns its meaning (POLARITY: "not", "don't", "never", "no longer", "if", "maybe", …) — "like
+  tea" out of "I don't like tea" keeps nothing of what the user said; a teaching is also
+  never quoted from a question;
+- reference: the turn names the memory's id (or an id prefix of at least 6 characters), or
+  shares enough of its content words: at least min(3, max(1, ⌈0.3 × n⌉)) of the memory's n
+  content words (lower case, stop words and 'user'/'assistant' left out, plural and possessive
+  endings removed);
+- decision: for confirm the quote affirms ("yes", "correct", "that's right", …) or restates
+  the memory; for reject it denies ("no", "wrong", "not", …); for forget it asks to forget
+  ("forget", "delete", "remove", …). A decision word the quote itself negates does not count.
+  "ok", "thanks" and the like decide nothing.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -63,25 +82,219 @@ def normalise(text: str) -> str:
     return " ".join(_WORD.findall(folded))
 
 
-def find_quote(
+POLARITY = frozenset(
+    """not no never none nobody nothing neither nor without cannot hardly barely anymore
+    longer unless if whether maybe perhaps possibly don't doesn't didn't isn't aren't wasn't
+    weren't won't wouldn't can't couldn't shouldn't haven't hasn't hadn't mustn't dont doesnt
+    didnt isnt arent wasnt werent wont wouldnt cant couldnt shouldnt havent hasnt hadnt
+    formerly stopped quit""".split()
+)
+_POLARITY_PHRASES = re.compile(r"\b(?:no longer|any more|used to)\b")
+_CLAUSE = re.compile(r"[.!?;:,\n()\[\]—–]+|\s-+\s|\b(?:but|although|though|however|whereas)\b")
+AFFIRM = frozenset(
+    """yes yeah yep yup correct right true exactly confirm confirmed indeed absolutely
+    definitely agree agreed accurate certainly precisely affirmative""".split()
+)
+_AFFIRM_PHRASES = re.compile(
+    r"\b(?:that's me|keep it|keep that|remember it|remember that|go ahead)\b"
+)
+DENY = POLARITY | frozenset(
+    """wrong incorrect false untrue mistake mistaken nonsense reject rejected inaccurate nope
+    nah""".split()
+)
+_FORGET = re.compile(
+    r"\b(?:forget|delete|remove|erase|purge|wipe|drop|unlearn|scrub)\b|\bget rid\b"
+    r"|\bstop (?:remembering|storing|keeping)\b|\b(?:don't|do not) (?:remember|keep|store)\b"
+)
+META_WORDS = frozenset({"user", "user's", "users", "assistant", "assistant's"})
+_ID_MENTION = re.compile(r"\bm-[0-9a-f]{4,16}\b")
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """Where a quote was found: the turn, and the words around it that the quote leaves out."""
+
+    turn: Turn
+    left_out: str  # the rest of the quote's clauses (what a polarity check reads)
+    question: bool  # the quote sits in a sentence that ends with '?'
+
+    @property
+    def keeps_polarity(self) -> bool:
+        """True when no polarity-turning word around the quote (in its clauses) is dropped."""
+        return self.keeps(self.left_out)
+
+    @staticmethod
+    def keeps(left_out: str) -> bool:
+        return not set(left_out.split()) & POLARITY and not _POLARITY_PHRASES.search(left_out)
+
+
+def _clauses(text: str) -> list[tuple[list[str], bool]]:
+    """The turn's own words as clauses (their words, and whether their sentence asks)."""
+    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    found: list[tuple[list[str], bool]] = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", folded):
+        asks = sentence.rstrip().endswith("?")
+        for clause in _CLAUSE.split(sentence):
+            found.append((_WORD.findall(clause), asks))
+    return [(words, asks) for words, asks in found if words]
+
+
+def _locate(wanted: list[str], text: str) -> tuple[str, bool] | None:
+    """Where the quote sits in `text`: the words of its clauses it leaves out, and whether its
+    sentence asks (of all its places, the last one that keeps polarity, else the last)."""
+    clauses = _clauses(text)
+    flat = [(word, number) for number, (words, _) in enumerate(clauses) for word in words]
+    size = len(wanted)
+    best: tuple[str, bool] | None = None
+    for begin in range(len(flat) - size + 1):
+        if [word for word, _ in flat[begin : begin + size]] != wanted:
+            continue
+        touched = range(flat[begin][1], flat[begin + size - 1][1] + 1)
+        outside = [word for position, (word, number) in enumerate(flat)
+                   if number in touched and not begin <= position < begin + size]  # fmt: skip
+        here = (" ".join(outside), any(clauses[number][1] for number in touched))
+        if best is None or not Quoted.keeps(best[0]) or Quoted.keeps(here[0]):
+            best = here
+    return best
+
+
+def find_quotes(
     memdir: Memdir, quote: str, after: datetime, until: datetime, strictly_after: bool = False
-) -> Turn | None:
-    """The latest trusted user turn in (after, until] (or [after, until]) whose own words (see
-    own_words) contain `quote`."""
-    wanted = normalise(quote)
+) -> list[Quoted]:
+    """The trusted user turns in (after, until] (or [after, until]) whose own words (see
+    own_words) contain `quote` as whole words, latest first, with where it sits in each."""
+    wanted = normalise(quote).split()
     if not wanted:
-        return None
-    needle = f" {wanted} "
+        return []
+    needle = f" {' '.join(wanted)} "
     book = journal.read_journal(memdir, until=until, since=after)
+    found: list[Quoted] = []
     for turn in reversed(book.turns):
         if turn.role != "user" or not turn.trusted:
             continue
         moment = turn.moment
         if moment < after or (strictly_after and moment == after):
             continue
-        if needle in f" {normalise(own_words(turn.text))} ":
-            return turn
-    return None
+        own = own_words(turn.text)
+        if needle not in f" {normalise(own)} ":
+            continue
+        place = _locate(wanted, own)
+        if place is not None:
+            found.append(Quoted(turn, *place))
+    return found
+
+
+def find_quote(
+    memdir: Memdir, quote: str, after: datetime, until: datetime, strictly_after: bool = False
+) -> Turn | None:
+    """The latest trusted user turn in the range whose own words contain `quote`."""
+    found = find_quotes(memdir, quote, after, until, strictly_after)
+    return found[0].turn if found else None
+
+
+def content_words(text: str) -> set[str]:
+    """A memory's content words for the reference measure: dream's content words without
+    'user'/'assistant', plural and possessive endings removed."""
+    from memdir.cli.usecases.dream import words
+
+    stems = set()
+    for word in words(normalise(text)):
+        word = word.removesuffix("'s")
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        if word not in META_WORDS:
+            stems.add(word)
+    return stems
+
+
+def refers_to(text: str, state: MemoryState) -> bool:
+    """Whether `text` (a user turn) is about the memory: it names the memory's id (a prefix
+    of at least 6 characters) or shares at least min(3, max(1, ⌈0.3 n⌉)) of its n content
+    words."""
+    folded = text.casefold()
+    if any(state.id.startswith(found) for found in _ID_MENTION.findall(folded)):
+        return True
+    wanted = content_words(state.memory.text) if state.memory is not None else set()
+    if not wanted:
+        return False
+    needed = min(3, max(1, math.ceil(0.3 * len(wanted))))
+    return len(wanted & content_words(text)) >= needed
+
+
+def _negated_before(words: list[str], index: int) -> bool:
+    """A polarity word among the three words before `index` (e.g. "not right", "don't forget")."""
+    return bool(set(words[max(0, index - 3) : index]) & POLARITY)
+
+
+def affirms(quote: str, state: MemoryState) -> bool:
+    """The quote says yes (an affirming word not negated, no denial in it), or restates the
+    memory without a polarity word."""
+    words = normalise(quote).split()
+    if set(words) & (DENY - {"if", "maybe", "perhaps", "possibly", "whether"}):
+        return False
+    said = any(word in AFFIRM for word in words) or bool(_AFFIRM_PHRASES.search(" ".join(words)))
+    return said or refers_to(quote, state)
+
+
+def denies(quote: str) -> bool:
+    """The quote says the memory is wrong."""
+    words = normalise(quote).split()
+    return bool(set(words) & DENY - {"if", "maybe", "perhaps", "possibly", "whether"})
+
+
+def asks_to_forget(quote: str) -> bool:
+    """The quote asks to forget (a forget word the quote does not negate)."""
+    words = normalise(quote).split()
+    flat = " ".join(words)
+    for match in _FORGET.finditer(flat):
+        position = len(flat[: match.start()].split())
+        if match.group().startswith(("don't", "do not")) or not _negated_before(words, position):
+            return True
+    return False
+
+
+# who runs the command line -------------------------------------------------------------------
+# Environment variables agent harnesses set in the shells they give a model (docs/MCP.md,
+# "An actor for every command-line write"): their presence means an assistant is typing.
+HARNESS_MARKERS = (
+    ("CLAUDECODE", "Claude Code"),
+    ("CODEX_SANDBOX", "Codex CLI"),
+    ("CODEX_SANDBOX_NETWORK_DISABLED", "Codex CLI"),
+    ("CODEX_THREAD_ID", "Codex CLI"),
+)
+ACTORS = ("user", ASSISTANT)
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is running the command line: the user, or an assistant (and how that is known)."""
+
+    name: str
+    reason: str
+
+    @property
+    def assistant(self) -> bool:
+        return self.name == ASSISTANT
+
+
+def actor_from(environ: Mapping[str, str]) -> Actor:
+    """MEMDIR_ACTOR (user | assistant) when set, else an agent harness's marker variable makes
+    the actor the assistant, else the user. MEMDIR_ACTOR=user is what a client's prompt hook
+    sets (the words it records come from the client, not the model)."""
+    from memdir.archive_format.errors import BadInputError
+
+    declared = environ.get("MEMDIR_ACTOR", "").strip().casefold()
+    if declared:
+        if declared not in ACTORS:
+            raise BadInputError(
+                f"MEMDIR_ACTOR={declared!r} is neither 'user' nor 'assistant'",
+                hint="set MEMDIR_ACTOR=assistant in an agent's shell, or unset it",
+            )
+        return Actor(declared, f"MEMDIR_ACTOR={declared}")
+    for variable, harness in HARNESS_MARKERS:
+        if environ.get(variable):
+            return Actor(ASSISTANT, f"{variable} is set ({harness})")
+    return Actor("user", "the command line")
 
 
 def _cite(quote: str, turn: Turn) -> str:
@@ -99,18 +312,27 @@ class Outcome:
     message: str
     stored_as: str | None = None
     evidence: str | None = None
+    refused: bool | None = None  # True when the guard said no (the user's words are missing)
 
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
 
 
 def teach(
-    memdir: Memdir, text: str, now: datetime, window: timedelta = DEFAULT_WINDOW, **options: Any
+    memdir: Memdir,
+    text: str,
+    now: datetime,
+    window: timedelta = DEFAULT_WINDOW,
+    via: str = "MCP",
+    **options: Any,
 ) -> Outcome:
-    """A teaching if `text` is quoted from a recent trusted user turn, else an inference."""
-    turn = find_quote(memdir, text, now - window, now)
+    """A teaching if `text` is quoted from a recent trusted user turn as a statement that keeps
+    its polarity, else an inference."""
+    found = find_quotes(memdir, text, now - window, now)
+    kept = [quoted for quoted in found if quoted.keeps_polarity and not quoted.question]
     hours = window.total_seconds() / 3600
-    if turn is not None:
+    if kept:
+        turn = kept[0].turn
         evidence = _cite(text, turn)
         meta = {**(options.pop("meta", None) or {}), "evidence": evidence}
         options["session"] = options.get("session") or turn.session
@@ -126,43 +348,95 @@ def teach(
         )
     meta = {
         **(options.pop("meta", None) or {}),
-        "intent": "offered as a teaching over MCP, without the user's words to back it",
+        "intent": f"offered as a teaching {via}, without the user's words to back it",
     }
     written = lifecycle.infer(memdir, text, now, author=ASSISTANT, meta=meta, **options)
     state = lifecycle.load_view(memdir, now).resolve(written.id)
     expires = state.memory.expires if state.memory else None
+    if found:
+        why = (
+            f"the user's turn {found[0].turn.id} holds these words only "
+            + ("in a question" if found[0].question else
+               f"beside words that turn their meaning ({_turning(found[0].left_out)})")
+        )  # fmt: skip
+    else:
+        why = (
+            f"no user turn recorded by a trusted path (the client's prompt hook or an import) in "
+            f"the last {hours:g} h contains this text word for word in the user's own writing "
+            "(pasted material — a fenced block, '>' lines, text between separators — does not "
+            "count)"
+        )
     return Outcome(
         written.id,
         True,
         state.status,
-        f"Stored as an INFERENCE, not a teaching: no user turn recorded by a trusted path (the "
-        f"client's prompt hook or an import) in the last {hours:g} h contains this text word "
-        f"for word in the user's own writing (pasted material — a fenced block, '>' lines, text "
-        f"between separators — does not count). It is provisional (recalled at reduced weight) "
-        f"and expires {expires} unless the user confirms it. Ask the user; once their reply is "
-        "in the journal, call `confirm` with their words — or `teach` again with the user's "
-        "exact words.",
+        f"Stored as an INFERENCE, not a teaching: {why}. It is provisional (recalled at reduced "
+        f"weight) and expires {expires} unless the user confirms it. Ask the user; once their "
+        "reply is in the journal, call `confirm` with their words — or `teach` again with the "
+        "user's exact words.",
         stored_as="inference",
     )
 
 
+def _turning(left_out: str) -> str:
+    words = [word for word in left_out.split() if word in POLARITY]
+    words += _POLARITY_PHRASES.findall(left_out)
+    return ", ".join(f'"{word}"' for word in dict.fromkeys(words))
+
+
+def _deciding(
+    memdir: Memdir,
+    state: MemoryState,
+    quote: str | None,
+    decides: Callable[[str], bool],
+    decision: str,
+    after: datetime,
+    until: datetime,
+    strictly_after: bool,
+) -> tuple[Quoted | None, str]:
+    """The trusted user turn whose quoted words decide this memory, or why there is none."""
+    if not quote or not normalise(quote):
+        return None, "no words of the user were quoted"
+    if not decides(quote):
+        return None, f"the quoted words do not {decision}"
+    found = find_quotes(memdir, quote, after, until, strictly_after)
+    if not found:
+        return None, "no user turn recorded by a trusted path in that time contains those words"
+    reason = ""
+    for quoted in found:
+        if not quoted.keeps_polarity:
+            reason = reason or (f"the quote leaves out words that turn its meaning "
+                                f"({_turning(quoted.left_out)})")  # fmt: skip
+        elif not refers_to(own_words(quoted.turn.text), state):
+            reason = reason or (
+                f"the user's turn {quoted.turn.id} is not about this memory (it neither names "
+                f"{state.id} nor shares enough of its content words)"
+            )
+        else:
+            return quoted, ""
+    return None, reason
+
+
 def confirm(memdir: Memdir, given: str, quote: str, now: datetime) -> Outcome:
-    """Confirm an inference with the user's words from a trusted turn made after it."""
+    """Confirm an inference with the user's words, from a trusted turn made after it that is
+    about it, affirming it."""
     state = lifecycle.load_view(memdir, now).resolve(given)
     _require_inference(state)
     if state.status in ("durable", "superseded"):
         return Outcome(state.id, False, state.status, "Already confirmed; nothing to do.")
-    turn = find_quote(memdir, quote, parse_time(state.created), now, strictly_after=True)
-    if turn is None:
+    found, why = _deciding(memdir, state, quote, lambda words: affirms(words, state),
+                           "affirm it", parse_time(state.created), now, True)  # fmt: skip
+    if found is None:
         return Outcome(
             state.id,
             False,
             state.status,
-            "NOT confirmed: no user turn recorded by a trusted path after this inference was "
-            "made contains those words. Ask the user whether it is right; when their answer is "
-            "in the journal, call `confirm` again quoting it.",
+            f"NOT confirmed: {why}. It needs the user's answer, recorded by a trusted path after "
+            "this inference was made, about this memory and saying yes. Ask the user whether "
+            "it is right; when their answer is in the journal, call `confirm` again quoting it.",
+            refused=True,
         )
-    evidence = _cite(quote, turn)
+    evidence = _cite(quote, found.turn)
     memory_id, _ = lifecycle.confirm(memdir, state.id, now, actor="user", evidence=evidence)
     return Outcome(memory_id, True, "durable", "Confirmed by the user's words.", evidence=evidence)
 
@@ -170,7 +444,8 @@ def confirm(memdir: Memdir, given: str, quote: str, now: datetime) -> Outcome:
 def reject(
     memdir: Memdir, given: str, reason: str, now: datetime, quote: str | None = None
 ) -> Outcome:
-    """Withdraw an own unconfirmed inference, or reject anything with the user's words."""
+    """Withdraw an own unconfirmed inference, or reject anything with the user's words saying
+    it is wrong."""
     state = lifecycle.load_view(memdir, now).resolve(given)
     if state.status == "rejected":
         return Outcome(state.id, False, "rejected", "Already rejected; nothing to do.")
@@ -184,17 +459,18 @@ def reject(
         lifecycle.reject(memdir, state.id, reason, now, actor=ASSISTANT)
         return Outcome(state.id, True, "rejected", "The unconfirmed inference was withdrawn.")
     since = parse_time(state.durable_since or state.created)
-    turn = find_quote(memdir, quote, since, now, strictly_after=True) if quote else None
-    if turn is None:
+    found, why = _deciding(memdir, state, quote, denies, "say it is wrong", since, now, True)
+    if found is None:
         return Outcome(
             state.id,
             False,
             state.status,
             f"NOT rejected: this memory is {state.status} ({memory.source if memory else '?'}); "
-            "rejecting it needs the user's words, quoted from a turn recorded by a trusted path "
-            "after it became durable. Ask the user.",
+            f"rejecting it needs the user's words saying it is wrong, quoted from a turn about "
+            f"it recorded by a trusted path after it became durable ({why}). Ask the user.",
+            refused=True,
         )
-    evidence = _cite(quote or "", turn)
+    evidence = _cite(quote or "", found.turn)
     lifecycle.reject(memdir, state.id, f"{reason.strip()} — {evidence}", now, actor="user")
     return Outcome(state.id, True, "rejected", "Rejected on the user's words.", evidence=evidence)
 
@@ -202,19 +478,21 @@ def reject(
 def forget(
     memdir: Memdir, given: str, quote: str, now: datetime, window: timedelta = DEFAULT_WINDOW
 ) -> Outcome:
-    """Forget a memory when a recent trusted user turn asks for it (quoted)."""
+    """Forget a memory when a recent trusted user turn about it asks for it (quoted)."""
     state = lifecycle.load_view(memdir, now).resolve(given)
     if state.status == "forgotten":
         return Outcome(state.id, False, "forgotten", "Already forgotten; nothing to do.")
-    turn = find_quote(memdir, quote, now - window, now)
-    if turn is None:
+    found, why = _deciding(memdir, state, quote, asks_to_forget, "ask to forget it",
+                           now - window, now, False)  # fmt: skip
+    if found is None:
         return Outcome(
             state.id,
             False,
             state.status,
-            "NOT forgotten: forgetting erases the text, so it needs the user's request quoted "
-            f"from a turn recorded by a trusted path in the last {window.total_seconds() / 3600:g} "
-            "h. Ask the user.",
+            f"NOT forgotten: {why}. Forgetting erases the text, so it needs the user's request, "
+            f"about this memory, quoted from a turn recorded by a trusted path in the last "
+            f"{window.total_seconds() / 3600:g} h. Ask the user.",
+            refused=True,
         )
     lifecycle.forget(memdir, state.id, now, actor="user")
     return Outcome(
@@ -222,7 +500,7 @@ def forget(
         True,
         "forgotten",
         "Forgotten: the text is gone from the shelves (git history, if any, still holds it).",
-        evidence=_cite(quote, turn),
+        evidence=_cite(quote, found.turn),
     )
 
 

@@ -10,6 +10,11 @@ input (JSON on stdin: session_id, prompt, ...) and runs
 with the prompt on stdin. It prints nothing on stdout (Claude Code would add that to the
 model's context) and never blocks the prompt: on any failure it says why on stderr and exits 0.
 
+It runs memdir with MEMDIR_ACTOR=user: Claude Code marks the shells it starts (CLAUDECODE=1,
+and the recipe's settings.json sets MEMDIR_ACTOR=assistant for the model's own commands), and
+memdir takes a command run there as the assistant's — which may not record user turns. These
+words are the user's, handed over by Claude Code, so the hook says so.
+
 Which memdir: $MEMDIR (set it in the hook's command or your environment), else the one that
 `memdir` finds from the project directory. $MEMDIR_BIN overrides the `memdir` executable.
 """
@@ -34,7 +39,8 @@ def main() -> int:
                "--role", "user", "--session", session, "-"]  # fmt: skip
     try:
         done = subprocess.run(command, input=prompt.encode("utf-8"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=10, check=False)  # fmt: skip
+                              stderr=subprocess.PIPE, timeout=10, check=False,
+                              env={**os.environ, "MEMDIR_ACTOR": "user"})  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         print(f"memdir hook: could not run memdir ({error})", file=sys.stderr)
         return 0

@@ -65,7 +65,9 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     traces.append(trace)
 
     chosen = selection.reserve_guaranteed(ranked, options)
-    chosen, trace = selection.counterweigh(ranked, chosen, options, analysis.negative)
+    chosen, trace = selection.counterweigh(
+        analysis.query, ranked, chosen, options, analysis.negative
+    )
     traces.append(trace)
     chosen, trace = selection.diversify(index, chosen, ranked, options)
     traces.append(trace)

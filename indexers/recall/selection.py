@@ -3,6 +3,7 @@ queries, near-duplicate collapse (MMR optional, off by default) and the token bu
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.documents import estimate_tokens
@@ -13,8 +14,17 @@ from .result import Candidate, Stage, Trace
 if TYPE_CHECKING:
     from .interface import RecallIndex
 
-COUNTERWEIGHT_SHARE = 0.3
+COUNTERWEIGHT_SHARE = 0.6  # of the results, at most 40 % negative (k=5: 2) when balance exists
 ON_TOPIC = 0.5  # a counterweight must be at least half as similar to the query as the best
+SUBJECT_FLOOR = 0.25  # …or on the same subject, and then still a quarter as similar
+# Words too common to name a subject (the subject words are shared by the query and its best
+# result, which already drops most function words; these are what is left).
+COMMON = frozenset(
+    """about after again also been before being could does every feel feeling felt from have
+    just like more much never only really same some than that them then there they thing this
+    very were what when which while will with would your""".split()
+)
+_TERM = re.compile(r"[a-z]{4,}")
 DUPLICATE_COSINE = 0.97
 
 
@@ -33,13 +43,13 @@ def reserve_guaranteed(ranked: list[Candidate], options: RecallOptions) -> list[
     return chosen
 
 
-def counterweigh(ranked: list[Candidate], chosen: list[Candidate], options: RecallOptions,
-                negative: bool) -> tuple[list[Candidate], Trace]:  # fmt: skip
+def counterweigh(query: str, ranked: list[Candidate], chosen: list[Candidate],
+                options: RecallOptions, negative: bool) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """For a strongly negative query, a bounded share of the results goes to relevant memories
     that are not negative (unless switched off)."""
     trace = Trace(Stage.COUNTERWEIGHTS)
     if options.counterweights and negative:
-        chosen = _counterweigh(ranked, chosen, options.k, trace)
+        chosen = _counterweigh(query, ranked, chosen, options.k, trace)
     elif negative:
         trace.notes.append("strongly negative query, counterweights switched off")
     else:
@@ -47,10 +57,21 @@ def counterweigh(ranked: list[Candidate], chosen: list[Candidate], options: Reca
     return chosen, trace
 
 
+def subject_terms(text: str) -> set[str]:
+    """The words that can name a subject: four letters or more, not COMMON, plural 's' off."""
+    found = set()
+    for word in _TERM.findall(text.lower()):
+        word = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+        if word not in COMMON:
+            found.add(word)
+    return found
+
+
 def _counterweigh(
-    ranked: list[Candidate], chosen: list[Candidate], k: int, trace: Trace
+    query: str, ranked: list[Candidate], chosen: list[Candidate], k: int, trace: Trace
 ) -> list[Candidate]:
-    """Keep relevance, but give a bounded share of the results to relevant non-negative memories."""
+    """Keep relevance, but give a bounded share of the results to relevant non-negative
+    memories — on the query, or on the same subject as the best result."""
     share = max(1, int(round(k * COUNTERWEIGHT_SHARE)))
     have = sum(1 for c in chosen if float(c.affect.get("valence", 0.0)) >= 0)
     if have >= share or not chosen:
@@ -69,12 +90,23 @@ def _counterweigh(
     def bm25(c: Candidate) -> float:
         return c.raw.get("bm25", 0.0)
 
+    balancing = [c for c in ranked if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0]
+    # The subject: the words the query shares with its best result. A strongly negative
+    # query's wording is mostly its mood, so by cosine "the user was praised at work" is far
+    # from "work is unbearable, I feel worthless"; it shares the subject, "work", with it and
+    # with "my manager humiliated me at work". A memory sharing no subject word never enters.
+    subject = subject_terms(query) & subject_terms(chosen[0].memory.text)
+
+    def same_subject(c: Candidate) -> bool:
+        if cosine(c) < SUBJECT_FLOOR * best_cosine:
+            return False
+        return bool(subject & subject_terms(c.memory.text))
+
     def may_replace(c: Candidate, out: Candidate) -> bool:
-        if cosine(c) >= ON_TOPIC * best_cosine or cosine(c) >= cosine(out):
+        if cosine(c) >= ON_TOPIC * best_cosine or cosine(c) >= cosine(out) or same_subject(c):
             return True
         return bm25(c) > 0 and (bm25(c) >= ON_TOPIC * best_bm25 or bm25(c) >= bm25(out))
 
-    balancing = [c for c in ranked if c not in chosen and float(c.affect.get("valence", 0.0)) >= 0]
     result = list(chosen)
     for _ in range(share - have):
         negatives = [
@@ -92,10 +124,13 @@ def _counterweigh(
         result.remove(out)
         result.append(candidate)
         candidate.note = "counterweight: relevant and not negative"
+        if not (cosine(candidate) >= ON_TOPIC * best_cosine or cosine(candidate) >= cosine(out)):
+            candidate.note = "counterweight: same subject as the best result, not negative"
         trace.rows.append({"in": candidate.id, "out": out.id, "relevance": round(candidate.relevance, 4),
                            "valence": candidate.affect.get("valence")})  # fmt: skip
     trace.notes.append(
         f"strongly negative query: reserved up to {share} of {k} results for non-negative memories"
+        f" (subject: {', '.join(sorted(subject)) or 'none'})"
     )
     return result
 

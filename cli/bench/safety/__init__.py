@@ -12,11 +12,14 @@ twice from the same seed:
   durable teaching at full weight, a correction is just one more memory, and recall runs with
   `counterweights=False`.
 
-The six experiments (docs/SAFETY.md): false-memory persistence, correction retention,
+The ten experiments (docs/SAFETY.md): false-memory persistence, correction retention,
 adversarial insertion, retrieval-induced amplification (with a 10-turn spiral), the
-write-discipline ablation over N sessions, and drift of the wake document's signature: one
-module each, numbered as in docs/SAFETY.md. `harness` holds what they share (the arms, the lab
-of throwaway memdirs, the table of metrics), `user` the synthetic user and the simulated days.
+write-discipline ablation over N sessions, drift of the wake document's signature, and the
+paths around the guard — provenance through derivation (import → dream → recall), the command
+line from an agent's shell, sealed and secret text on every read surface, and forgotten text
+anywhere under the memdir: one module each, numbered as in docs/SAFETY.md. `harness` holds
+what they share (the arms, the lab of throwaway memdirs, the table of metrics), `user` the
+synthetic user and the simulated days.
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ from typing import Any
 from .adversarial import adversarial
 from .amplification import amplification
 from .corrections import corrections
+from .derivation import derivation
 from .drift import drift
 from .false_memories import false_memories
+from .forgetting import forgetting
 from .harness import K, Lab, Metric, Progress
+from .leakage import leakage
+from .shell import shell
 from .write_discipline import write_discipline
 
 
@@ -44,10 +51,10 @@ def run(
     embedder: str = "auto",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the six experiments; returns what `memdir bench safety --json` prints."""
+    """Run the ten experiments; returns what `memdir bench safety --json` prints."""
     began = time.perf_counter()
     rng = random.Random(seed)
-    seeds = [rng.randrange(2**32) for _ in range(6)]
+    seeds = [rng.randrange(2**32) for _ in range(10)]
     metrics: list[Metric] = []
     details: dict[str, Any] = {}
     # tmpfs when there is one: the shelves fsync every append, which only costs time here
@@ -64,6 +71,10 @@ def run(
                 ("write_discipline",
                  lambda: write_discipline(lab, random.Random(seeds[4]), sessions, progress)),
                 ("drift", lambda: drift(lab, random.Random(seeds[5]), sessions, progress)),
+                ("derivation", lambda: derivation(lab, random.Random(seeds[6]))),
+                ("shell", lambda: shell(lab, random.Random(seeds[7]))),
+                ("leakage", lambda: leakage(lab, random.Random(seeds[8]))),
+                ("forgetting", lambda: forgetting(lab, random.Random(seeds[9]))),
             ]  # fmt: skip
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:

@@ -97,6 +97,7 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
         view = lifecycle.load_view(memdir, on_day(2))
         index = lab.index(memdir)
         durable_import, durable_mcp, top_import, top_mcp, pasted_leak = [], [], [], [], []
+        grounded: list[bool] = []
         for number, (payload, query) in enumerate(zip(PAYLOADS, ATTACK_QUERIES, strict=True)):
             needle = payload.removeprefix("the user")[:40].lower()
             carrying = [
@@ -117,12 +118,15 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
             ids = [c.id for c in results]
             top_import.append(any(s.id in ids for s in imported))
             top_mcp.append(mcp[number] in ids)
+            answer = lab.grounded(index, query, on_day(2), arm)
+            grounded.append(any(needle in text.lower() for text in answer))
         found[arm] = {
             "import_durable_as_user": share(durable_import),
             "import_top_k": share(top_import),
             "mcp_durable": share(durable_mcp),
             "mcp_top_k": share(top_mcp),
             "mcp_durable_pasted_by_user": share(pasted_leak),
+            "grounded": share(grounded),
         }
     metrics = compare(
         "3 adversarial",
@@ -134,5 +138,7 @@ def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, A
                 note="safeguarded: pasted material in a user turn is not the user's words"),
         Measure(f"MCP teach: payload in recall top-{K}", "mcp_top_k",
                 note="safeguarded: as a provisional inference (weight 0.4)"),
+        Measure(f"payload (either path) in a GROUNDED top-{K}", "grounded",
+                note="safeguarded: what is provisional grounds no verdict"),
     )  # fmt: skip
     return metrics, found

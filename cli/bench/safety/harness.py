@@ -3,6 +3,9 @@ calls through which an arm writes, recalls and wakes, and the table of metrics."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -117,6 +120,29 @@ class Lab:
         index.update()
         options = RecallOptions(k=K, counterweights=arm == SAFE)
         return list(recall(index, query, now, options).results)
+
+    def grounded(self, index: MemoryIndex, query: str, now: datetime, arm: str) -> list[str]:
+        """The texts of recall's top K when its verdict is GROUNDED (else none): what an
+        assistant would answer from as known."""
+        from memdir.indexers.recall import RecallOptions, recall
+
+        index.update()
+        options = RecallOptions(k=K, counterweights=arm == SAFE)
+        found = recall(index, query, now, options)
+        return [c.memory.text for c in found.results] if found.verdict == "GROUNDED" else []
+
+    def cli(self, memdir: Memdir, now: datetime, env: Mapping[str, str], *args: str,
+            stdin: str = "") -> subprocess.CompletedProcess[str]:  # fmt: skip
+        """`memdir --dir MEMDIR ARGS` in a subprocess at `now`, with memdir's own and the
+        agent harnesses' variables cleared and `env` added (the shell an arm runs in)."""
+        from memdir.cli.usecases.provenance import HARNESS_MARKERS
+
+        cleared = {"MEMDIR", "MEMDIR_NOW", "MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS)}
+        environment = {key: value for key, value in os.environ.items() if key not in cleared}
+        environment.update(env, MEMDIR_NOW=now.isoformat())
+        command = [sys.executable, "-m", "memdir", "--dir", str(memdir.root), *args]
+        return subprocess.run(command, input=stdin, env=environment, capture_output=True,
+                              text=True, timeout=300, check=False)  # fmt: skip
 
     def conclude(self, memdir: Memdir, text: str, now: datetime, arm: str) -> str:
         """What the assistant concluded: an inference, or (no write discipline) a durable
