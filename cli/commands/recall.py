@@ -172,7 +172,8 @@ def render_explain(result: RecallResult) -> None:
             row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}", *components, text
         )
     out.print(table)
-    for number, name in ((5, Stage.COUNTERWEIGHTS), (6, Stage.DIVERSITY), (7, Stage.BUDGET)):
+    for number, name in ((5, Stage.GUARANTEED), (6, Stage.COUNTERWEIGHTS), (7, Stage.DIVERSITY),
+                         (8, Stage.BUDGET)):  # fmt: skip
         stage = stages[name]
         out.rule(f"{number}. {name.value}")
         for note in stage.notes:

@@ -8,10 +8,12 @@ Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.
    query's time window ranks, it does not filter: relevance.py's `when`);
 4. decay and score: priors and the decay component join the relevance components, then one
    blend × decay factor × provenance weight (score.py);
-5. counterweights: for strongly negative queries, a bounded share of the results goes to
-   relevant memories that are not negative (selection.py, as are 6 and 7);
-6. diversity: near-duplicates collapse (MMR optional, off by default);
-7. budget, then the verdict (verdict.py).
+5. guaranteed slots: pinned / milestone memories take the places of weak results only
+   (selection.py, as are 6 to 8);
+6. counterweights: for strongly negative queries, a bounded share of the results goes to
+   relevant memories that are not negative;
+7. diversity: near-duplicates collapse (MMR optional, off by default);
+8. budget, then the verdict (verdict.py).
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     ranked, trace = score.rank(survivors, settings.weights, settings.decay)
     traces.append(trace)
 
-    chosen = selection.reserve_guaranteed(ranked, options)
+    chosen, trace = selection.reserve_guaranteed(ranked, options, settings.verdict)
+    traces.append(trace)
     chosen, trace = selection.counterweigh(ranked, chosen, options, analysis.negative)
     traces.append(trace)
     chosen, trace = selection.diversify(index, chosen, ranked, options)
