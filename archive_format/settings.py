@@ -231,8 +231,9 @@ class RecallSettings:
         mapping_of(mapping_of(number())),
     )  # fmt: skip
     cutoffs: dict[str, timedelta] = setting(
-        {"emotion": "48h", "date": "168h", "financial": "168h"},
-        "hard age cut-off per memory type: older memories of that type are not recalled",
+        {"emotion": "48h", "date": "168h", "financial": "168h", "ephemeral": "24h"},
+        "hard age cut-off per memory type, subtype or temporal class: older memories of it are"
+        " neither recalled nor shown in wake and boot",
         mapping_of(duration),
     )
     half_lives_days: dict[str, float] = setting(

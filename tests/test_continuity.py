@@ -264,3 +264,29 @@ def test_examples_are_in_place() -> None:
     assert "ExecStart=" in service and " sleep" in service
     assert "OnCalendar=" in (examples / "memdir-sleep.timer").read_text()
     assert (examples / "week" / "replay.sh").stat().st_mode & 0o111
+
+
+def test_wake_and_boot_leave_out_what_is_past_its_cut_off(cli, hashed: Memdir) -> None:
+    """The issue's case: an EMOTION teaching of 66 hours ago was listed under "Recent
+    teachings"; a day-old ephemeral note too. Both are past recall's cut-offs, so neither
+    document shows them; a persistent teaching of the same age stays."""
+    root = str(hashed.root)
+
+    def teach(now: datetime, *args: str) -> str:
+        done = cli("--dir", root, "teach", *args, now=iso(now))
+        assert done.code == 0, done
+        return done.out.strip()
+
+    teach(at(), "I felt anxious about the dentist", "--type", "EMOTION")
+    teach(at(), "I parked the car on level 3", "--temporal", "ephemeral")
+    teach(at(), "My brother's name is Tiago")
+    early = cli("--dir", root, "wake", "--json", now=iso(at(hours=20)))
+    shown = [item["text"] for item in json.loads(early.out)["sections"]["teachings"]["items"]]
+    assert "I parked the car on level 3" in shown and "I felt anxious about the dentist" in shown
+    late = cli("--dir", root, "wake", "--json", now=iso(at(hours=66)))
+    assert late.code == 0, late
+    shown = [item["text"] for item in json.loads(late.out)["sections"]["teachings"]["items"]]
+    assert shown == ["My brother's name is Tiago"]
+    assert cli("--dir", root, "sleep", now=iso(at(hours=66))).code == 0
+    boot = (hashed.root / "documents" / "boot.md").read_text()
+    assert "Tiago" in boot and "anxious" not in boot and "level 3" not in boot

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
+from memdir.archive_format.cutoffs import past_cutoff
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view
@@ -155,9 +157,21 @@ def shown(state: MemoryState) -> bool:
     return state.memory is not None and visibility.shown(state.memory.visibility)
 
 
-def _hard_facts(view: ArchiveView) -> Section:
+def current(state: MemoryState, now: datetime, cutoffs: Mapping[str, timedelta]) -> bool:
+    """Whether a memory is still worth a briefing's space: not past its type's, subtype's or
+    temporal class's age cut-off (the same rule recall applies: an EMOTION teaching of 66 hours
+    ago or a day-old ephemeral note is not "recent" news)."""
+    memory = state.memory
+    if memory is None:
+        return False
+    labels = (memory.type, memory.subtype, memory.temporal)
+    return past_cutoff(labels, parse_time(state.created), now, cutoffs) is None
+
+
+def _hard_facts(view: ArchiveView, now: datetime, cutoffs: Mapping[str, timedelta]) -> Section:
     section = Section("hard_facts", empty="no supersede keys yet", more="memdir list --json")
-    facts = [s for s in view if s.status == "durable" and shown(s) and s.memory and s.memory.key]
+    facts = [s for s in view if s.status == "durable" and shown(s) and s.memory and s.memory.key
+             and current(s, now, cutoffs)]  # fmt: skip
     for state in sorted(facts, key=lambda s: str(s.memory.key if s.memory else "")):
         assert state.memory is not None
         section.lines.append(f"- {state.memory.key}: {short_text(state.memory.text)} ({state.id})")
@@ -166,14 +180,15 @@ def _hard_facts(view: ArchiveView) -> Section:
     return section.cap()
 
 
-def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
+def _teachings(view: ArchiveView, now: datetime, zone: Any,
+               cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
     section = Section("teachings", empty=f"nothing taught in the last {RECENT_TEACHINGS_DAYS} days",
                       more="memdir list --source teaching")  # fmt: skip
     start = format_time(now - timedelta(days=RECENT_TEACHINGS_DAYS))
     recent = [
         s for s in view
         if s.status == "durable" and shown(s) and s.memory and s.memory.source == "teaching"
-        and _since(s.created, start)
+        and _since(s.created, start) and current(s, now, cutoffs)
     ]  # fmt: skip
     recent.sort(key=lambda s: s.created, reverse=True)
     section.total = len(recent)
@@ -289,6 +304,7 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
 def gather(memdir: Memdir, now: datetime) -> Briefing:
     """Read the archive, journal and ring once, as of `now`."""
     zone = memdir.settings.zone
+    cutoffs = memdir.settings.recall.cutoffs
     view = recent_view(
         memdir, now, now - timedelta(days=max(RECENT_TEACHINGS_DAYS, RECENT_EVENTS_DAYS))
     )
@@ -306,8 +322,8 @@ def gather(memdir: Memdir, now: datetime) -> Briefing:
     sections = {
         "events": _events(view, now, zone),
         "arc": _emotional_arc(memdir, book, now, zone),
-        "teachings": _teachings(view, now, zone),
-        "hard_facts": _hard_facts(view),
+        "teachings": _teachings(view, now, zone, cutoffs),
+        "hard_facts": _hard_facts(view, now, cutoffs),
         "review": _review(view, now, zone),
         "threads": _threads(memdir, view, zone),
         "entry": _entry(memdir, now, zone),

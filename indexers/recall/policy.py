@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memdir.archive_format.clock import parse_time
+from memdir.archive_format.cutoffs import past_cutoff
 from memdir.archive_format.fold import fold
 from memdir.archive_format.visibility import Withheld, withheld
 
@@ -84,9 +85,6 @@ def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
     personas = line.get("personas") or []
     if options.persona and personas and options.persona not in personas:
         return f"persona scope {', '.join(personas)}"
-    created = parse_time(line["created"])
-    for label in (line.get("type"), line.get("subtype")):
-        cutoff = cutoffs.get(str(label).lower()) if label else None
-        if cutoff is not None and now - created > cutoff:
-            return f"older than the {label} cut-off"
-    return None
+    labels = (line.get("type"), line.get("subtype"), line.get("temporal"))
+    label = past_cutoff(labels, parse_time(line["created"]), now, cutoffs)
+    return f"older than the {label} cut-off" if label else None
