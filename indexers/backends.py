@@ -38,6 +38,14 @@ class Document(TypedDict, total=False):
     persona: list[str]
     session: str | None
     time: int  # epoch seconds
+    intent: str  # the meta-memory fields, each searchable on its own (META_FIELDS)
+    rationale: str
+    evidence: str
+
+
+# The meta-memory fields with a full-text field each; the field name "meta" searches all three.
+META_FIELDS = ("intent", "rationale", "evidence")
+TEXT_FIELDS = ("text", "context", *META_FIELDS, "meta")
 
 
 # The filters of a score query: `within` keeps these iids, `between` the times in [start, end)
@@ -78,13 +86,16 @@ class FullTextIndex(Protocol):
     def scores(
         self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
-        """BM25 scores of the best `limit` documents for a query on `field` ("text" or
-        "context"), best first, by iid; `within` keeps those iids, `between` times in
+        """BM25 scores of the best `limit` documents for a query on `field` (one of
+        TEXT_FIELDS: "text", "context", a meta-memory field or "meta" for all three), best
+        first, by iid; `within` keeps those iids, `between` times in
         [start, end). An empty query, limit 0 or `within=[]` gives {}."""
 
-    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
-        """The best `k` documents for a free-text query, best first; with `snippets`, a piece
-        of the text with the matched words in [brackets]."""
+    def search(
+        self, text: str, k: int, snippets: bool = False, field: str = "text"
+    ) -> list[TextHit]:
+        """The best `k` documents for a free-text query on `field` (as in `scores`), best
+        first; with `snippets`, a piece of the field with the matched words in [brackets]."""
 
 
 # --- vectors ---------------------------------------------------------------------------------

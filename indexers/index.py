@@ -55,9 +55,10 @@ class MemoryIndex(IndexStorage):
         return self.updater.reannotate()
 
     # reading --------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10) -> list[Hit]:
-        """Full-text search (BM25) with highlighted snippets."""
-        return self.reader.search(query, k)
+    def search(self, query: str, k: int = 10, field: str = "text") -> list[Hit]:
+        """Full-text search (BM25) on `field` (text, intent, rationale, evidence or meta for
+        all three) with highlighted snippets."""
+        return self.reader.search(query, k, field)
 
     def similar(self, query: str, k: int = 10) -> list[Hit]:
         """Vector search only: the memories closest in meaning to the query."""

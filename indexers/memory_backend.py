@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .backends import (
+    META_FIELDS,
     Catalog,
     CatalogMemory,
     Checkpoint,
@@ -85,10 +86,7 @@ class MemoryFullText:
         if not wanted:
             return []
         documents = list(self.store.values())
-        bodies = [
-            _terms(d["text"] if field == "text" else d.get("context") or d["text"])
-            for d in documents
-        ]
+        bodies = [_terms(_field_text(d, field)) for d in documents]
         average = sum(map(len, bodies)) / len(bodies) if bodies else 0.0
         frequency = {term: sum(term in body for body in bodies) for term in wanted}
         ranked = []
@@ -125,20 +123,34 @@ class MemoryFullText:
                 break
         return found
 
-    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
+    def search(
+        self, text: str, k: int, snippets: bool = False, field: str = "text"
+    ) -> list[TextHit]:
         if not text.strip() or k <= 0:
             return []
         wanted = set(_terms(text))
         hits = []
-        for score, document in self._ranked(text, "text")[:k]:
+        for score, document in self._ranked(text, field)[:k]:
             snippet = ""
             if snippets:
+                shown = field if field in META_FIELDS else "text"
                 snippet = _WORD.sub(
                     lambda m: f"[{m.group()}]" if _stem(m.group().lower()) in wanted else m.group(),
-                    document["text"],
+                    _field_text(document, shown),
                 )
             hits.append(TextHit(document["id"], score, snippet))
         return hits
+
+
+def _field_text(document: Document, field: str) -> str:
+    """What a full-text field holds for a document (backends.TEXT_FIELDS)."""
+    if field == "context":
+        return document.get("context") or document["text"]
+    if field == "meta":
+        return " ".join(str(document.get(name) or "") for name in META_FIELDS)
+    if field in META_FIELDS:
+        return str(document.get(field) or "")
+    return document["text"]
 
 
 # --- vectors ---------------------------------------------------------------------------------

@@ -26,11 +26,11 @@ from memdir.archive_format.fold import ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.validate import line_problems
 
-from .backends import CatalogMemory, Checkpoint, Document, speaker_of
+from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
 from .storage import IndexStorage
 
-INDEX_VERSION = "8"
+INDEX_VERSION = "9"
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
@@ -528,7 +528,7 @@ def _document(memory: CatalogMemory, context: str) -> Document:
     line = memory.line
     kind = line.get("type")
     label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
-    return {
+    document: Document = {
         "id": line["id"],
         "iid": memory.iid,
         "text": line["text"],
@@ -540,3 +540,8 @@ def _document(memory: CatalogMemory, context: str) -> Document:
         "session": line.get("session"),
         "time": _epoch(line["created"]),
     }
+    meta = line.get("meta") or {}
+    for name in META_FIELDS:
+        if meta.get(name):
+            document[name] = str(meta[name])  # type: ignore[literal-required]
+    return document

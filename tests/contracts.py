@@ -125,6 +125,24 @@ class FullTextContract(Contract):
         assert list(index.scores("Lisbon", 10, field="text")) == [2]
         assert [hit.id for hit in index.search("Lisbon", 10)] == ["m-000002"]
 
+    def test_meta_memory_fields_are_searched_on_their_own(self, index: FullTextIndex) -> None:
+        """intent, rationale and evidence are fields of their own; "meta" searches all three;
+        none of them leaks into the text field."""
+        self.filled(
+            index,
+            document(1, "avoid the seafood place", rationale="her shellfish allergy"),
+            document(2, "book a window seat", intent="comfort", evidence="she said shellfish"),
+            document(3, "shellfish platter was great"),
+        )
+        assert list(index.scores("shellfish", 10, field="rationale")) == [1]
+        assert list(index.scores("shellfish", 10, field="evidence")) == [2]
+        assert list(index.scores("comfort", 10, field="intent")) == [2]
+        assert set(index.scores("shellfish", 10, field="meta")) == {1, 2}
+        assert list(index.scores("shellfish", 10, field="text")) == [3]
+        hits = index.search("allergy", 10, snippets=True, field="rationale")
+        assert [hit.id for hit in hits] == ["m-000001"] and "[allergy]" in hits[0].snippet
+        assert index.search("allergy", 10) == []
+
     def test_within_and_between_restrict_scores(self, index: FullTextIndex) -> None:
         self.filled(
             index,

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from memdir.indexers.reader import Hit
 
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
+SEARCH_FIELDS = ("text", "intent", "rationale", "evidence", "meta")
 
 
 @contextmanager
@@ -105,13 +106,27 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="Words to look for (full text, English stemming).")
         ],
         k: KOpt = 10,
+        field: Annotated[
+            str,
+            typer.Option(
+                "--field",
+                help="Search the text, or a meta-memory field: intent, rationale, evidence,"
+                " meta (all three).",
+            ),
+        ] = "text",
         json_: context.JsonOpt = False,
     ) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
-        Example: memdir search "coffee order" --k 5
+        Example: memdir search "coffee order" --k 5; memdir search "allergy" --field rationale
         """
-        show_hits(open_index(ctx).search(query, k), json_, snippets=True)
+        from memdir.archive_format.errors import BadInputError
+
+        if field not in SEARCH_FIELDS:
+            raise BadInputError(
+                f"unknown search field {field!r}", hint=f"use one of {', '.join(SEARCH_FIELDS)}"
+            )
+        show_hits(open_index(ctx).search(query, k, field), json_, snippets=True)
 
     @app.command()
     def similar(

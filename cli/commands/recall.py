@@ -50,7 +50,7 @@ WindowOpt = Annotated[
 
 SHOWN = {  # explain-table column → component
     "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
-    "spk": "speaker", "sess": "session", "aff": "affect", "deg": "degree", "rec": "recency",
+    "spk": "speaker", "sess": "session", "meta": "meta_bm25", "aff": "affect", "deg": "degree", "rec": "recency",
     "imp": "importance", "kw": "keyword", "decay": "decay",
 }  # fmt: skip
 
