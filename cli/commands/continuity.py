@@ -128,6 +128,25 @@ def register(app: typer.Typer) -> None:
         note(f"{document.tokens} of {document.budget} tokens")
 
     @app.command()
+    def review(
+        ctx: typer.Context, json_: context.JsonOpt = False, now: context.NowOpt = None
+    ) -> None:
+        """What awaits the user's decision: provisional inferences, contradiction candidates
+        (both sides) and stale hard facts.
+
+        Writes nothing; each entry says the command that settles it.
+
+        Example: memdir review --json
+        """
+        from memdir.cli.usecases.review import review as gather
+
+        found = gather(context.open_memdir(ctx), context.now(ctx, now))
+        if json_:
+            emit_json(found.to_dict())
+            return
+        render_review(found.to_dict())
+
+    @app.command()
     def boot(ctx: typer.Context, now: context.NowOpt = None) -> None:
         """Refresh documents/boot.md and print it.
 
@@ -159,6 +178,32 @@ def render_sleep(data: dict[str, Any]) -> None:
     if not data["dry_run"]:
         out.print(f"  documents {data['boot']}, documents/wake.md ({data['wake_tokens']} tokens)")
         out.print(f"  entry     {data['entry'] or 'none (nothing changed)'}")
+
+
+def _side(row: dict[str, Any]) -> str:
+    return (f"{row['id']} ({row['source']} by {row['author']}, {row['created'][:10]}): "
+            f"{shorten(row['text'], 70)}")  # fmt: skip
+
+
+def render_review(data: dict[str, Any]) -> None:
+    """The review as three short lists, each entry with the command that settles it."""
+    typer.echo(f"Review queue ({len(data['queue'])}): inferences awaiting confirmation")
+    for row in data["queue"]:
+        expiry = f"expires in {row['expires_in']}" if row["expires"] else "no expiry"
+        typer.echo(f"  {_side(row)}")
+        typer.echo(f"    {expiry}; `memdir confirm {row['id']}` or `memdir reject {row['id']}`")
+    typer.echo(f"Contradiction candidates ({len(data['contradictions'])})")
+    for row in data["contradictions"]:
+        one, other = row["sides"]
+        typer.echo(f"  {_side(one)}")
+        typer.echo(f"   vs {_side(other)}")
+        typer.echo(f"    {row['link']} since {row['at'][:10]}; reject or forget one, or "
+                   f"`memdir link {one['id']} {other['id']} --type compatible`")  # fmt: skip
+    typer.echo(f"Stale hard facts ({len(data['stale_hard_facts'])}): "
+               f"not affirmed for over {data['stale_after_days']} days")  # fmt: skip
+    for row in data["stale_hard_facts"]:
+        typer.echo(f"  {row['key']}: {shorten(row['text'], 70)} ({row['id']}, {row['age']})")
+        typer.echo(f"    still true? teach its current wording with `--key {row['key']}`, or forget it")
 
 
 def render_decay(data: dict[str, Any]) -> None:

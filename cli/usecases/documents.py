@@ -26,7 +26,7 @@ from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.cutoffs import past_cutoff
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import recent_view
+from memdir.archive_format.lifecycle import recent_view, view_of
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
 
@@ -40,15 +40,19 @@ SECTION_TITLES = {
     "hard_facts": "Hard facts (current value per key)",
     "teachings": "Recent teachings",
     "review": "Review queue (inferences awaiting the user's confirmation)",
+    "decisions": "Needs your decision",
     "threads": "Open threads (console ring)",
     "arc": "Emotional arc",
     "entry": "Last journal entry",
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "teachings", "review", "threads", "arc", "entry", "raw_window")
-WAKE_PRIORITY = ("review", "hard_facts", "teachings", "raw_window", "threads", "arc", "entry")
-BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review")
+WAKE_ORDER = ("hard_facts", "teachings", "review", "decisions", "threads", "arc", "entry",
+              "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "teachings", "raw_window", "threads", "arc",
+                 "entry")  # fmt: skip
+BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
+DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
 
@@ -201,25 +205,54 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any,
 
 
 def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
+    from .review import review_queue
+
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    queue = [s for s in view if s.status == "provisional" and shown(s)]
-    queue.sort(key=lambda s: s.created, reverse=True)
+    queue = review_queue(view, now)
     section.total = len(queue)
-    for state in queue[:BOOT_LIMIT]:
-        assert state.memory is not None
-        expires = state.memory.expires
-        left = format_duration(parse_time(expires) - now) if expires else "never"
+    for row in queue[:BOOT_LIMIT]:
+        expires, left = row["expires"], row["expires_in"] or "never"
         when = (
             f"expires {_local(parse_time(expires), zone)} (in {left})" if expires else "no expiry"
         )
         section.lines.append(
-            f"- {short_text(state.memory.text)} — unconfirmed, {when}; ask the user "
-            f"(`memdir confirm {state.id}`)"
+            f"- {short_text(row['text'])} — unconfirmed, {when}; ask the user "
+            f"(`memdir confirm {row['id']}`)"
         )
-        section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
+        section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
     return section
+
+
+def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
+    """Contradiction candidates linked lately (the recent view's) and stale hard facts, at most
+    DECISION_LIMIT; `memdir review` lists them all."""
+    from .review import contradiction_pairs, stale_facts
+
+    section = Section("decisions", empty="no contradiction or stale fact to settle",
+                      more="memdir review")  # fmt: skip
+    targets = {event.to for state in view for event in state.events
+               if event.op == "link" and event.to and event.to.startswith("m-")}  # fmt: skip
+    lookup = dict(view.states)
+    missing = targets - set(lookup)
+    if missing:
+        lookup.update(view_of(memdir, missing, now).states)
+    for row in contradiction_pairs(view, lookup):
+        one, other = row["sides"]
+        section.lines.append(
+            f"- contradiction? {short_text(one['text'], 100)} ({one['id']}, {one['source']} "
+            f"{one['created'][:10]}) vs {short_text(other['text'], 100)} ({other['id']}, "
+            f"{other['source']} {other['created'][:10]}): ask which holds"
+        )
+        section.items.append({"what": "contradiction", **row})
+    for row in stale_facts(view, now):
+        section.lines.append(
+            f"- still true? {row['key']}: {short_text(row['text'], 120)} ({row['id']}), "
+            f"last affirmed {row['age']} ago"
+        )
+        section.items.append({"what": "stale hard fact", **row})
+    return section.cap(DECISION_LIMIT)
 
 
 def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
@@ -325,6 +358,7 @@ def gather(memdir: Memdir, now: datetime) -> Briefing:
         "teachings": _teachings(view, now, zone, cutoffs),
         "hard_facts": _hard_facts(view, now, cutoffs),
         "review": _review(view, now, zone),
+        "decisions": _decisions(memdir, view, now),
         "threads": _threads(memdir, view, zone),
         "entry": _entry(memdir, now, zone),
         "raw_window": _raw_window(memdir, book, now, zone),
