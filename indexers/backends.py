@@ -133,10 +133,14 @@ class VectorRows(Protocol):
 
 # --- the catalog -----------------------------------------------------------------------------
 def speaker_of(author: str) -> str | None:
-    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
+    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline, plain
+    'user' → user (the person the memdir is about; the people notes may give them names:
+    `memdir people add Sam --alias user`).
 
-    Plain 'user', 'assistant' or 'memdir' name no one in particular.
+    Plain 'assistant' or 'memdir' name no one in particular.
     """
+    if author == "user":
+        return "user"
     if ":" not in author:
         return None
     name = author.split(":", 1)[1].strip()

@@ -902,7 +902,9 @@ def test_meta_memory_fields_are_searchable_and_weigh_in_recall(hashed: Memdir, c
         return done.out.strip()
 
     plain = teach("Book the table by the window")
-    reasoned = teach("Book the table by the window", "--rationale", "the user has a shellfish allergy")
+    reasoned = teach(
+        "Book the table by the window", "--rationale", "the user has a shellfish allergy"
+    )
     found = cli("--dir", root, "search", "allergy", "--field", "rationale", "--json")
     assert found.code == 0, found
     assert [hit["id"] for hit in json.loads(found.out)] == [reasoned]

@@ -109,6 +109,10 @@ def register(app: typer.Typer) -> None:
     def wake(
         ctx: typer.Context,
         budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget.")] = None,
+        persona: Annotated[
+            str | None,
+            typer.Option("--persona", help="Wake as this persona: others' memories left out."),
+        ] = None,
         json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
@@ -120,7 +124,7 @@ def register(app: typer.Typer) -> None:
         """
         from memdir.cli.usecases.documents import wake as build
 
-        document = build(context.open_memdir(ctx), context.now(ctx, now), budget)
+        document = build(context.open_memdir(ctx), context.now(ctx, now), budget, persona=persona)
         if json_:
             emit_json(document.to_dict())
             return
@@ -203,7 +207,9 @@ def render_review(data: dict[str, Any]) -> None:
                f"not affirmed for over {data['stale_after_days']} days")  # fmt: skip
     for row in data["stale_hard_facts"]:
         typer.echo(f"  {row['key']}: {shorten(row['text'], 70)} ({row['id']}, {row['age']})")
-        typer.echo(f"    still true? teach its current wording with `--key {row['key']}`, or forget it")
+        typer.echo(
+            f"    still true? teach its current wording with `--key {row['key']}`, or forget it"
+        )
 
 
 def render_decay(data: dict[str, Any]) -> None:

@@ -41,18 +41,21 @@ SECTION_TITLES = {
     "teachings": "Recent teachings",
     "review": "Review queue (inferences awaiting the user's confirmation)",
     "decisions": "Needs your decision",
+    "people": "People",
     "threads": "Open threads (console ring)",
     "arc": "Emotional arc",
     "entry": "Last journal entry",
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "teachings", "review", "decisions", "threads", "arc", "entry",
-              "raw_window")  # fmt: skip
-WAKE_PRIORITY = ("review", "decisions", "hard_facts", "teachings", "raw_window", "threads", "arc",
-                 "entry")  # fmt: skip
+WAKE_ORDER = ("hard_facts", "people", "teachings", "review", "decisions", "threads", "arc",
+              "entry", "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "teachings", "people", "raw_window",
+                 "threads", "arc", "entry")  # fmt: skip
 BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
+PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
+PERSON_FIELDS = 3  # fields shown per person besides their aliases
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
 
@@ -255,6 +258,35 @@ def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
     return section.cap(DECISION_LIMIT)
 
 
+def _people(memdir: Memdir) -> Section:
+    """The people notes, briefly: the latest changed first, each with their aliases and a few
+    fields (`memdir people show NAME` has them all)."""
+    from memdir.archive_format.people import ALIASES, aliases_of, read_people
+
+    section = Section("people", empty="no people notes yet (`memdir people add NAME`)",
+                      more="memdir people list")  # fmt: skip
+    everyone = read_people(memdir)
+    latest = sorted(everyone, key=lambda name: max(
+        (str(entry.get("at", "")) for entry in everyone[name].values()), default=""), reverse=True)  # fmt: skip
+    for name in latest:
+        fields = everyone[name]
+        aliases = aliases_of(fields)
+        shown_fields = [(field, entry["value"]) for field, entry in fields.items()
+                        if field != ALIASES][:PERSON_FIELDS]  # fmt: skip
+        details = "; ".join(f"{field}: {value}" for field, value in shown_fields)
+        also = f" (also {', '.join(aliases)})" if aliases else ""
+        section.lines.append(short_text(f"- {name}{also}" + (f" — {details}" if details else "")))
+        section.items.append({"name": name, "aliases": aliases, "fields": dict(shown_fields)})
+    return section.cap(PEOPLE_LIMIT)
+
+
+def in_persona(state: MemoryState, persona: str | None) -> bool:
+    """Whether a memory belongs in a briefing for `persona` (recall's persona rule: a memory
+    scoped to personas is left out for any other)."""
+    personas = state.memory.personas if state.memory else ()
+    return persona is None or not personas or persona in personas
+
+
 def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
     """What happened lately, teachings aside: episodes, inferences, decisions, expiries."""
     section = Section("events", empty=f"nothing in the last {RECENT_EVENTS_DAYS} days")
@@ -334,13 +366,17 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
     return section
 
 
-def gather(memdir: Memdir, now: datetime) -> Briefing:
-    """Read the archive, journal and ring once, as of `now`."""
+def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefing:
+    """Read the archive, journal and ring once, as of `now` (for `persona`: memories scoped to
+    other personas are left out)."""
     zone = memdir.settings.zone
     cutoffs = memdir.settings.recall.cutoffs
     view = recent_view(
         memdir, now, now - timedelta(days=max(RECENT_TEACHINGS_DAYS, RECENT_EVENTS_DAYS))
     )
+    if persona is not None:
+        kept = {key: state for key, state in view.states.items() if in_persona(state, persona)}
+        view = ArchiveView(kept, view.now)
     book = journal.read_recent(memdir, now, memdir.settings.journal.raw_window_hours)
     local = now.astimezone(zone)
     session_line, session_data = _last_session(book, now, zone)
@@ -359,6 +395,7 @@ def gather(memdir: Memdir, now: datetime) -> Briefing:
         "hard_facts": _hard_facts(view, now, cutoffs),
         "review": _review(view, now, zone),
         "decisions": _decisions(memdir, view, now),
+        "people": _people(memdir),
         "threads": _threads(memdir, view, zone),
         "entry": _entry(memdir, now, zone),
         "raw_window": _raw_window(memdir, book, now, zone),
@@ -415,15 +452,20 @@ def _cost(lines: list[str]) -> int:
 
 
 def wake(
-    memdir: Memdir, now: datetime, budget: int | None = None, briefing: Briefing | None = None
+    memdir: Memdir,
+    now: datetime,
+    budget: int | None = None,
+    briefing: Briefing | None = None,
+    persona: str | None = None,
 ) -> Wake:
-    """The wake document within `budget` tokens (default: wake.budget in memdir.yaml).
+    """The wake document within `budget` tokens (default: wake.budget in memdir.yaml), for
+    `persona` when given (memories scoped to other personas left out).
 
     Each rendered line costs estimate_tokens(line + newline); lines are added in priority order
     while the total stays within the budget, so the document never exceeds it.
     """
     limit = budget or memdir.settings.wake.budget
-    briefing = briefing or gather(memdir, now)
+    briefing = briefing or gather(memdir, now, persona)
     title = f"# Wake — {briefing.now.astimezone(briefing.zone):%Y-%m-%d %H:%M}"
     header = [title, ""]
     for line in briefing.header:

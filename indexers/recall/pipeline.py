@@ -21,11 +21,13 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from memdir.archive_format.people import names_by_person
+
 from ..blas import single_thread
 from . import candidates, policy, score, selection
 from .interface import RecallIndex
 from .options import RecallOptions, read_settings
-from .query import analyse
+from .query import analyse, note_aliases
 from .result import RecallResult, Stage, Trace
 from .verdict import verdict
 
@@ -46,10 +48,12 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     began = time.perf_counter()
     settings = read_settings(index.memdir.settings, options.profile)
     catalog = index.catalog
+    speakers = catalog.speakers()
+    # the people notes' names win over the aliases found in conversations
+    aliases = {**catalog.aliases(), **note_aliases(names_by_person(index.memdir), speakers)}
     analysis = analyse(
-        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone,
-        catalog.aliases(),
-    )  # fmt: skip
+        query, now, index.annotator, speakers, catalog.keys(), settings.zone, aliases
+    )
     traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
 
     vector = index.embedder.embed([analysis.dense_query])[0]
