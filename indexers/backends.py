@@ -311,6 +311,15 @@ class Catalog(Protocol):
     def clear_affect(self, unreferenced_only: bool = False) -> None:
         """Drop the annotations (only those no memory's content hash refers to)."""
 
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The distillations (indexers/distill.py) of these content hashes."""
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """(content hash, distillation) pairs, replacing earlier ones."""
+
+    def clear_distilled(self) -> None:
+        """Drop every distillation (`memdir distill --recompute`)."""
+
     def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]: ...
 
     def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None: ...

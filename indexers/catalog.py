@@ -65,6 +65,9 @@ CREATE INDEX IF NOT EXISTS rehearsals_memory ON rehearsals(memory);
 CREATE TABLE IF NOT EXISTS affect (
     content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL, value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS distilled (
+    content_hash TEXT PRIMARY KEY, value TEXT NOT NULL  -- indexers/distill.py, with its annotator
+);
 CREATE TABLE IF NOT EXISTS vectors (
     content_hash TEXT PRIMARY KEY, row INTEGER NOT NULL  -- row in the model's vector file
 );
@@ -407,6 +410,21 @@ class SqliteCatalog:
             )
         else:
             self.db.execute("DELETE FROM affect")
+
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._in(
+            "SELECT content_hash, value FROM distilled WHERE content_hash IN ({marks})", hashes
+        )
+        return {digest: json.loads(value) for digest, value in rows}
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO distilled(content_hash, value) VALUES (?, ?)",
+            ((digest, json.dumps(value)) for digest, value in items),
+        )
+
+    def clear_distilled(self) -> None:
+        self.db.execute("DELETE FROM distilled")
 
     def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
         rows = self._in(

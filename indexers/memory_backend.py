@@ -262,6 +262,7 @@ class CatalogState:
     events: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # id → (target, op, line)
     rehearsals: list[tuple[str, float]] = field(default_factory=list)
     affect: dict[str, tuple[str, str]] = field(default_factory=dict)  # hash → (annotator, json)
+    distilled: dict[str, str] = field(default_factory=dict)  # hash → json
     vectors: dict[str, int] = field(default_factory=dict)
 
 
@@ -438,6 +439,17 @@ class MemoryCatalog:
         return times
 
     # derived caches
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        found = self.state.distilled
+        return {h: json.loads(found[h]) for h in hashes if h in found}
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        for digest, value in items:
+            self.state.distilled[digest] = json.dumps(value)
+
+    def clear_distilled(self) -> None:
+        self.state.distilled.clear()
+
     def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         affect = self.state.affect
         return {h: (affect[h][0], json.loads(affect[h][1])) for h in hashes if h in affect}

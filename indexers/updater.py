@@ -107,6 +107,7 @@ class IndexUpdater:
     def __init__(self, storage: IndexStorage) -> None:
         self.storage = storage
         self.catalog = storage.catalog
+        self._distiller: Any = None
 
     def lock(self) -> WriterLock:
         """Only one process updates the index at a time; others wait (then fail clearly)."""
@@ -313,6 +314,7 @@ class IndexUpdater:
         report.embedded = self._embed(
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
         )
+        self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
         rows = self.catalog.vector_rows(digest for _, digest in fresh)
         self.storage.memory_table.set(
             iids,
@@ -416,6 +418,36 @@ class IndexUpdater:
         self.catalog.set_affect(
             (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
         )
+
+    def _distill(self, hashes: list[str], texts: list[str]) -> int:
+        """Distil the memories not yet distilled (indexers/distill.py), from their cached
+        vectors; returns how many."""
+        known = self.catalog.distilled_for(hashes)
+        pending = dict((h, t) for h, t in zip(hashes, texts, strict=True) if h not in known)
+        if not pending:
+            return 0
+        from .distill import Distiller
+
+        rows = self.catalog.vector_rows(pending)
+        ready = [digest for digest in pending if digest in rows]
+        if not ready:
+            return 0
+        vectors = self.storage.store.rows([rows[digest] for digest in ready])
+        if self._distiller is None:  # its prototypes are embedded once per updater
+            self._distiller = Distiller(self.storage.embedder)
+        found = self._distiller.distill([pending[d] for d in ready], vectors)
+        self.catalog.set_distilled(
+            (digest, value.to_dict()) for digest, value in zip(ready, found, strict=True)
+        )
+        return len(ready)
+
+    def redistill(self) -> int:
+        """Distil every memory again (`memdir distill --recompute`)."""
+        with self.lock():
+            memories = list(self.catalog.all_memories())
+            with self.catalog.transaction():
+                self.catalog.clear_distilled()
+                return self._distill([m.content_hash for m in memories], [m.text for m in memories])
 
     def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
         """Embed texts not yet in the vector cache; returns how many were embedded."""

@@ -513,10 +513,11 @@ class CatalogContract(Contract):
             memory_line(4, author="locomo:Zoë"),
             memory_line(5, author="chat:Sam"),
         )
-        assert catalog.speakers() == ["Ana", "Sam", "Zoë"]
+        # plain `user` is the person the memdir is about (the people notes may name them)
+        assert catalog.speakers() == ["Ana", "Sam", "Zoë", "user"]
         with catalog.transaction():
             catalog.set_status("m-000002", "rejected", False)
-        assert catalog.speakers() == ["Sam", "Zoë"]
+        assert catalog.speakers() == ["Sam", "Zoë", "user"]
 
     def test_aliases(self, catalog: Catalog) -> None:
         """A name one author keeps addressing the only other author of a session by, after a
@@ -589,6 +590,16 @@ class CatalogContract(Contract):
         with catalog.transaction():
             catalog.clear_affect()
         assert catalog.affect_for(["hash-m-000001"]) == {}
+
+    def test_distillations_by_content_hash(self, catalog: Catalog) -> None:
+        with catalog.transaction():
+            catalog.set_distilled([("a", {"type": "FACT", "annotator": "memdir-distill/1"})])
+            catalog.set_distilled([("a", {"type": "RULE"}), ("b", {"type": None})])
+        assert catalog.distilled_for(["a", "b", "nope"]) == {"a": {"type": "RULE"},
+                                                             "b": {"type": None}}  # fmt: skip
+        with catalog.transaction():
+            catalog.clear_distilled()
+        assert catalog.distilled_for(["a"]) == {}
 
     def test_vector_rows_by_content_hash(self, catalog: Catalog) -> None:
         with catalog.transaction():

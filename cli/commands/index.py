@@ -144,6 +144,41 @@ def register(app: typer.Typer) -> None:
         show_hits(open_index(ctx).similar(query, k), json_, snippets=False)
 
     @app.command()
+    def distill(
+        ctx: typer.Context,
+        recompute: Annotated[
+            bool, typer.Option("--recompute", help="Distil every memory again.")
+        ] = False,
+        json_: context.JsonOpt = False,
+    ) -> None:
+        """Derived labels for memories the user did not label: type, importance, temporal
+        class, relational impact, with a confidence (docs/RECALL.md, the taxonomy).
+
+        New memories are distilled when the index updates; what the user gave always wins.
+
+        Example: memdir distill --recompute --json
+        """
+        from collections import Counter
+
+        memory_index = open_index(ctx)
+        count = memory_index.distill(recompute)
+        if recompute:
+            note(f"distilled {count} memories again")
+        rows = memory_index.distillations()
+        if json_:
+            emit_json(rows)
+            return
+        for row in rows:
+            label = row["effective"]["type"] or "-"
+            if row["effective"]["subtype"]:
+                label += f":{row['effective']['subtype']}"
+            source = "user" if row["given"]["type"] else "distilled"
+            typer.echo(f"{row['id']}  {label:<18} {source:<9} imp {row['effective']['importance']:<2} "
+                       f"{row['effective']['temporal']:<10} {shorten(row['text'], 60)}")  # fmt: skip
+        counts = Counter(str(row["effective"]["type"]) for row in rows)
+        note(", ".join(f"{label} {n}" for label, n in counts.most_common()) or "no memories")
+
+    @app.command()
     def annotate(
         ctx: typer.Context,
         recompute: Annotated[

@@ -62,6 +62,7 @@ class RecallConfig:
     verdict: VerdictSettings  # thresholds on raw cosine and BM25
     decay: DecaySettings
     provisional_weight: float
+    distilled_cutoffs: bool  # the cut-offs also apply to distilled labels
 
 
 def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
@@ -76,6 +77,7 @@ def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
         verdict=settings.recall.verdict,
         decay=settings.decay,
         provisional_weight=settings.provisional_weight,
+        distilled_cutoffs=settings.recall.distilled_cutoffs,
     )
 
 

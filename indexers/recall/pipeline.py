@@ -60,7 +60,9 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     pool, trace = candidates.gather(index, analysis, vector, now, options, settings.weights)
     traces.append(trace)
 
-    survivors, trace = policy.screen(index, pool, now, options, settings.cutoffs)
+    survivors, trace = policy.screen(
+        index, pool, now, options, settings.cutoffs, settings.distilled_cutoffs
+    )
     traces.append(trace)
 
     score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives)

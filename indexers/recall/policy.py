@@ -12,6 +12,7 @@ from memdir.archive_format.cutoffs import past_cutoff
 from memdir.archive_format.fold import fold
 from memdir.archive_format.visibility import Withheld, withheld
 
+from ..distill import effective
 from .options import RecallOptions
 from .result import Candidate, Stage, Trace
 
@@ -25,13 +26,17 @@ EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "fo
 
 def screen(
     index: RecallIndex, pool: list[Candidate], now: datetime, options: RecallOptions, cutoffs: dict[str, timedelta],
+    distilled_cutoffs: bool = False,
 ) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """The candidates that may be recalled (each with its status; the others with the reason
-    they were dropped), and the trace."""
+    they were dropped), and the trace. With `distilled_cutoffs`, the age cut-offs also apply
+    to the labels distillation derived for memories the user did not label."""
     statuses = _fold_statuses(index, pool, now)
+    distilled = index.distilled_of([c.memory for c in pool])
     for candidate in pool:
         candidate.status = statuses.get(candidate.id, "forgotten")
-        candidate.dropped = _filter_reason(candidate, now, options, cutoffs)
+        candidate.distilled = distilled.get(candidate.id, {})
+        candidate.dropped = _filter_reason(candidate, now, options, cutoffs, distilled_cutoffs)
     survivors = [c for c in pool if not c.dropped]
     trace = Trace(
         Stage.FILTERS, [{"id": c.id, "status": c.status, "dropped": c.dropped} for c in pool]
@@ -69,7 +74,7 @@ def _fold_statuses(
 
 
 def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
-                   cutoffs: dict[str, timedelta]) -> str | None:  # fmt: skip
+                   cutoffs: dict[str, timedelta], distilled_cutoffs: bool) -> str | None:  # fmt: skip
     line = candidate.memory.line
     if candidate.status in EXCLUDED:
         return EXCLUDED[candidate.status]
@@ -85,6 +90,9 @@ def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
     personas = line.get("personas") or []
     if options.persona and personas and options.persona not in personas:
         return f"persona scope {', '.join(personas)}"
-    labels = (line.get("type"), line.get("subtype"), line.get("temporal"))
+    labels: tuple[str | None, ...] = (line.get("type"), line.get("subtype"), line.get("temporal"))
+    if distilled_cutoffs:
+        derived = effective(line, candidate.distilled)
+        labels += (derived["type"], derived["subtype"], derived["temporal"])
     label = past_cutoff(labels, parse_time(line["created"]), now, cutoffs)
     return f"older than the {label} cut-off" if label else None

@@ -54,6 +54,7 @@ class Candidate:
     relevance: float = 0.0
     score: float = 0.0
     affect: dict[str, Any] = field(default_factory=dict)
+    distilled: dict[str, Any] = field(default_factory=dict)  # indexers/distill.py, if any
     dropped: str | None = None
     note: str = ""
 
