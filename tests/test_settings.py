@@ -296,6 +296,16 @@ def test_recall_cutoffs_drop_old_memories_of_a_type(md: Memdir) -> None:
     assert parked in [c.id for c in _recall(longer, "where did I park", later).results]
 
 
+@effect("recall.distilled_cutoffs")
+def test_recall_distilled_cutoffs_apply_the_cutoffs_to_derived_types(md: Memdir) -> None:
+    md = _hashing(md)
+    rent = lifecycle.teach(md, "Rent is 900 euros, due on the first", T0_DT).id  # FINANCIAL
+    later = T0_DT + timedelta(days=10)  # past the financial cut-off (168 h)
+    assert rent in [c.id for c in _recall(md, "how much is the rent", later).results]
+    strict = configure(md, recall={"distilled_cutoffs": True})
+    assert rent not in [c.id for c in _recall(strict, "how much is the rent", later).results]
+
+
 @effect("recall.half_lives_days")
 def test_recall_half_lives_set_recency(md: Memdir) -> None:
     md = _hashing(md, recall={"profile": "cama"})
