@@ -341,3 +341,23 @@ def test_review_lists_what_needs_a_decision_and_wake_and_boot_say_so(cli, hashed
     assert settled["contradictions"] == [] and len(settled["stale_hard_facts"]) == 1
     run(at(days=1, hours=2), "teach", "I still live in Porto", "--key", "home-city")  # renewed
     assert json.loads(run(at(days=1, hours=3), "review", "--json"))["stale_hard_facts"] == []
+
+
+def test_relink_leaves_neutral_fillers_alone_and_caps_links_per_night(hashed: Memdir) -> None:
+    """The issue's case: 40 neutral fillers got 131 `resonates` links in one night (a single
+    lexicon hit counted as feeling). Now none; and a memory gains at most LINKS_PER_NIGHT new
+    `resonates` links per sleep, however many close, feeling neighbours it has."""
+    from collections import Counter
+
+    from memdir.cli.usecases.sleep import LINKS_PER_NIGHT
+
+    for number in range(40):
+        lifecycle.teach(hashed, f"filler memory about gardening {number}", at(minutes=number))
+    assert sleep(hashed, at(days=1)).links == []
+    for number in range(12):
+        lifecycle.teach(hashed, f"I am thrilled and overjoyed about the garden party {number}!",
+                        at(days=1, minutes=number))  # fmt: skip
+    links = sleep(hashed, at(days=2)).links
+    assert links and {link["type"] for link in links} == {"resonates"}
+    ends = Counter(end for link in links for end in (link["from"], link["to"]))
+    assert max(ends.values()) <= LINKS_PER_NIGHT
