@@ -42,4 +42,6 @@ if __name__ == "__main__":
     varied = [rng.choice(FRAMES).format(t=rng.choice(TOPICS)) + f" ({n})" for n in range(size)]
     for name, texts in (("40 fillers", fillers), (f"{size} varied", varied)):
         links, kinds = run(texts)
-        print(f"{name:<14} {links:>6} links  {1000 * links / len(texts):>7.1f} per 1,000  {dict(kinds)}")
+        print(
+            f"{name:<14} {links:>6} links  {1000 * links / len(texts):>7.1f} per 1,000  {dict(kinds)}"
+        )
