@@ -188,6 +188,21 @@ class CatalogMemory:
         return self.annotator, json.loads(self.stored_affect)
 
 
+def typed_links(
+    link_events: Iterable[tuple[str, dict[str, Any]]],
+    written: Iterable[tuple[str, dict[str, Any]]],
+) -> list[tuple[str, str, str]]:
+    """Every link between two memories as (from, to, type), from link events (target, event
+    line) and links written into memory lines (memory id, memory line); links to journal
+    turns are left out."""
+    found = [(target, str(line.get("to") or ""), str(line.get("link_type") or "related"))
+             for target, line in link_events]  # fmt: skip
+    for memory_id, line in written:
+        found.extend((memory_id, str(link.get("to") or ""), str(link.get("type") or "related"))
+                     for link in line.get("links", ()))  # fmt: skip
+    return [link for link in found if link[0].startswith("m-") and link[1].startswith("m-")]
+
+
 def link_degrees(
     link_events: Iterable[tuple[str, dict[str, Any]]],
     written: Iterable[tuple[str, dict[str, Any]]],
@@ -281,6 +296,9 @@ class Catalog(Protocol):
 
     def link_degrees(self) -> dict[str, int]:
         """See the module function link_degrees."""
+
+    def links(self) -> list[tuple[str, str, str]]:
+        """See the module function typed_links (recall's spreading activation)."""
 
     def counts(self) -> dict[str, int]:
         """memories, searchable, delta (memories not in the vector base) and events."""

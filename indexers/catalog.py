@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of
+from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of, typed_links
 from .names import addressed_names, aliases
 
 SCHEMA = """
@@ -107,6 +107,7 @@ class SqliteCatalog:
         # through this instance clears them, and a new process starts empty.
         self._memories: dict[int, CatalogMemory] = {}
         self._degrees: dict[str, int] | None = None
+        self._links: list[tuple[str, str, str]] | None = None
         self._speakers: list[str] | None = None
         self._aliases: dict[str, str] | None = None
 
@@ -127,6 +128,7 @@ class SqliteCatalog:
     def _forget_cache(self) -> None:
         self._memories.clear()
         self._degrees = None
+        self._links = None
         self._speakers = None
         self._aliases = None
 
@@ -329,6 +331,18 @@ class SqliteCatalog:
             )
             self._aliases = aliases(named, authors)
         return self._aliases
+
+    def links(self) -> list[tuple[str, str, str]]:
+        if self._links is None:
+            events = self.db.execute("SELECT target, line FROM events WHERE op = 'link'")
+            written = self.db.execute(
+                "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
+            )
+            self._links = typed_links(
+                ((target, json.loads(line)) for target, line in events),
+                ((memory_id, json.loads(line)) for memory_id, line in written),
+            )
+        return self._links
 
     def link_degrees(self) -> dict[str, int]:
         """How many links between memories touch each memory id (backends.link_degrees)."""

@@ -31,6 +31,7 @@ from .backends import (
     VectorRows,
     link_degrees,
     speaker_of,
+    typed_links,
 )
 from .names import addressed_names, aliases
 
@@ -398,6 +399,12 @@ class MemoryCatalog:
             ((str(m.session), m.author, addressed_names(m.text, m.author)) for m in said),
             ((str(m.session), m.author) for m in said),
         )
+
+    def links(self) -> list[tuple[str, str, str]]:
+        return typed_links(
+            ((target, json.loads(line)) for target, op, line in self.state.events.values() if op == "link"),
+            ((m.id, json.loads(m.line)) for m in self.state.memories.values()),
+        )  # fmt: skip
 
     def link_degrees(self) -> dict[str, int]:
         return link_degrees(

@@ -550,6 +550,8 @@ class CatalogContract(Contract):
             catalog.add_event(event_line(1, "m-000003", "link", to="m-000001"))
             catalog.add_event(event_line(2, "m-000003", "link", to="j-000002"))
         assert catalog.link_degrees() == {"m-000001": 2, "m-000002": 1, "m-000003": 1}
+        assert sorted(catalog.links()) == [("m-000002", "m-000001", "related"),
+                                           ("m-000003", "m-000001", "related")]  # fmt: skip
 
     def test_vector_base_bookkeeping(self, catalog: Catalog) -> None:
         one, two, three = self.add(catalog, memory_line(1), memory_line(2), memory_line(3))

@@ -172,8 +172,9 @@ def render_explain(result: RecallResult) -> None:
             row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}", *components, text
         )
     out.print(table)
-    for number, name in ((5, Stage.GUARANTEED), (6, Stage.COUNTERWEIGHTS), (7, Stage.DIVERSITY),
-                         (8, Stage.BUDGET)):  # fmt: skip
+    stepped = (Stage.ACTIVATION, Stage.GUARANTEED, Stage.COUNTERWEIGHTS, Stage.DIVERSITY,
+               Stage.BUDGET)  # fmt: skip
+    for number, name in enumerate(stepped, start=5):
         stage = stages[name]
         out.rule(f"{number}. {name.value}")
         for note in stage.notes:

@@ -72,6 +72,8 @@ class RecallCatalog(Protocol):
 
     def link_degrees(self) -> dict[str, int]: ...
 
+    def links(self) -> list[tuple[str, str, str]]: ...
+
 
 class RecordTable(Protocol):
     """The fixed-size record of each memory (vector row, neighbours, time, session, speaker)."""

@@ -22,6 +22,7 @@ class Stage(str, Enum):
     FILTERS = "filters"
     DECAY = "decay"
     SCORE = "score"
+    ACTIVATION = "activation"
     GUARANTEED = "guaranteed slots"
     COUNTERWEIGHTS = "counterweights"
     DIVERSITY = "diversity"
