@@ -135,6 +135,20 @@ class ArchiveView:
     def live(self) -> list[MemoryState]:
         return [state for state in self.states.values() if state.live]
 
+    def incoming(self, memory_id: str) -> list[dict[str, str]]:
+        """Links from other memories to this one ({"type", "from", "at"}), oldest first; `show`
+        and `log` list them beside its own."""
+        found = []
+        for state in self.states.values():
+            if state.id == memory_id:
+                continue
+            own = state.memory.links if state.memory else ()
+            found += [{"type": link.get("type", "related"), "from": state.id, "at": state.created}
+                      for link in own if link.get("to") == memory_id]  # fmt: skip
+            found += [{"type": event.link_type or "related", "from": state.id, "at": event.at}
+                      for event in state.events if event.op == "link" and event.to == memory_id]  # fmt: skip
+        return sorted(found, key=lambda link: (_moment(link["at"]), link["from"]))
+
     def resolve(self, given: str) -> MemoryState:
         """The memory named by an id or a unique id prefix ('m-' may be left out)."""
         given = given.strip()

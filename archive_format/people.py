@@ -183,3 +183,36 @@ def remove_person(
         if name not in read_people(memdir):
             raise NotFoundError(f"no person named {name!r} in the people notes")
         _append(memdir, [_line(format_time(now or clock_now()), "drop", PERSON + name, by)])
+
+
+ALIASES = "aliases"  # a person's field: the other names they go by, comma-separated
+
+
+def aliases_of(fields: Mapping[str, Any]) -> list[str]:
+    """A person's aliases, from their `aliases` field ("Sam, Sammy, user")."""
+    entry = fields.get(ALIASES)
+    value = entry.get("value", "") if isinstance(entry, dict) else ""
+    return [name for name in (" ".join(part.split()) for part in str(value).split(",")) if name]
+
+
+def set_aliases(memdir: Memdir, name: str, add: Iterable[str], remove: Iterable[str],
+                now: datetime, by: str) -> dict[str, Any]:  # fmt: skip
+    """Add and remove aliases of a person (created when new); returns their fields. An alias
+    may be the speaker handle the journal or an import uses for them (`user` for the user)."""
+    for alias in [*add, *remove]:
+        if "," in alias or not alias.strip():
+            raise BadInputError(f"alias {alias!r}: one non-empty name without commas")
+    current = aliases_of(read_people(memdir).get(" ".join(name.split()), {}))
+    dropped = {" ".join(alias.split()).casefold() for alias in remove}
+    kept = [alias for alias in current if alias.casefold() not in dropped]
+    for alias in (" ".join(alias.split()) for alias in add):
+        if alias.casefold() not in {a.casefold() for a in kept}:
+            kept.append(alias)
+    if kept:
+        return update_person(memdir, name, {ALIASES: ", ".join(kept)}, [], now, by)
+    return update_person(memdir, name, {}, [ALIASES] if current else [], now, by)
+
+
+def names_by_person(memdir: Memdir) -> dict[str, list[str]]:
+    """Each person in the notes → every name they go by: their name, then their aliases."""
+    return {name: [name, *aliases_of(fields)] for name, fields in read_people(memdir).items()}

@@ -86,6 +86,13 @@ def whole(minimum: int = 0) -> Converter:
     return convert
 
 
+def flag(value: Any) -> bool:
+    """true or false."""
+    if not isinstance(value, bool):
+        raise _Invalid("true or false")
+    return value
+
+
 def text(*choices: str) -> Converter:
     """A string; one of `choices` when given."""
     wanted = f"one of {', '.join(choices)}" if choices else "a string"
@@ -231,14 +238,21 @@ class RecallSettings:
         mapping_of(mapping_of(number())),
     )  # fmt: skip
     cutoffs: dict[str, timedelta] = setting(
-        {"emotion": "48h", "date": "168h", "financial": "168h"},
-        "hard age cut-off per memory type: older memories of that type are not recalled",
+        {"emotion": "48h", "date": "168h", "financial": "168h", "ephemeral": "24h"},
+        "hard age cut-off per memory type, subtype or temporal class: older memories of it are"
+        " neither recalled nor shown in wake and boot",
         mapping_of(duration),
     )
     half_lives_days: dict[str, float] = setting(
         {"fact": 3650.0, "rule": 3650.0, "howto": 3650.0, "emotion": 2.0},
         "recency half-life in days per memory type (else the profile's `half_life_days`)",
         mapping_of(number(0)),
+    )
+    distilled_cutoffs: bool = setting(
+        False,
+        "apply the age cut-offs to the types distillation derived too (off: they measured a loss"
+        " on LoCoMo, whose questions come long after the turns)",
+        flag,
     )
     exact_below: int = setting(
         20000, "up to this many memories recall scores every one (exact scope), else a pool",

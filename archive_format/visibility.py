@@ -145,9 +145,13 @@ SURFACES: dict[str, Surface] = {
         Surface("show", ("show", "decay"), ("show",), _NAMED_EXPOSURE, _NAMED,
                 note="naming the id is asking for it: private text is shown"),
         Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
-        Surface("annotate", ("annotate",), (), _LISTED_EXPOSURE,
+        Surface("annotate", ("annotate", "distill"), (), _LISTED_EXPOSURE,
                 _row("text", "text", "text", "omitted", "omitted", "omitted"),
                 note="the index's searchable memories (an expired inference stays searchable)"),
+        Surface("review", ("review",), (), _PROMPT_EXPOSURE,
+                _row("asked", "text", "omitted", "omitted", "omitted", "omitted"),
+                note="a durable memory appears only as a side of a contradiction candidate or "
+                "as a stale hard fact"),
         Surface("journal read", ("journal read",), (),
                 _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",)),
         Surface("journal read --all", ("journal read --all",), (),
@@ -224,7 +228,19 @@ NO_RECORDS: dict[str, str] = {
     ),  # fmt: skip
     **dict.fromkeys(("stats (MCP)",), "counts"),
     **dict.fromkeys(
-        ("self_read (MCP)", "self_update (MCP)", "people_read (MCP)", "person_update (MCP)"),
+        (
+            "self_read (MCP)",
+            "self_update (MCP)",
+            "people_read (MCP)",
+            "person_update (MCP)",
+            "people list",
+            "people show",
+            "people add",
+            "people alias",
+            "people forget",
+            "self show",
+            "self set",
+        ),
         "the self and people notes, not records",
     ),  # fmt: skip
 }

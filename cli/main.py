@@ -21,6 +21,7 @@ from .commands import inspect as inspect_commands
 from .commands import journal as journal_commands
 from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
+from .commands import people as people_commands
 from .commands import recall as recall_commands
 from .commands import sync as sync_commands
 from .commands import watch as watch_commands
@@ -66,6 +67,7 @@ inspect_commands.register(app)
 index_commands.register(app)
 recall_commands.register(app)
 journal_commands.register(app)
+people_commands.register(app)
 continuity_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)

@@ -224,6 +224,14 @@ class MemdirTools:
         ] = False,
         profile: Annotated[str | None, Field(description="Weight profile.")] = None,
         budget: Annotated[int | None, Field(ge=1, description="Token budget.")] = None,
+        persona: Annotated[
+            str | None,
+            Field(
+                max_length=64,
+                description="Recall as this persona: memories scoped to "
+                "other personas are left out.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Recall the memories that matter for a query, ranked by a blended, explainable score,
         with a verdict: GROUNDED, LOW_CONFIDENCE or NO_DATA. Provisional inferences are marked.
@@ -233,7 +241,7 @@ class MemdirTools:
         from .usecases.recall import recall as run_recall
 
         options = RecallOptions(
-            k=k, profile=profile, include_private=include_private, budget=budget
+            k=k, profile=profile, include_private=include_private, budget=budget, persona=persona
         )
         index = self._index()
         result = run_recall(self.memdir, query.strip(), self._now(), options,
@@ -339,13 +347,17 @@ class MemdirTools:
     def wake(
         self,
         budget: Annotated[int | None, Field(ge=50, le=20000, description="Token budget.")] = None,
+        persona: Annotated[
+            str | None, Field(max_length=64, description="Wake as this persona.")
+        ] = None,
     ) -> dict[str, Any]:
         """The wake document for a new conversation: date and time since the last session,
-        hard facts, recent teachings, the review queue, open threads, the emotional arc and the
-        raw window of recent user turns, as markdown within a token budget."""
+        hard facts, people, recent teachings, the review queue, what needs the user's decision,
+        open threads, the emotional arc and the raw window of recent user turns, as markdown
+        within a token budget. With a persona, memories scoped to other personas are left out."""
         from .usecases.documents import wake
 
-        return wake(self.memdir, self._now(), budget).to_dict()
+        return wake(self.memdir, self._now(), budget, persona=persona).to_dict()
 
     def boot(self) -> dict[str, Any]:
         """The boot document (documents/boot.md as it would be written now): today, recent

@@ -38,6 +38,14 @@ class Document(TypedDict, total=False):
     persona: list[str]
     session: str | None
     time: int  # epoch seconds
+    intent: str  # the meta-memory fields, each searchable on its own (META_FIELDS)
+    rationale: str
+    evidence: str
+
+
+# The meta-memory fields with a full-text field each; the field name "meta" searches all three.
+META_FIELDS = ("intent", "rationale", "evidence")
+TEXT_FIELDS = ("text", "context", *META_FIELDS, "meta")
 
 
 # The filters of a score query: `within` keeps these iids, `between` the times in [start, end)
@@ -78,13 +86,16 @@ class FullTextIndex(Protocol):
     def scores(
         self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
-        """BM25 scores of the best `limit` documents for a query on `field` ("text" or
-        "context"), best first, by iid; `within` keeps those iids, `between` times in
+        """BM25 scores of the best `limit` documents for a query on `field` (one of
+        TEXT_FIELDS: "text", "context", a meta-memory field or "meta" for all three), best
+        first, by iid; `within` keeps those iids, `between` times in
         [start, end). An empty query, limit 0 or `within=[]` gives {}."""
 
-    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
-        """The best `k` documents for a free-text query, best first; with `snippets`, a piece
-        of the text with the matched words in [brackets]."""
+    def search(
+        self, text: str, k: int, snippets: bool = False, field: str = "text"
+    ) -> list[TextHit]:
+        """The best `k` documents for a free-text query on `field` (as in `scores`), best
+        first; with `snippets`, a piece of the field with the matched words in [brackets]."""
 
 
 # --- vectors ---------------------------------------------------------------------------------
@@ -122,10 +133,14 @@ class VectorRows(Protocol):
 
 # --- the catalog -----------------------------------------------------------------------------
 def speaker_of(author: str) -> str | None:
-    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline.
+    """The person behind an author: 'user:Sam' → Sam, 'locomo:Caroline' → Caroline, plain
+    'user' → user (the person the memdir is about; the people notes may give them names:
+    `memdir people add Sam --alias user`).
 
-    Plain 'user', 'assistant' or 'memdir' name no one in particular.
+    Plain 'assistant' or 'memdir' name no one in particular.
     """
+    if author == "user":
+        return "user"
     if ":" not in author:
         return None
     name = author.split(":", 1)[1].strip()
@@ -171,6 +186,21 @@ class CatalogMemory:
         if self.annotator is None:
             return None
         return self.annotator, json.loads(self.stored_affect)
+
+
+def typed_links(
+    link_events: Iterable[tuple[str, dict[str, Any]]],
+    written: Iterable[tuple[str, dict[str, Any]]],
+) -> list[tuple[str, str, str]]:
+    """Every link between two memories as (from, to, type), from link events (target, event
+    line) and links written into memory lines (memory id, memory line); links to journal
+    turns are left out."""
+    found = [(target, str(line.get("to") or ""), str(line.get("link_type") or "related"))
+             for target, line in link_events]  # fmt: skip
+    for memory_id, line in written:
+        found.extend((memory_id, str(link.get("to") or ""), str(link.get("type") or "related"))
+                     for link in line.get("links", ()))  # fmt: skip
+    return [link for link in found if link[0].startswith("m-") and link[1].startswith("m-")]
 
 
 def link_degrees(
@@ -267,6 +297,9 @@ class Catalog(Protocol):
     def link_degrees(self) -> dict[str, int]:
         """See the module function link_degrees."""
 
+    def links(self) -> list[tuple[str, str, str]]:
+        """See the module function typed_links (recall's spreading activation)."""
+
     def counts(self) -> dict[str, int]:
         """memories, searchable, delta (memories not in the vector base) and events."""
 
@@ -295,6 +328,15 @@ class Catalog(Protocol):
 
     def clear_affect(self, unreferenced_only: bool = False) -> None:
         """Drop the annotations (only those no memory's content hash refers to)."""
+
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The distillations (indexers/distill.py) of these content hashes."""
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """(content hash, distillation) pairs, replacing earlier ones."""
+
+    def clear_distilled(self) -> None:
+        """Drop every distillation (`memdir distill --recompute`)."""
 
     def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]: ...
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of
+from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of, typed_links
 from .names import addressed_names, aliases
 
 SCHEMA = """
@@ -65,6 +65,9 @@ CREATE INDEX IF NOT EXISTS rehearsals_memory ON rehearsals(memory);
 CREATE TABLE IF NOT EXISTS affect (
     content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL, value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS distilled (
+    content_hash TEXT PRIMARY KEY, value TEXT NOT NULL  -- indexers/distill.py, with its annotator
+);
 CREATE TABLE IF NOT EXISTS vectors (
     content_hash TEXT PRIMARY KEY, row INTEGER NOT NULL  -- row in the model's vector file
 );
@@ -104,6 +107,7 @@ class SqliteCatalog:
         # through this instance clears them, and a new process starts empty.
         self._memories: dict[int, CatalogMemory] = {}
         self._degrees: dict[str, int] | None = None
+        self._links: list[tuple[str, str, str]] | None = None
         self._speakers: list[str] | None = None
         self._aliases: dict[str, str] | None = None
 
@@ -124,6 +128,7 @@ class SqliteCatalog:
     def _forget_cache(self) -> None:
         self._memories.clear()
         self._degrees = None
+        self._links = None
         self._speakers = None
         self._aliases = None
 
@@ -327,6 +332,18 @@ class SqliteCatalog:
             self._aliases = aliases(named, authors)
         return self._aliases
 
+    def links(self) -> list[tuple[str, str, str]]:
+        if self._links is None:
+            events = self.db.execute("SELECT target, line FROM events WHERE op = 'link'")
+            written = self.db.execute(
+                "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
+            )
+            self._links = typed_links(
+                ((target, json.loads(line)) for target, line in events),
+                ((memory_id, json.loads(line)) for memory_id, line in written),
+            )
+        return self._links
+
     def link_degrees(self) -> dict[str, int]:
         """How many links between memories touch each memory id (backends.link_degrees)."""
         if self._degrees is None:
@@ -407,6 +424,21 @@ class SqliteCatalog:
             )
         else:
             self.db.execute("DELETE FROM affect")
+
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._in(
+            "SELECT content_hash, value FROM distilled WHERE content_hash IN ({marks})", hashes
+        )
+        return {digest: json.loads(value) for digest, value in rows}
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO distilled(content_hash, value) VALUES (?, ?)",
+            ((digest, json.dumps(value)) for digest, value in items),
+        )
+
+    def clear_distilled(self) -> None:
+        self.db.execute("DELETE FROM distilled")
 
     def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
         rows = self._in(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .backends import Document, Iids, Span, TextHit
+from .backends import META_FIELDS, Document, Iids, Span, TextHit
 
 
 def _schema() -> Any:
@@ -28,6 +28,10 @@ def _schema() -> Any:
     builder.add_text_field("status", stored=True, tokenizer_name="raw")
     builder.add_text_field("persona", stored=True, tokenizer_name="raw")
     builder.add_text_field("session", stored=True, tokenizer_name="raw")
+    # the meta-memory fields (why it was stored, the reasoning, what supports it): searched on
+    # their own (`memdir search --field rationale`) and by recall's `meta_bm25` component
+    for name in META_FIELDS:
+        builder.add_text_field(name, stored=True, tokenizer_name="en_stem")
     builder.add_integer_field("time", stored=True, indexed=True, fast=True)
     # the catalog's iid (a session document's: its name_code); indexed to restrict searches
     builder.add_integer_field("iid", stored=True, indexed=True, fast=True)
@@ -83,6 +87,9 @@ class TantivyIndex:
                     document.add_text(name, label)
             for persona in fields.get("persona") or ():
                 document.add_text("persona", persona)
+            for name in META_FIELDS:
+                if fields.get(name):
+                    document.add_text(name, str(fields.get(name)))
             document.add_integer("time", int(fields["time"]))
             document.add_integer("iid", int(fields.get("iid", -1)))
             writer.add_document(document)
@@ -110,7 +117,8 @@ class TantivyIndex:
         return int(self.index.searcher().num_docs)
 
     def _query(self, text: str, field: str = "text") -> Any:
-        query, _errors = self.index.parse_query_lenient(text, [field])
+        fields = list(META_FIELDS) if field == "meta" else [field]
+        query, _errors = self.index.parse_query_lenient(text, fields)
         return query
 
     def scores(
@@ -144,17 +152,21 @@ class TantivyIndex:
         iids = searcher.fast_field_values("iid", [address for _, address in hits])
         return {int(i): float(s) for (s, _), i in zip(hits, iids, strict=True) if i is not None}
 
-    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
-        """Best `k` documents for a free-text query (BM25), optionally with highlighted snippets."""
+    def search(
+        self, text: str, k: int, snippets: bool = False, field: str = "text"
+    ) -> list[TextHit]:
+        """Best `k` documents for a free-text query (BM25) on `field`, optionally with
+        highlighted snippets (of that field; of the text for "context" and "meta")."""
         import tantivy
 
         if not text.strip() or k <= 0:
             return []
         searcher = self.index.searcher()
-        query = self._query(text)
+        query = self._query(text, field)
         result = searcher.search(query, limit=k)
+        shown = field if field in META_FIELDS else "text"
         generator = (
-            tantivy.SnippetGenerator.create(searcher, query, self.schema, "text")
+            tantivy.SnippetGenerator.create(searcher, query, self.schema, shown)
             if snippets
             else None
         )
@@ -164,7 +176,7 @@ class TantivyIndex:
             snippet = ""
             if generator is not None:
                 fragment = generator.snippet_from_doc(document)
-                snippet = _highlight(fragment) or document["text"][0][:160]
+                snippet = _highlight(fragment) or (document[shown] or document["text"])[0][:160]
             hits.append(TextHit(document["id"][0], float(score), snippet))
         return hits
 

@@ -50,14 +50,42 @@ class MemoryIndex(IndexStorage):
         """Bring the indexes up to date with the shelves (incrementally when possible)."""
         return self.updater.update(progress, rebuild)
 
+    def distill(self, recompute: bool = False) -> int:
+        """Bring the index up to date (which distils new memories); with `recompute`, distil
+        every memory again. Returns how many were distilled by the recompute."""
+        self.update()
+        return self.updater.redistill() if recompute else 0
+
+    def distilled_of(self, memories: list[CatalogMemory]) -> dict[str, dict[str, Any]]:
+        """Each memory's distillation (indexers/distill.py), by id; none for those not yet
+        distilled."""
+        found = self.catalog.distilled_for(m.content_hash for m in memories)
+        return {m.id: found[m.content_hash] for m in memories if m.content_hash in found}
+
+    def distillations(self) -> list[dict[str, Any]]:
+        """Every searchable memory's distillation beside what the user gave, and the labels
+        recall uses (`effective`), for `memdir distill`."""
+        from .distill import effective
+
+        memories = [m for m in self.catalog.all_memories() if m.searchable]
+        distilled = self.distilled_of(memories)
+        return [
+            {"id": m.id, "text": m.text, "status": m.status,
+             "visibility": m.line.get("visibility", "normal"), "given": {k: m.line.get(k) for k in
+             ("type", "subtype", "importance", "temporal")},
+             "distilled": distilled.get(m.id), "effective": effective(m.line, distilled.get(m.id))}
+            for m in memories
+        ]  # fmt: skip
+
     def reannotate(self) -> int:
         """Re-derive every annotation with the configured annotator."""
         return self.updater.reannotate()
 
     # reading --------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10) -> list[Hit]:
-        """Full-text search (BM25) with highlighted snippets."""
-        return self.reader.search(query, k)
+    def search(self, query: str, k: int = 10, field: str = "text") -> list[Hit]:
+        """Full-text search (BM25) on `field` (text, intent, rationale, evidence or meta for
+        all three) with highlighted snippets."""
+        return self.reader.search(query, k, field)
 
     def similar(self, query: str, k: int = 10) -> list[Hit]:
         """Vector search only: the memories closest in meaning to the query."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .backends import (
+    META_FIELDS,
     Catalog,
     CatalogMemory,
     Checkpoint,
@@ -30,6 +31,7 @@ from .backends import (
     VectorRows,
     link_degrees,
     speaker_of,
+    typed_links,
 )
 from .names import addressed_names, aliases
 
@@ -85,10 +87,7 @@ class MemoryFullText:
         if not wanted:
             return []
         documents = list(self.store.values())
-        bodies = [
-            _terms(d["text"] if field == "text" else d.get("context") or d["text"])
-            for d in documents
-        ]
+        bodies = [_terms(_field_text(d, field)) for d in documents]
         average = sum(map(len, bodies)) / len(bodies) if bodies else 0.0
         frequency = {term: sum(term in body for body in bodies) for term in wanted}
         ranked = []
@@ -125,20 +124,34 @@ class MemoryFullText:
                 break
         return found
 
-    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
+    def search(
+        self, text: str, k: int, snippets: bool = False, field: str = "text"
+    ) -> list[TextHit]:
         if not text.strip() or k <= 0:
             return []
         wanted = set(_terms(text))
         hits = []
-        for score, document in self._ranked(text, "text")[:k]:
+        for score, document in self._ranked(text, field)[:k]:
             snippet = ""
             if snippets:
+                shown = field if field in META_FIELDS else "text"
                 snippet = _WORD.sub(
                     lambda m: f"[{m.group()}]" if _stem(m.group().lower()) in wanted else m.group(),
-                    document["text"],
+                    _field_text(document, shown),
                 )
             hits.append(TextHit(document["id"], score, snippet))
         return hits
+
+
+def _field_text(document: Document, field: str) -> str:
+    """What a full-text field holds for a document (backends.TEXT_FIELDS)."""
+    if field == "context":
+        return document.get("context") or document["text"]
+    if field == "meta":
+        return " ".join(str(document.get(name) or "") for name in META_FIELDS)
+    if field in META_FIELDS:
+        return str(document.get(field) or "")
+    return document["text"]
 
 
 # --- vectors ---------------------------------------------------------------------------------
@@ -250,6 +263,7 @@ class CatalogState:
     events: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # id → (target, op, line)
     rehearsals: list[tuple[str, float]] = field(default_factory=list)
     affect: dict[str, tuple[str, str]] = field(default_factory=dict)  # hash → (annotator, json)
+    distilled: dict[str, str] = field(default_factory=dict)  # hash → json
     vectors: dict[str, int] = field(default_factory=dict)
 
 
@@ -386,6 +400,12 @@ class MemoryCatalog:
             ((str(m.session), m.author) for m in said),
         )
 
+    def links(self) -> list[tuple[str, str, str]]:
+        return typed_links(
+            ((target, json.loads(line)) for target, op, line in self.state.events.values() if op == "link"),
+            ((m.id, json.loads(m.line)) for m in self.state.memories.values()),
+        )  # fmt: skip
+
     def link_degrees(self) -> dict[str, int]:
         return link_degrees(
             ((target, json.loads(line)) for target, op, line in self.state.events.values() if op == "link"),
@@ -426,6 +446,17 @@ class MemoryCatalog:
         return times
 
     # derived caches
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        found = self.state.distilled
+        return {h: json.loads(found[h]) for h in hashes if h in found}
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        for digest, value in items:
+            self.state.distilled[digest] = json.dumps(value)
+
+    def clear_distilled(self) -> None:
+        self.state.distilled.clear()
+
     def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         affect = self.state.affect
         return {h: (affect[h][0], json.loads(affect[h][1])) for h in hashes if h in affect}

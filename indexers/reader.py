@@ -34,9 +34,9 @@ class IndexReader:
         self.storage = storage
         self.catch_up = catch_up
 
-    def search(self, query: str, k: int = 10) -> list[Hit]:
-        """Full-text search (BM25) with highlighted snippets."""
-        hits = self.storage.fulltext.search(query, k, snippets=True)
+    def search(self, query: str, k: int = 10, field: str = "text") -> list[Hit]:
+        """Full-text search (BM25) on `field` (backends.TEXT_FIELDS) with highlighted snippets."""
+        hits = self.storage.fulltext.search(query, k, snippets=True, field=field)
         found = self.storage.catalog.memories_by_id(hit.id for hit in hits)
         return [
             Hit(h.id, found[h.id].text, h.score, h.snippet)

@@ -26,11 +26,11 @@ from memdir.archive_format.fold import ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.validate import line_problems
 
-from .backends import CatalogMemory, Checkpoint, Document, speaker_of
+from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
 from .storage import IndexStorage
 
-INDEX_VERSION = "8"
+INDEX_VERSION = "9"
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
@@ -107,6 +107,7 @@ class IndexUpdater:
     def __init__(self, storage: IndexStorage) -> None:
         self.storage = storage
         self.catalog = storage.catalog
+        self._distiller: Any = None
 
     def lock(self) -> WriterLock:
         """Only one process updates the index at a time; others wait (then fail clearly)."""
@@ -313,6 +314,7 @@ class IndexUpdater:
         report.embedded = self._embed(
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
         )
+        self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
         rows = self.catalog.vector_rows(digest for _, digest in fresh)
         self.storage.memory_table.set(
             iids,
@@ -416,6 +418,36 @@ class IndexUpdater:
         self.catalog.set_affect(
             (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
         )
+
+    def _distill(self, hashes: list[str], texts: list[str]) -> int:
+        """Distil the memories not yet distilled (indexers/distill.py), from their cached
+        vectors; returns how many."""
+        known = self.catalog.distilled_for(hashes)
+        pending = dict((h, t) for h, t in zip(hashes, texts, strict=True) if h not in known)
+        if not pending:
+            return 0
+        from .distill import Distiller
+
+        rows = self.catalog.vector_rows(pending)
+        ready = [digest for digest in pending if digest in rows]
+        if not ready:
+            return 0
+        vectors = self.storage.store.rows([rows[digest] for digest in ready])
+        if self._distiller is None:  # its prototypes are embedded once per updater
+            self._distiller = Distiller(self.storage.embedder)
+        found = self._distiller.distill([pending[d] for d in ready], vectors)
+        self.catalog.set_distilled(
+            (digest, value.to_dict()) for digest, value in zip(ready, found, strict=True)
+        )
+        return len(ready)
+
+    def redistill(self) -> int:
+        """Distil every memory again (`memdir distill --recompute`)."""
+        with self.lock():
+            memories = list(self.catalog.all_memories())
+            with self.catalog.transaction():
+                self.catalog.clear_distilled()
+                return self._distill([m.content_hash for m in memories], [m.text for m in memories])
 
     def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
         """Embed texts not yet in the vector cache; returns how many were embedded."""
@@ -528,7 +560,7 @@ def _document(memory: CatalogMemory, context: str) -> Document:
     line = memory.line
     kind = line.get("type")
     label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
-    return {
+    document: Document = {
         "id": line["id"],
         "iid": memory.iid,
         "text": line["text"],
@@ -540,3 +572,8 @@ def _document(memory: CatalogMemory, context: str) -> Document:
         "session": line.get("session"),
         "time": _epoch(line["created"]),
     }
+    meta = line.get("meta") or {}
+    for name in META_FIELDS:
+        if meta.get(name):
+            document[name] = str(meta[name])  # type: ignore[literal-required]
+    return document

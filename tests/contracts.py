@@ -125,6 +125,24 @@ class FullTextContract(Contract):
         assert list(index.scores("Lisbon", 10, field="text")) == [2]
         assert [hit.id for hit in index.search("Lisbon", 10)] == ["m-000002"]
 
+    def test_meta_memory_fields_are_searched_on_their_own(self, index: FullTextIndex) -> None:
+        """intent, rationale and evidence are fields of their own; "meta" searches all three;
+        none of them leaks into the text field."""
+        self.filled(
+            index,
+            document(1, "avoid the seafood place", rationale="her shellfish allergy"),
+            document(2, "book a window seat", intent="comfort", evidence="she said shellfish"),
+            document(3, "shellfish platter was great"),
+        )
+        assert list(index.scores("shellfish", 10, field="rationale")) == [1]
+        assert list(index.scores("shellfish", 10, field="evidence")) == [2]
+        assert list(index.scores("comfort", 10, field="intent")) == [2]
+        assert set(index.scores("shellfish", 10, field="meta")) == {1, 2}
+        assert list(index.scores("shellfish", 10, field="text")) == [3]
+        hits = index.search("allergy", 10, snippets=True, field="rationale")
+        assert [hit.id for hit in hits] == ["m-000001"] and "[allergy]" in hits[0].snippet
+        assert index.search("allergy", 10) == []
+
     def test_within_and_between_restrict_scores(self, index: FullTextIndex) -> None:
         self.filled(
             index,
@@ -495,10 +513,11 @@ class CatalogContract(Contract):
             memory_line(4, author="locomo:Zoë"),
             memory_line(5, author="chat:Sam"),
         )
-        assert catalog.speakers() == ["Ana", "Sam", "Zoë"]
+        # plain `user` is the person the memdir is about (the people notes may name them)
+        assert catalog.speakers() == ["Ana", "Sam", "Zoë", "user"]
         with catalog.transaction():
             catalog.set_status("m-000002", "rejected", False)
-        assert catalog.speakers() == ["Sam", "Zoë"]
+        assert catalog.speakers() == ["Sam", "Zoë", "user"]
 
     def test_aliases(self, catalog: Catalog) -> None:
         """A name one author keeps addressing the only other author of a session by, after a
@@ -531,6 +550,8 @@ class CatalogContract(Contract):
             catalog.add_event(event_line(1, "m-000003", "link", to="m-000001"))
             catalog.add_event(event_line(2, "m-000003", "link", to="j-000002"))
         assert catalog.link_degrees() == {"m-000001": 2, "m-000002": 1, "m-000003": 1}
+        assert sorted(catalog.links()) == [("m-000002", "m-000001", "related"),
+                                           ("m-000003", "m-000001", "related")]  # fmt: skip
 
     def test_vector_base_bookkeeping(self, catalog: Catalog) -> None:
         one, two, three = self.add(catalog, memory_line(1), memory_line(2), memory_line(3))
@@ -571,6 +592,16 @@ class CatalogContract(Contract):
         with catalog.transaction():
             catalog.clear_affect()
         assert catalog.affect_for(["hash-m-000001"]) == {}
+
+    def test_distillations_by_content_hash(self, catalog: Catalog) -> None:
+        with catalog.transaction():
+            catalog.set_distilled([("a", {"type": "FACT", "annotator": "memdir-distill/1"})])
+            catalog.set_distilled([("a", {"type": "RULE"}), ("b", {"type": None})])
+        assert catalog.distilled_for(["a", "b", "nope"]) == {"a": {"type": "RULE"},
+                                                             "b": {"type": None}}  # fmt: skip
+        with catalog.transaction():
+            catalog.clear_distilled()
+        assert catalog.distilled_for(["a"]) == {}
 
     def test_vector_rows_by_content_hash(self, catalog: Catalog) -> None:
         with catalog.transaction():

@@ -267,3 +267,100 @@ def test_examples_are_in_place() -> None:
     assert "ExecStart=" in service and " sleep" in service
     assert "OnCalendar=" in (examples / "memdir-sleep.timer").read_text()
     assert (examples / "week" / "replay.sh").stat().st_mode & 0o111
+
+
+def test_wake_and_boot_leave_out_what_is_past_its_cut_off(cli, hashed: Memdir) -> None:
+    """The issue's case: an EMOTION teaching of 66 hours ago was listed under "Recent
+    teachings"; a day-old ephemeral note too. Both are past recall's cut-offs, so neither
+    document shows them; a persistent teaching of the same age stays."""
+    root = str(hashed.root)
+
+    def teach(now: datetime, *args: str) -> str:
+        done = cli("--dir", root, "teach", *args, now=iso(now))
+        assert done.code == 0, done
+        return done.out.strip()
+
+    teach(at(), "I felt anxious about the dentist", "--type", "EMOTION")
+    teach(at(), "I parked the car on level 3", "--temporal", "ephemeral")
+    teach(at(), "My brother's name is Tiago")
+    early = cli("--dir", root, "wake", "--json", now=iso(at(hours=20)))
+    shown = [item["text"] for item in json.loads(early.out)["sections"]["teachings"]["items"]]
+    assert "I parked the car on level 3" in shown and "I felt anxious about the dentist" in shown
+    late = cli("--dir", root, "wake", "--json", now=iso(at(hours=66)))
+    assert late.code == 0, late
+    shown = [item["text"] for item in json.loads(late.out)["sections"]["teachings"]["items"]]
+    assert shown == ["My brother's name is Tiago"]
+    assert cli("--dir", root, "sleep", now=iso(at(hours=66))).code == 0
+    boot = (hashed.root / "documents" / "boot.md").read_text()
+    assert "Tiago" in boot and "anxious" not in boot and "level 3" not in boot
+
+
+def test_review_lists_what_needs_a_decision_and_wake_and_boot_say_so(cli, hashed: Memdir) -> None:
+    """`memdir review`: the review queue, contradiction candidates (both sides, sources, dates)
+    and stale hard facts; wake and boot carry a bounded "Needs your decision"; `show` and `log`
+    list incoming links; linking the pair `compatible` settles a candidate."""
+    root = str(hashed.root)
+
+    def run(when: datetime, *args: str) -> str:
+        done = cli("--dir", root, *args, now=iso(when))
+        assert done.code == 0, done
+        return done.out
+
+    old_city = run(at(days=-200), "teach", "I live in Porto", "--key", "home-city").strip()
+    liked = run(at(), "teach", "I really like running in the morning").strip()
+    disliked = run(at(hours=1), "teach", "I do not like running in the morning").strip()
+    guess = run(at(hours=2), "infer", "Sam may be training for a marathon", "--ttl", "7d").strip()
+    run(at(days=1), "sleep")
+
+    found = json.loads(run(at(days=1), "review", "--json"))
+    assert [row["id"] for row in found["queue"]] == [guess]
+    assert found["queue"][0]["expires"] and found["queue"][0]["source"] == "inference"
+    (pair,) = found["contradictions"]
+    assert pair["link"] == "contradiction-candidate"
+    assert [s["id"] for s in pair["sides"]] == [disliked, liked]
+    assert [s["created"] for s in pair["sides"]] == [iso(at(hours=1)), iso(at())]
+    assert {s["source"] for s in pair["sides"]} == {"teaching"}
+    assert [row["id"] for row in found["stale_hard_facts"]] == [old_city]
+    text = run(at(days=1), "review")
+    assert "Contradiction candidates (1)" in text and "--type compatible" in text
+    assert "Stale hard facts (1)" in text and "home-city: I live in Porto" in text
+
+    woken = json.loads(run(at(days=1), "wake", "--json"))
+    kinds = [item["what"] for item in woken["sections"]["decisions"]["items"]]
+    assert kinds == ["contradiction", "stale hard fact"]
+    assert "## Needs your decision" in woken["markdown"]
+    assert "contradiction? I do not like running" in woken["markdown"]
+    boot = (hashed.root / "documents" / "boot.md").read_text()
+    assert "## Needs your decision" in boot and "still true? home-city" in boot
+
+    shown = json.loads(run(at(days=1), "show", liked, "--json"))
+    assert shown["incoming_links"] == [
+        {"type": "contradiction-candidate", "from": disliked, "at": iso(at(days=1))}
+    ]
+    assert f"contradiction-candidate ← {disliked}" in run(at(days=1), "log", liked)
+
+    run(at(days=1, hours=1), "link", liked, disliked, "--type", "compatible")
+    settled = json.loads(run(at(days=1, hours=2), "review", "--json"))
+    assert settled["contradictions"] == [] and len(settled["stale_hard_facts"]) == 1
+    run(at(days=1, hours=2), "teach", "I still live in Porto", "--key", "home-city")  # renewed
+    assert json.loads(run(at(days=1, hours=3), "review", "--json"))["stale_hard_facts"] == []
+
+
+def test_relink_leaves_neutral_fillers_alone_and_caps_links_per_night(hashed: Memdir) -> None:
+    """The issue's case: 40 neutral fillers got 131 `resonates` links in one night (a single
+    lexicon hit counted as feeling). Now none; and a memory gains at most LINKS_PER_NIGHT new
+    `resonates` links per sleep, however many close, feeling neighbours it has."""
+    from collections import Counter
+
+    from memdir.cli.usecases.sleep import LINKS_PER_NIGHT
+
+    for number in range(40):
+        lifecycle.teach(hashed, f"filler memory about gardening {number}", at(minutes=number))
+    assert sleep(hashed, at(days=1)).links == []
+    for number in range(12):
+        lifecycle.teach(hashed, f"I am thrilled and overjoyed about the garden party {number}!",
+                        at(days=1, minutes=number))  # fmt: skip
+    links = sleep(hashed, at(days=2)).links
+    assert links and {link["type"] for link in links} == {"resonates"}
+    ends = Counter(end for link in links for end in (link["from"], link["to"]))
+    assert max(ends.values()) <= LINKS_PER_NIGHT

@@ -659,7 +659,10 @@ def test_a_reused_iid_does_not_inherit_a_rolled_back_record(md: Memdir, hashing:
     assert iid == next_iid
     record = index.memory_table.get(np.asarray([iid]))[0]
     assert list(record["near"]) == [-1, -1, -1, -1]
-    assert (record["session"], record["speaker"]) == (0, 0)
+    from memdir.indexers.memorytable import name_code
+
+    # no session; the speaker is the plain user's (not the rolled-back record's 7)
+    assert (record["session"], record["speaker"]) == (0, name_code("user"))
     index.close()
 
 
@@ -892,3 +895,40 @@ def test_search_snippets_and_json_shapes(md: Memdir) -> None:
     plain = run_cli("search", "Lisbon", root=md.root)
     assert plain.returncode == 0 and plain.stdout.count("[Lisbon]") == 2
     assert plain.stderr == ""  # stdout holds the results, nothing else
+
+
+def test_meta_memory_fields_are_searchable_and_weigh_in_recall(hashed: Memdir, cli) -> None:
+    """`--rationale` (and intent, evidence) is a full-text field of its own: `search --field
+    rationale` finds it, plain search does not, and recall's small `meta_bm25` weight lets a
+    rationale tip the ranking between two memories whose text says the same."""
+    root = str(hashed.root)
+
+    def teach(*args: str) -> str:
+        done = cli("--dir", root, "teach", *args)
+        assert done.code == 0, done
+        return done.out.strip()
+
+    plain = teach("Book the table by the window")
+    reasoned = teach(
+        "Book the table by the window", "--rationale", "the user has a shellfish allergy"
+    )
+    found = cli("--dir", root, "search", "allergy", "--field", "rationale", "--json")
+    assert found.code == 0, found
+    assert [hit["id"] for hit in json.loads(found.out)] == [reasoned]
+    assert json.loads(cli("--dir", root, "search", "allergy", "--json").out) == []
+    wrong = cli("--dir", root, "search", "allergy", "--field", "colour")
+    assert wrong.code != 0 and "unknown search field" in wrong.err and "Traceback" not in wrong.err
+
+    def scores(*extra: str) -> dict[str, dict[str, float]]:
+        done = cli("--dir", root, "recall", "window table shellfish allergy", "--json",
+                   "--explain", "--no-record", *extra)  # fmt: skip
+        assert done.code == 0, done
+        stages = {stage["name"]: stage for stage in json.loads(done.out)["stages"]}
+        return {row["id"]: row for row in stages["score"]["rows"]}
+
+    weighed = scores()
+    assert weighed[reasoned]["meta_bm25"] == 1.0 and weighed[plain]["meta_bm25"] == 0.0
+    assert weighed[reasoned]["score"] > weighed[plain]["score"]
+    configure(hashed, recall={"profiles": {"nometa": {"meta_bm25": 0.0}}})
+    unweighed = scores("--profile", "nometa")
+    assert unweighed[reasoned]["score"] == pytest.approx(unweighed[plain]["score"])

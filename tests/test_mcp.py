@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from conftest import MEMDIR_BIN, clean_env, shelf_lines
 
-from memdir.archive_format import people
+from memdir.archive_format import clock, lifecycle, people
 from memdir.archive_format.memdir import Memdir
 
 EXPECTED = {
@@ -64,6 +64,8 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
     )
     user_says(hashed, "Note this: I take my coffee black, no sugar.")
     user_says(hashed, "My old flat was in Antwerp", "--now", "2020-01-01T00:00:00Z")
+    scoped = lifecycle.teach(hashed, "The deploy key rotates every Friday", clock.now(),
+                             personas=("work",)).id  # fmt: skip
 
     async def scenario() -> dict[str, Any]:
         seen: dict[str, Any] = {}
@@ -104,6 +106,10 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
             seen["stats"] = await call("stats")
             seen["journal"] = await call("journal_read", session="chat-1")
             seen["wake"] = await call("wake", budget=800)
+            for persona in ("work", "home"):
+                seen[f"recall_{persona}"] = await call("recall", query="when does the deploy key rotate?",
+                                                       k=3, persona=persona)  # fmt: skip
+                seen[f"wake_{persona}"] = await call("wake", budget=2000, persona=persona)
             seen["boot"] = await call("boot")
             seen["self"] = await call("self_update", values={"name": "Ada", "tone": "brief"})
             seen["person"] = await call("person_update", name="Sam",
@@ -178,6 +184,12 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
     assert [t["trusted"] for t in seen["journal"]["turns"]] == [True, True, True, True]
     assert "Review queue" in seen["wake"]["markdown"] and seen["wake"]["tokens"] <= 800
     assert seen["boot"]["markdown"].startswith("#")
+    # personas: recall and wake leave out memories scoped to another persona
+    assert scoped in [row["id"] for row in seen["recall_work"]["results"]]
+    assert scoped not in [row["id"] for row in seen["recall_home"]["results"]]
+    assert "rotates every Friday" in seen["wake_work"]["markdown"]
+    assert "rotates every Friday" not in seen["wake_home"]["markdown"]
+    assert scoped not in seen["wake_home"]["markdown"]
     assert "no memory with id" in seen["missing"]["error"]
     # self and people state files, marked as the assistant's notes
     everyone = people.read_people(hashed)

@@ -171,6 +171,8 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
                     )
                 )
     views += _forms(memdir, "annotate", ("annotate",))
+    views += _forms(memdir, "annotate", ("distill",))
+    views += _forms(memdir, "review", ("review",))
     views += _forms(memdir, "journal read", ("journal", "read"), plain_ids=False)
     views += _forms(memdir, "journal read --all", ("journal", "read", "--all"), plain_ids=False)
     views += _forms(memdir, "ring", ("ring",), marks=True)

@@ -78,6 +78,7 @@ def test_a_mapping_setting_is_merged_over_its_default() -> None:
     settings, _ = load_settings({"recall": {"cutoffs": {"emotion": "1h"}}}, "memdir.yaml")
     assert settings.recall.cutoffs == {
         "emotion": timedelta(hours=1), "date": timedelta(hours=168), "financial": timedelta(hours=168),
+        "ephemeral": timedelta(hours=24),
     }  # fmt: skip
 
 
@@ -285,6 +286,24 @@ def test_recall_cutoffs_drop_old_memories_of_a_type(md: Memdir) -> None:
     assert sad not in [c.id for c in _recall(md, "sad about the move", later).results]
     kept = configure(md, recall={"cutoffs": {"emotion": "100h"}})
     assert sad in [c.id for c in _recall(kept, "sad about the move", later).results]
+    # the temporal class has a cut-off too: ephemeral memories go after a day
+    parked = lifecycle.teach(kept, "I parked on level 3 today", T0_DT, temporal="ephemeral").id
+    assert parked in [
+        c.id for c in _recall(kept, "where did I park", T0_DT + timedelta(hours=20)).results
+    ]
+    assert parked not in [c.id for c in _recall(kept, "where did I park", later).results]
+    longer = configure(kept, recall={"cutoffs": {"ephemeral": "100h"}})
+    assert parked in [c.id for c in _recall(longer, "where did I park", later).results]
+
+
+@effect("recall.distilled_cutoffs")
+def test_recall_distilled_cutoffs_apply_the_cutoffs_to_derived_types(md: Memdir) -> None:
+    md = _hashing(md)
+    rent = lifecycle.teach(md, "Rent is 900 euros, due on the first", T0_DT).id  # FINANCIAL
+    later = T0_DT + timedelta(days=10)  # past the financial cut-off (168 h)
+    assert rent in [c.id for c in _recall(md, "how much is the rent", later).results]
+    strict = configure(md, recall={"distilled_cutoffs": True})
+    assert rent not in [c.id for c in _recall(strict, "how much is the rent", later).results]
 
 
 @effect("recall.half_lives_days")

@@ -207,7 +207,9 @@ def question_row(path: Path, sample: Sample, number: int, question: Question,
     from memdir.indexers.recall import Stage
     from memdir.indexers.recall.score import WEIGHTED
 
-    scored = next((trace.rows for trace in result.stages if trace.name is Stage.SCORE), [])
+    scored: list[dict[str, Any]] = next(
+        (trace.rows for trace in result.stages if trace.name is Stage.SCORE), []
+    )
     order = [by_id.get(row["id"], "") for row in scored]
     shown = {c.id for c in result.results}
     return {

@@ -11,7 +11,7 @@ from memdir.archive_format import visibility
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
-from memdir.cli.layout import Column, flat
+from memdir.cli.layout import Column, flat, width, wrap
 from memdir.cli.render import console, emit_json, note, print_table
 
 RING_COLUMNS = (
@@ -133,6 +133,10 @@ def register(app: typer.Typer) -> None:
     def wake(
         ctx: typer.Context,
         budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget.")] = None,
+        persona: Annotated[
+            str | None,
+            typer.Option("--persona", help="Wake as this persona: others' memories left out."),
+        ] = None,
         json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
@@ -144,12 +148,31 @@ def register(app: typer.Typer) -> None:
         """
         from memdir.cli.usecases.documents import wake as build
 
-        document = build(context.open_memdir(ctx), context.now(ctx, now), budget)
+        document = build(context.open_memdir(ctx), context.now(ctx, now), budget, persona=persona)
         if json_:
             emit_json(document.to_dict())
             return
         typer.echo(document.markdown, nl=False)
         note(f"{document.tokens} of {document.budget} tokens")
+
+    @app.command()
+    def review(
+        ctx: typer.Context, json_: context.JsonOpt = False, now: context.NowOpt = None
+    ) -> None:
+        """What awaits the user's decision: provisional inferences, contradiction candidates
+        (both sides) and stale hard facts.
+
+        Writes nothing; each entry says the command that settles it.
+
+        Example: memdir review --json
+        """
+        from memdir.cli.usecases.review import review as gather
+
+        found = gather(context.open_memdir(ctx), context.now(ctx, now))
+        if json_:
+            emit_json(found.to_dict())
+            return
+        render_review(found.to_dict())
 
     @app.command()
     def boot(ctx: typer.Context, now: context.NowOpt = None) -> None:
@@ -183,6 +206,40 @@ def render_sleep(data: dict[str, Any]) -> None:
     if not data["dry_run"]:
         out.print(f"  documents {data['boot']}, documents/wake.md ({data['wake_tokens']} tokens)")
         out.print(f"  entry     {data['entry'] or 'none (nothing changed)'}")
+
+
+def _side(row: dict[str, Any]) -> str:
+    return (f"{row['id']} ({row['source']} by {row['author']}, {row['created'][:10]}): "
+            f"{flat(row['text'])}")  # fmt: skip
+
+
+def render_review(data: dict[str, Any]) -> None:
+    """The review as three short lists, each entry with the command that settles it (lines
+    wrapped to the terminal)."""
+    lines = [f"Review queue ({len(data['queue'])}): inferences awaiting confirmation"]
+    for row in data["queue"]:
+        expiry = f"expires in {row['expires_in']}" if row["expires"] else "no expiry"
+        lines.append(f"  {_side(row)}")
+        lines.append(f"    {expiry}; `memdir confirm {row['id']}` or `memdir reject {row['id']}`")
+    lines.append(f"Contradiction candidates ({len(data['contradictions'])})")
+    for row in data["contradictions"]:
+        one, other = row["sides"]
+        lines.append(f"  {_side(one)}")
+        lines.append(f"   vs {_side(other)}")
+        lines.append(f"    {row['link']} since {row['at'][:10]}; reject or forget one, or "
+                     f"`memdir link {one['id']} {other['id']} --type compatible`")  # fmt: skip
+    lines.append(f"Stale hard facts ({len(data['stale_hard_facts'])}): "
+                 f"not affirmed for over {data['stale_after_days']} days")  # fmt: skip
+    for row in data["stale_hard_facts"]:
+        lines.append(f"  {row['key']}: {flat(row['text'])} ({row['id']}, {row['age']})")
+        lines.append(
+            f"    still true? teach its current wording with `--key {row['key']}`, or forget it"
+        )
+    room = width()
+    for line in lines:
+        text = line.lstrip()
+        for part in wrap(text, room, line[: len(line) - len(text)]):
+            typer.echo(part)
 
 
 def render_decay(data: dict[str, Any]) -> None:

@@ -24,7 +24,12 @@ AFFECT_COLUMNS = (
     Column("id", ident=True), Column("valence"), Column("arousal"), Column("annotator", drop=1),
     Column("text", text=True),
 )  # fmt: skip
+DISTILL_COLUMNS = (
+    Column("id", ident=True), Column("type"), Column("source", drop=2), Column("imp", drop=1),
+    Column("temporal", drop=3), Column("text", text=True),
+)  # fmt: skip
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
+SEARCH_FIELDS = ("text", "intent", "rationale", "evidence", "meta")
 
 
 @contextmanager
@@ -75,14 +80,15 @@ def show_hits(memdir: Memdir, rows: list[dict[str, Any]], json_: bool) -> None:
 
 
 def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired: bool,
-          include_private: bool, now: str | None) -> list[dict[str, Any]]:  # fmt: skip
+          include_private: bool, now: str | None, field: str = "text") -> list[dict[str, Any]]:  # fmt: skip
     from memdir.cli.usecases.recall import search
 
     asked = {
         name for name, on in (("expired", include_expired), ("private", include_private)) if on
     }
     memdir = context.open_memdir(ctx)
-    return search(memdir, query, context.now(ctx, now), k, surface, asked, open_index(ctx))
+    moment = context.now(ctx, now)
+    return search(memdir, query, moment, k, surface, asked, open_index(ctx), field)
 
 
 def register(app: typer.Typer) -> None:
@@ -132,6 +138,14 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="Words to look for (full text, English stemming).")
         ],
         k: KOpt = 10,
+        field: Annotated[
+            str,
+            typer.Option(
+                "--field",
+                help="Search the text, or a meta-memory field: intent, rationale, evidence,"
+                " meta (all three).",
+            ),
+        ] = "text",
         include_expired: IncludeExpiredOpt = False,
         include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
@@ -139,9 +153,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
-        Example: memdir search "coffee order" --k 5
+        Example: memdir search "coffee order" --k 5; memdir search "allergy" --field rationale
         """
-        rows = _hits(ctx, query, k, "search", include_expired, include_private, now)
+        from memdir.archive_format.errors import BadInputError
+
+        if field not in SEARCH_FIELDS:
+            raise BadInputError(
+                f"unknown search field {field!r}", hint=f"use one of {', '.join(SEARCH_FIELDS)}"
+            )
+        rows = _hits(ctx, query, k, "search", include_expired, include_private, now, field)
         show_hits(context.open_memdir(ctx), rows, json_)
 
     @app.command()
@@ -162,6 +182,48 @@ def register(app: typer.Typer) -> None:
         """
         rows = _hits(ctx, query, k, "similar", include_expired, include_private, now)
         show_hits(context.open_memdir(ctx), rows, json_)
+
+    @app.command()
+    def distill(
+        ctx: typer.Context,
+        recompute: Annotated[
+            bool, typer.Option("--recompute", help="Distil every memory again.")
+        ] = False,
+        json_: context.JsonOpt = False,
+    ) -> None:
+        """Derived labels for memories the user did not label: type, importance, temporal
+        class, relational impact, with a confidence (docs/RECALL.md, the taxonomy).
+
+        New memories are distilled when the index updates; what the user gave always wins.
+
+        Example: memdir distill --recompute --json
+        """
+        from collections import Counter
+
+        memory_index = open_index(ctx)
+        count = memory_index.distill(recompute)
+        if recompute:
+            note(f"distilled {count} memories again")
+        rows = []
+        for row in memory_index.distillations():  # the text as the policy lets it show
+            text = visibility.present("annotate", row["text"], row["status"], row["visibility"])
+            if text is not None:
+                rows.append({**row, "text": text})
+        if json_:
+            emit_json(rows)
+            return
+        table = []
+        for row in rows:
+            effective = row["effective"]
+            label = (effective["type"] or "-") + (
+                f":{effective['subtype']}" if effective["subtype"] else ""
+            )
+            source = "user" if row["given"]["type"] else "distilled"
+            table.append((row["id"], label, source, str(effective["importance"]),
+                          str(effective["temporal"]), flat(row["text"])))  # fmt: skip
+        print_table(DISTILL_COLUMNS, table, context.open_memdir(ctx))
+        counts = Counter(str(row["effective"]["type"]) for row in rows)
+        note(", ".join(f"{label} {n}" for label, n in counts.most_common()) or "no memories")
 
     @app.command()
     def annotate(

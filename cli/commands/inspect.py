@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 
 from memdir.archive_format import clock
 from memdir.archive_format.errors import BadInputError, ExitStatus
-from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, MemoryState
+from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.verify import verify as verify_memdir
 
@@ -29,8 +30,11 @@ LOG_COLUMNS = (Column("at"), Column("what"), Column("detail", text=True))
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")]
 
 
-def history(state: MemoryState) -> list[dict[str, str | None]]:
-    """A memory's whole story in time order: written, events, and derived transitions."""
+def history(
+    state: MemoryState, incoming: Sequence[dict[str, str]] = ()
+) -> list[dict[str, str | None]]:
+    """A memory's whole story in time order: written, events, links to it from other memories
+    (`incoming`, ArchiveView.incoming) and derived transitions."""
     steps: list[dict[str, str | None]] = []
     memory = state.memory
     written = f"{memory.source} by {memory.author}" if memory else "written (text forgotten)"
@@ -54,6 +58,10 @@ def history(state: MemoryState) -> list[dict[str, str | None]]:
                 "what": event.op,
                 "detail": f"by {event.actor}" + (f": {detail}" if detail else ""),
             }
+        )
+    for link in incoming:
+        steps.append(
+            {"at": link["at"], "what": "linked-from", "detail": f"{link['type']} ← {link['from']}"}
         )
     if state.superseded_by:
         steps.append({"at": None, "what": "superseded", "detail": f"by {state.superseded_by}"})
@@ -84,9 +92,12 @@ def _matches(state: MemoryState, statuses: set[str], source: str | None, type_: 
     return not (until and created > clock.parse_time(until, "--until"))
 
 
-def resolved(ctx: typer.Context, memory_id: str, now: str | None) -> MemoryState:
-    """The memory an id (or a unique prefix of one) names, folded as of --now."""
-    return load_view(context.open_memdir(ctx), context.now(ctx, now)).resolve(memory_id)
+def resolved(
+    ctx: typer.Context, memory_id: str, now: str | None
+) -> tuple[MemoryState, ArchiveView]:
+    """The memory an id (or a unique prefix of one) names, folded as of --now, and the view."""
+    view = load_view(context.open_memdir(ctx), context.now(ctx, now))
+    return view.resolve(memory_id), view
 
 
 def register(app: typer.Typer) -> None:
@@ -101,7 +112,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir show m-3f9a --json
         """
-        data = resolved(ctx, memory_id, now).shown_on("show") or {}
+        state, view = resolved(ctx, memory_id, now)
+        data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
         if json_:
             emit_json(data)
             return
@@ -118,8 +130,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir log m-3f9a
         """
-        state = resolved(ctx, memory_id, now)
-        steps = history(state)
+        state, view = resolved(ctx, memory_id, now)
+        steps = history(state, view.incoming(state.id))
         text = state.text_on("log")
         if json_:
             emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})

@@ -50,11 +50,11 @@ WindowOpt = Annotated[
 
 SHOWN = {  # explain-table column → component
     "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
-    "spk": "speaker", "sess": "session", "aff": "affect", "deg": "degree", "rec": "recency",
-    "imp": "importance", "kw": "keyword", "decay": "decay",
+    "spk": "speaker", "sess": "session", "meta": "meta_bm25", "aff": "affect", "deg": "degree",
+    "rec": "recency", "imp": "importance", "kw": "keyword", "decay": "decay",
 }  # fmt: skip
 # which components give way first when the explain table is short of width (last: first)
-DROP_ORDER = ("sem", "bm25", "rec", "decay", "aff", "deg", "imp", "kw", "spk", "sess",
+DROP_ORDER = ("sem", "bm25", "rec", "decay", "aff", "deg", "imp", "kw", "spk", "sess", "meta",
               "ctx·sem", "ctx·bm25")  # fmt: skip
 
 
@@ -220,7 +220,9 @@ def render_explain(
         say(f"0.00 for every memory shown: {', '.join(zero)}")
     if laid.dropped:
         say(f"not shown at this width: {', '.join(laid.dropped)} (wider terminal or --json)")
-    for number, name in ((5, Stage.COUNTERWEIGHTS), (6, Stage.DIVERSITY), (7, Stage.BUDGET)):
+    stepped = (Stage.ACTIVATION, Stage.GUARANTEED, Stage.COUNTERWEIGHTS, Stage.DIVERSITY,
+               Stage.BUDGET)  # fmt: skip
+    for number, name in enumerate(stepped, start=5):
         stage = stages[name]
         typer.echo(rule(f"{number}. {name.value}", room))
         for note in stage.notes:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
+from memdir.archive_format.cutoffs import past_cutoff
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
@@ -38,15 +40,22 @@ SECTION_TITLES = {
     "hard_facts": "Hard facts (current value per key)",
     "teachings": "Recent teachings",
     "review": "Review queue (inferences awaiting the user's confirmation)",
+    "decisions": "Needs your decision",
+    "people": "People",
     "threads": "Open threads (console ring)",
     "arc": "Emotional arc",
     "entry": "Last journal entry",
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "teachings", "review", "threads", "arc", "entry", "raw_window")
-WAKE_PRIORITY = ("review", "hard_facts", "teachings", "raw_window", "threads", "arc", "entry")
-BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review")
+WAKE_ORDER = ("hard_facts", "people", "teachings", "review", "decisions", "threads", "arc",
+              "entry", "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "teachings", "people", "raw_window",
+                 "threads", "arc", "entry")  # fmt: skip
+BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
+DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
+PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
+PERSON_FIELDS = 3  # fields shown per person besides their aliases
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
 
@@ -195,9 +204,21 @@ def scrub_ring(memdir: Memdir, now: datetime) -> bool:
     return changed
 
 
-def _hard_facts(view: ArchiveView) -> Section:
+def current(state: MemoryState, now: datetime, cutoffs: Mapping[str, timedelta]) -> bool:
+    """Whether a memory is still worth a briefing's space: not past its type's, subtype's or
+    temporal class's age cut-off (the same rule recall applies: an EMOTION teaching of 66 hours
+    ago or a day-old ephemeral note is not "recent" news)."""
+    memory = state.memory
+    if memory is None:
+        return False
+    labels = (memory.type, memory.subtype, memory.temporal)
+    return past_cutoff(labels, parse_time(state.created), now, cutoffs) is None
+
+
+def _hard_facts(view: ArchiveView, now: datetime, cutoffs: Mapping[str, timedelta]) -> Section:
     section = Section("hard_facts", empty="no supersede keys yet", more="memdir list --json")
-    facts = [s for s in view if s.status == "durable" and shown(s) and s.memory and s.memory.key]
+    facts = [s for s in view if s.status == "durable" and shown(s) and s.memory and s.memory.key
+             and current(s, now, cutoffs)]  # fmt: skip
     for state in sorted(facts, key=lambda s: str(s.memory.key if s.memory else "")):
         assert state.memory is not None
         section.lines.append(f"- {state.memory.key}: {short_text(state.memory.text)} ({state.id})")
@@ -206,14 +227,15 @@ def _hard_facts(view: ArchiveView) -> Section:
     return section.cap()
 
 
-def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
+def _teachings(view: ArchiveView, now: datetime, zone: Any,
+               cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
     section = Section("teachings", empty=f"nothing taught in the last {RECENT_TEACHINGS_DAYS} days",
                       more="memdir list --source teaching")  # fmt: skip
     start = format_time(now - timedelta(days=RECENT_TEACHINGS_DAYS))
     recent = [
         s for s in view
         if s.status == "durable" and shown(s) and s.memory and s.memory.source == "teaching"
-        and _since(s.created, start)
+        and _since(s.created, start) and current(s, now, cutoffs)
     ]  # fmt: skip
     recent.sort(key=lambda s: s.created, reverse=True)
     section.total = len(recent)
@@ -226,25 +248,83 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any) -> Section:
 
 
 def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
+    from .review import review_queue
+
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    queue = [s for s in view if s.status == "provisional" and shown(s)]
-    queue.sort(key=lambda s: s.created, reverse=True)
+    queue = review_queue(view, now)
     section.total = len(queue)
-    for state in queue[:BOOT_LIMIT]:
-        assert state.memory is not None
-        expires = state.memory.expires
-        left = format_duration(parse_time(expires) - now) if expires else "never"
+    for row in queue[:BOOT_LIMIT]:
+        expires, left = row["expires"], row["expires_in"] or "never"
         when = (
             f"expires {_local(parse_time(expires), zone)} (in {left})" if expires else "no expiry"
         )
         section.lines.append(
-            f"- {short_text(state.memory.text)} — unconfirmed, {when}; ask the user, and "
-            f"only their answer confirms it ({state.id})"
+            f"- {short_text(row['text'])} — unconfirmed, {when}; ask the user, and "
+            f"only their answer confirms it ({row['id']})"
         )
-        section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
+        section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
     return section
+
+
+def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
+    """Contradiction candidates linked lately (the recent view's) and stale hard facts, at most
+    DECISION_LIMIT; `memdir review` lists them all."""
+    from .review import contradiction_pairs, stale_facts
+
+    section = Section("decisions", empty="no contradiction or stale fact to settle",
+                      more="memdir review")  # fmt: skip
+    targets = {event.to for state in view for event in state.events
+               if event.op == "link" and event.to and event.to.startswith("m-")}  # fmt: skip
+    lookup = dict(view.states)
+    missing = targets - set(lookup)
+    if missing:
+        lookup.update(view_of(memdir, missing, now).states)
+    for row in contradiction_pairs(view, lookup):
+        one, other = row["sides"]
+        section.lines.append(
+            f"- contradiction? {short_text(one['text'], 100)} ({one['id']}, {one['source']} "
+            f"{one['created'][:10]}) vs {short_text(other['text'], 100)} ({other['id']}, "
+            f"{other['source']} {other['created'][:10]}): ask which holds"
+        )
+        section.items.append({"what": "contradiction", **row})
+    for row in stale_facts(view, now):
+        section.lines.append(
+            f"- still true? {row['key']}: {short_text(row['text'], 120)} ({row['id']}), "
+            f"last affirmed {row['age']} ago"
+        )
+        section.items.append({"what": "stale hard fact", **row})
+    return section.cap(DECISION_LIMIT)
+
+
+def _people(memdir: Memdir) -> Section:
+    """The people notes, briefly: the latest changed first, each with their aliases and a few
+    fields (`memdir people show NAME` has them all)."""
+    from memdir.archive_format.people import ALIASES, aliases_of, read_people
+
+    section = Section("people", empty="no people notes yet (`memdir people add NAME`)",
+                      more="memdir people list")  # fmt: skip
+    everyone = read_people(memdir)
+    latest = sorted(everyone, key=lambda name: max(
+        (str(entry.get("at", "")) for entry in everyone[name].values()), default=""), reverse=True)  # fmt: skip
+    for name in latest:
+        fields = everyone[name]
+        aliases = aliases_of(fields)
+        shown_fields = [(field, entry["value"]) for field, entry in fields.items()
+                        if field != ALIASES][:PERSON_FIELDS]  # fmt: skip
+        details = "; ".join(f"{field}: {value}" for field, value in shown_fields)
+        also = f" (also {', '.join(aliases)})" if aliases else ""
+        section.lines.append(short_text(f"- {name}{also}" + (f" — {details}" if details else "")))
+        section.items.append({"name": name, "aliases": aliases, "fields": dict(shown_fields)})
+    return section.cap(PEOPLE_LIMIT)
+
+
+def in_persona(state: MemoryState, persona: str | None) -> bool:
+    """Whether a memory belongs in a briefing for `persona` (recall's persona rule: a memory
+    scoped to personas is left out for any other)."""
+    personas = state.memory.personas if state.memory else ()
+    return persona is None or not personas or persona in personas
 
 
 def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
@@ -327,12 +407,17 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
     return section
 
 
-def gather(memdir: Memdir, now: datetime) -> Briefing:
-    """Read the archive, journal and ring once, as of `now`."""
+def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefing:
+    """Read the archive, journal and ring once, as of `now` (for `persona`: memories scoped to
+    other personas are left out)."""
     zone = memdir.settings.zone
+    cutoffs = memdir.settings.recall.cutoffs
     view = recent_view(
         memdir, now, now - timedelta(days=max(RECENT_TEACHINGS_DAYS, RECENT_EVENTS_DAYS))
     )
+    if persona is not None:
+        kept = {key: state for key, state in view.states.items() if in_persona(state, persona)}
+        view = ArchiveView(kept, view.now)
     book = journal.read_recent(memdir, now, memdir.settings.journal.raw_window_hours)
     local = now.astimezone(zone)
     session_line, session_data = _last_session(book, now, zone)
@@ -347,9 +432,11 @@ def gather(memdir: Memdir, now: datetime) -> Briefing:
     sections = {
         "events": _events(view, now, zone),
         "arc": _emotional_arc(memdir, book, now, zone),
-        "teachings": _teachings(view, now, zone),
-        "hard_facts": _hard_facts(view),
+        "teachings": _teachings(view, now, zone, cutoffs),
+        "hard_facts": _hard_facts(view, now, cutoffs),
         "review": _review(view, now, zone),
+        "decisions": _decisions(memdir, view, now),
+        "people": _people(memdir),
         "threads": _threads(memdir, view, zone),
         "entry": _entry(memdir, now, zone),
         "raw_window": _raw_window(memdir, book, now, zone),
@@ -406,15 +493,20 @@ def _cost(lines: list[str]) -> int:
 
 
 def wake(
-    memdir: Memdir, now: datetime, budget: int | None = None, briefing: Briefing | None = None
+    memdir: Memdir,
+    now: datetime,
+    budget: int | None = None,
+    briefing: Briefing | None = None,
+    persona: str | None = None,
 ) -> Wake:
-    """The wake document within `budget` tokens (default: wake.budget in memdir.yaml).
+    """The wake document within `budget` tokens (default: wake.budget in memdir.yaml), for
+    `persona` when given (memories scoped to other personas left out).
 
     Each rendered line costs estimate_tokens(line + newline); lines are added in priority order
     while the total stays within the budget, so the document never exceeds it.
     """
     limit = budget or memdir.settings.wake.budget
-    briefing = briefing or gather(memdir, now)
+    briefing = briefing or gather(memdir, now, persona)
     title = f"# Wake — {briefing.now.astimezone(briefing.zone):%Y-%m-%d %H:%M}"
     header = [title, ""]
     for line in briefing.header:

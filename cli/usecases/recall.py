@@ -79,17 +79,21 @@ def search(
     surface: str = "search",
     asked: Iterable[str] = (),
     index: MemoryIndex | None = None,
+    field: str = "text",
 ) -> list[dict[str, Any]]:
-    """`search` (full text, with snippets) or `similar` (vectors) as the policy lets them show:
-    each hit with its status and visibility at `now`, what the reader did not ask for left out.
-    `asked` holds "private" and "expired" when the reader asked for those."""
+    """`search` (full text on `field`, with snippets) or `similar` (vectors) as the policy lets
+    them show: each hit with its status and visibility at `now`, what the reader did not ask for
+    left out. `asked` holds "private" and "expired" when the reader asked for those."""
     from memdir.archive_format.lifecycle import view_of
 
     index = index or fresh_index(memdir)
     if index.needs_update():
         index.update()
     try:
-        hits = index.search(query, k * 3) if surface == "search" else index.similar(query, k * 3)
+        if surface == "search":
+            hits = index.search(query, k * 3, field)
+        else:
+            hits = index.similar(query, k * 3)
     finally:
         index.close()
     states = view_of(memdir, [hit.id for hit in hits], now).states

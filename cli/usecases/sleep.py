@@ -40,7 +40,10 @@ NEIGHBOURS = 5
 RELINK_LIMIT = 5000  # fresh memories compared per run (the newest)
 RESONANCE_COSINE = 0.55  # MiniLM cosine: clearly about the same thing
 RESONANCE_AFFECT = 0.6
-MIN_INTENSITY = 0.3
+# 0.3 let a single NRC lexicon hit ("gardening": joy, arousal 0.3) count as feeling: 40 neutral
+# fillers got 135 links in one night (benchmarks/bench_relink.py)
+MIN_INTENSITY = 0.4
+LINKS_PER_NIGHT = 2  # new `resonates` links one memory may gain in one sleep, closest first
 CONTRADICTION_COSINE = 0.6
 FADED = 0.3
 _NEGATION = re.compile(
@@ -152,6 +155,7 @@ def relink(
     linked = {frozenset((state.id, link["to"])) for state in view for link in state.links}
     affects = index.affects_of(list(catalogued.values()))
     found: list[tuple[str, str, str]] = []
+    proposed: list[tuple[float, str, str, str]] = []
     neighbours = min(NEIGHBOURS, len(ids) - 1)
     for begin in range(0, len(fresh), 512):
         rows = fresh[begin : begin + 512]
@@ -167,7 +171,19 @@ def relink(
                 pair = (live[ids[row]], live[ids[other]])
                 newer, older = sorted(pair, key=lambda state: state.created, reverse=True)
                 linked.add(frozenset((newer.id, older.id)))
-                found.append((newer.id, older.id, kind))
+                proposed.append((cosine, newer.id, older.id, kind))
+    # the closest pairs first; a memory gains at most LINKS_PER_NIGHT `resonates` links per run
+    # (either end); contradiction candidates are always kept, `memdir review` surfaces them
+    gained: dict[str, int] = {}
+    for _, newer_id, older_id, kind in sorted(proposed, key=lambda p: (-p[0], p[1], p[2])):
+        if kind == "contradiction-candidate":
+            found.append((newer_id, older_id, kind))
+            continue
+        if max(gained.get(newer_id, 0), gained.get(older_id, 0)) >= LINKS_PER_NIGHT:
+            continue
+        gained[newer_id] = gained.get(newer_id, 0) + 1
+        gained[older_id] = gained.get(older_id, 0) + 1
+        found.append((newer_id, older_id, kind))
     return found
 
 

@@ -104,7 +104,7 @@ def _score_pool(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray,
     before = (start, end)
     bm25 = {
         name: index.fulltext.scores(analysis.bm25_query, size, name, between=before)
-        for name in ("text", "context")
+        for name in ("text", "context", "meta")
     }
     lexical: list[int] = []
     if analysis.names:
@@ -119,14 +119,12 @@ def _score_pool(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray,
     found: dict[int, str] = {iid: "vector" for iid, _ in index.vector_hits(vector, size)}
     for name, hits in bm25.items():
         for iid in hits:
-            found.setdefault(iid, "fulltext" if name == "text" else "context")
+            found.setdefault(iid, {"text": "fulltext"}.get(name, name))
     for iid in lexical:
         found.setdefault(iid, "lexical")
     for iid in windowed:
         found.setdefault(iid, "time window")
-    scored = score_pool(
-        index, list(found), analysis, vector, bm25["text"], bm25["context"], (start, end)
-    )
+    scored = score_pool(index, list(found), analysis, vector, bm25, (start, end))
     return scored, found
 
 

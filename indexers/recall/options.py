@@ -13,9 +13,12 @@ PROFILES: dict[str, dict[str, float]] = {
     # Tuned on the LoCoMo and REALTALK dev files (docs/RECALL.md): the relevance components, light
     # importance and link-degree priors. Affect resonance and recency measured as a small loss
     # there (R@10 0.804 → 0.798), so they are 0 here; time is decay's job (rehearsal-aware).
+    # meta_bm25 (intent, rationale, evidence) is small: the dev files carry no meta-memory, so
+    # it leaves their rankings exactly as they were (measured), and it only tips a tie.
     "default": {
         "semantic": 1.0, "bm25": 1.0, "context_semantic": 1.0, "context_bm25": 1.0,
-        "speaker": 1.0, "session": 0.5, "when": 2.0, "affect": 0.0, "degree": 0.1, "recency": 0.0,
+        "speaker": 1.0, "session": 0.5, "when": 2.0, "meta_bm25": 0.25,
+        "affect": 0.0, "degree": 0.1, "recency": 0.0,
         "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0,
     },
     # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
@@ -65,6 +68,7 @@ class RecallConfig:
     verdict: VerdictSettings  # thresholds on raw cosine and BM25
     decay: DecaySettings
     provisional_weight: float
+    distilled_cutoffs: bool  # the cut-offs also apply to distilled labels
 
 
 def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
@@ -79,6 +83,7 @@ def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
         verdict=settings.recall.verdict,
         decay=settings.decay,
         provisional_weight=settings.provisional_weight,
+        distilled_cutoffs=settings.recall.distilled_cutoffs,
     )
 
 

@@ -7,11 +7,14 @@ Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.
 3. filters: status at *now*, persona, visibility, per-type age cut-offs (policy.py; the
    query's time window ranks, it does not filter: relevance.py's `when`);
 4. decay and score: priors and the decay component join the relevance components, then one
-   blend × decay factor × provenance weight (score.py);
-5. counterweights: for strongly negative queries, a bounded share of the results goes to
-   relevant memories that are not negative (selection.py, as are 6 and 7);
-6. diversity: near-duplicates collapse (MMR optional, off by default);
-7. budget, then the verdict (verdict.py).
+   blend × decay factor × provenance weight (score.py); then spreading activation along
+   typed links from the top three (activation.py);
+5. guaranteed slots: pinned / milestone memories take the places of weak results only
+   (selection.py, as are 6 to 8);
+6. counterweights: for strongly negative queries, a bounded share of the results goes to
+   relevant memories that are not negative;
+7. diversity: near-duplicates collapse (MMR optional, off by default);
+8. budget, then the verdict (verdict.py).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from memdir.archive_format.people import names_by_person
+
 from ..blas import single_thread
-from . import candidates, policy, score, selection
+from . import activation, candidates, policy, score, selection
 from .interface import RecallIndex
-from .options import RecallOptions, read_settings
-from .query import analyse
-from .result import RecallResult, Stage, Trace
+from .options import RecallConfig, RecallOptions, read_settings
+from .query import QueryAnalysis, analyse, note_aliases
+from .result import Candidate, RecallResult, Stage, Trace
 from .verdict import verdict
 
 
@@ -44,17 +49,21 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     began = time.perf_counter()
     settings = read_settings(index.memdir.settings, options.profile)
     catalog = index.catalog
+    speakers = catalog.speakers()
+    # the people notes' names win over the aliases found in conversations
+    aliases = {**catalog.aliases(), **note_aliases(names_by_person(index.memdir), speakers)}
     analysis = analyse(
-        query, now, index.annotator, catalog.speakers(), catalog.keys(), settings.zone,
-        catalog.aliases(),
-    )  # fmt: skip
+        query, now, index.annotator, speakers, catalog.keys(), settings.zone, aliases
+    )
     traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
 
     vector = index.embedder.embed([analysis.dense_query])[0]
     pool, trace = candidates.gather(index, analysis, vector, now, options, settings.weights)
     traces.append(trace)
 
-    survivors, trace = policy.screen(index, pool, now, options, settings.cutoffs)
+    survivors, trace = policy.screen(
+        index, pool, now, options, settings.cutoffs, settings.distilled_cutoffs
+    )
     policy.mask_pool(traces[-1], pool, options)
     traces.append(trace)
 
@@ -63,8 +72,11 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     policy.weigh(survivors, settings.provisional_weight)
     ranked, trace = score.rank(survivors, settings.weights, settings.decay)
     traces.append(trace)
+    ranked, trace = _activate(index, ranked, analysis, now, options, settings)
+    traces.append(trace)
 
-    chosen = selection.reserve_guaranteed(ranked, options)
+    chosen, trace = selection.reserve_guaranteed(ranked, options, settings.verdict)
+    traces.append(trace)
     chosen, trace = selection.counterweigh(
         analysis.query, ranked, chosen, options, analysis.negative
     )
@@ -79,3 +91,22 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
         analysis, now, settings.profile, verdict(chosen, settings.verdict), results, traces,
         (time.perf_counter() - began) * 1000, over_budget=len(chosen) - len(results),
     )  # fmt: skip
+
+
+def _activate(index: RecallIndex, ranked: list[Candidate], analysis: QueryAnalysis,
+              now: datetime, options: RecallOptions,
+              settings: RecallConfig) -> tuple[list[Candidate], Trace]:  # fmt: skip
+    """Spreading activation: linked memories the ranking left out join it (activation.py),
+    after the same filters, priors and decay as every candidate."""
+    reached = activation.spread(index, ranked)
+    joined = activation.join(index, reached) if reached else []
+    if joined:
+        joined, _ = policy.screen(
+            index, joined, now, options, settings.cutoffs, settings.distilled_cutoffs
+        )
+        score.priors(index, joined, analysis, now, settings.weights, settings.half_lives)
+        score.decay(index, joined, now, options.perfect, settings.decay)
+        policy.weigh(joined, settings.provisional_weight)
+    trace = activation.score(joined, reached, settings.decay)
+    merged = sorted(ranked + joined, key=lambda c: (-c.score, c.memory.iid))
+    return merged, trace

@@ -8,9 +8,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memdir.archive_format.clock import parse_time
+from memdir.archive_format.cutoffs import past_cutoff
 from memdir.archive_format.fold import fold
 from memdir.archive_format.visibility import Withheld, present, withheld
 
+from ..distill import effective
 from .options import RecallOptions
 from .result import Candidate, Stage, Trace
 
@@ -24,13 +26,17 @@ EXCLUDED = {"rejected": "rejected", "superseded": "superseded", "forgotten": "fo
 
 def screen(
     index: RecallIndex, pool: list[Candidate], now: datetime, options: RecallOptions, cutoffs: dict[str, timedelta],
+    distilled_cutoffs: bool = False,
 ) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """The candidates that may be recalled (each with its status; the others with the reason
-    they were dropped), and the trace."""
+    they were dropped), and the trace. With `distilled_cutoffs`, the age cut-offs also apply
+    to the labels distillation derived for memories the user did not label."""
     statuses = _fold_statuses(index, pool, now)
+    distilled = index.distilled_of([c.memory for c in pool])
     for candidate in pool:
         candidate.status = statuses.get(candidate.id, "forgotten")
-        candidate.dropped = _filter_reason(candidate, now, options, cutoffs)
+        candidate.distilled = distilled.get(candidate.id, {})
+        candidate.dropped = _filter_reason(candidate, now, options, cutoffs, distilled_cutoffs)
     survivors = [c for c in pool if not c.dropped]
     trace = Trace(
         Stage.FILTERS, [{"id": c.id, "status": c.status, "dropped": c.dropped} for c in pool]
@@ -85,7 +91,7 @@ def _fold_statuses(
 
 
 def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
-                   cutoffs: dict[str, timedelta]) -> str | None:  # fmt: skip
+                   cutoffs: dict[str, timedelta], distilled_cutoffs: bool) -> str | None:  # fmt: skip
     line = candidate.memory.line
     if candidate.status in EXCLUDED:
         return EXCLUDED[candidate.status]
@@ -101,9 +107,9 @@ def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
     personas = line.get("personas") or []
     if options.persona and personas and options.persona not in personas:
         return f"persona scope {', '.join(personas)}"
-    created = parse_time(line["created"])
-    for label in (line.get("type"), line.get("subtype")):
-        cutoff = cutoffs.get(str(label).lower()) if label else None
-        if cutoff is not None and now - created > cutoff:
-            return f"older than the {label} cut-off"
-    return None
+    labels: tuple[str | None, ...] = (line.get("type"), line.get("subtype"), line.get("temporal"))
+    if distilled_cutoffs:
+        derived = effective(line, candidate.distilled)
+        labels += (derived["type"], derived["subtype"], derived["temporal"])
+    label = past_cutoff(labels, parse_time(line["created"]), now, cutoffs)
+    return f"older than the {label} cut-off" if label else None

@@ -115,6 +115,24 @@ def named_people(query: str, speakers: list[str], aliases: dict[str, str]) -> di
     return found
 
 
+def note_aliases(names_by_person: dict[str, list[str]], speakers: list[str]) -> dict[str, str]:
+    """The people notes' names as aliases, case-folded → the speaker handle they denote: a
+    person whose names (their name and aliases) include exactly one speaker handle is that
+    speaker under each of their other names ("Sam" with alias `user` names the speaker `user`,
+    so "what does Sam like?" gets the speaker signal)."""
+    handles = {speaker.casefold(): speaker for speaker in speakers}
+    found: dict[str, str] = {}
+    for names in names_by_person.values():
+        denoted = {handles[name.casefold()] for name in names if name.casefold() in handles}
+        if len(denoted) != 1:
+            continue
+        speaker = denoted.pop()
+        for name in names:
+            if name.casefold() != speaker.casefold():
+                found[name.casefold()] = speaker
+    return found
+
+
 def without_speaker(query: str, word: str) -> str:
     """'What did Caroline's sister say to Caroline?' → 'What did their sister say to ?'"""
     text = re.sub(rf"\b{re.escape(word)}['’`]s\b", "their", query)

@@ -9,6 +9,7 @@ For each memory i (speaker-prefixed text when it came from a conversation):
   session           BM25 of the memory's whole session
   when              closeness to the query's time window: 1 inside, falling linearly to 0 at
                     the window's length (at least a week) outside; 0 without a window
+  meta_bm25         BM25 of the memory's meta-memory fields (intent, rationale, evidence)
 Each but speaker and when is min-max normalised over the scope. The scope is the whole archive while it is small
 (`exact_below` memories, default 20,000: every memory is scored, from an in-process table), and
 a candidate pool above that (the top of FAISS, of both Tantivy fields, lexical matches).
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
     from .query import QueryAnalysis
 
-RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when")
+RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when",
+             "meta_bm25")  # fmt: skip
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
@@ -145,7 +147,7 @@ def score_table(
 
     n = len(table)
     bm25 = {}
-    for field in ("text", "context"):
+    for field in ("text", "context", "meta"):
         values = np.zeros(n, dtype=np.float32)
         # beyond the best BM25_DEPTH matches a score is too small to matter; they count as 0
         hits = index.fulltext.scores(analysis.bm25_query, min(n, BM25_DEPTH), field)
@@ -166,6 +168,7 @@ def score_table(
         "speaker": _speaker_matches(analysis, table.speakers[keep]),
         "session": session_values[table.session_of[keep]],
         "when": _closeness(analysis, table.created[keep]),
+        "meta_bm25": bm25["meta"][keep],
     }
     return _finish(table.iids[keep].tolist(), raw, exact=True)
 
@@ -175,15 +178,14 @@ def score_pool(
     iids: list[int],
     analysis: QueryAnalysis,
     query: np.ndarray,
-    text: dict[int, float],
-    context: dict[int, float],
+    bm25: dict[str, dict[int, float]],
     between: tuple[int, int],
 ) -> Scored:
     """Candidates from a pool, those created in [start, end) scored and normalised over the
     pool (large archives).
 
-    `text` and `context` are the BM25 scores of the best matches on each field; a candidate
-    below them counts 0 there.
+    `bm25` holds the BM25 scores of the best matches on each field ("text", "context",
+    "meta"); a candidate below them counts 0 there.
     """
     import numpy as np
 
@@ -198,13 +200,14 @@ def score_pool(
     kept = wanted.tolist()
     raw = {
         "semantic": own @ query,
-        "bm25": np.asarray([text.get(i, 0.0) for i in kept], dtype=np.float32),
+        "bm25": np.asarray([bm25["text"].get(i, 0.0) for i in kept], dtype=np.float32),
         "context_semantic": mixed @ query,
-        "context_bm25": np.asarray([context.get(i, 0.0) for i in kept], dtype=np.float32),
+        "context_bm25": np.asarray([bm25["context"].get(i, 0.0) for i in kept], dtype=np.float32),
         "speaker": _speaker_matches(analysis, records["speaker"]),
         "session": np.asarray(
             [by_session.get(int(code), 0.0) for code in sessions], dtype=np.float32
         ),
         "when": _closeness(analysis, records["created"]),
+        "meta_bm25": np.asarray([bm25["meta"].get(i, 0.0) for i in kept], dtype=np.float32),
     }
     return _finish(kept, raw, exact=False)

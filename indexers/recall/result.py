@@ -22,6 +22,8 @@ class Stage(str, Enum):
     FILTERS = "filters"
     DECAY = "decay"
     SCORE = "score"
+    ACTIVATION = "activation"
+    GUARANTEED = "guaranteed slots"
     COUNTERWEIGHTS = "counterweights"
     DIVERSITY = "diversity"
     BUDGET = "budget"
@@ -53,6 +55,7 @@ class Candidate:
     relevance: float = 0.0
     score: float = 0.0
     affect: dict[str, Any] = field(default_factory=dict)
+    distilled: dict[str, Any] = field(default_factory=dict)  # indexers/distill.py, if any
     dropped: str | None = None
     note: str = ""
 

@@ -21,6 +21,7 @@ from memdir.archive_format.clock import parse_time
 from memdir.archive_format.decay import DecaySettings, multiplier
 
 from ..decay import memory_fidelity
+from ..distill import effective
 from .relevance import RELEVANCE
 from .result import Candidate, Stage, Trace
 
@@ -78,7 +79,7 @@ def priors(index: RecallIndex, candidates: list[Candidate], analysis: QueryAnaly
                 else resonance(query_affect, _as_affect(candidate.affect)),
                 "degree": math.log1p(degrees.get(candidate.id, 0)) / math.log1p(top_degree),
                 "recency": 0.5 ** (age_days / half_life),
-                "importance": (int(line.get("importance", 5)) - 1) / 9,
+                "importance": (int(effective(line, candidate.distilled)["importance"]) - 1) / 9,
                 "keyword": bm25 if candidate.raw.get("bm25", 0.0) > 0 else 0.0,
             }
         )

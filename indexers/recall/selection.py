@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.documents import estimate_tokens
+from memdir.archive_format.settings import VerdictSettings
 
 from .options import RecallOptions
 from .result import Candidate, Stage, Trace
@@ -28,19 +29,42 @@ _TERM = re.compile(r"[a-z]{4,}")
 DUPLICATE_COSINE = 0.97
 
 
-def reserve_guaranteed(ranked: list[Candidate], options: RecallOptions) -> list[Candidate]:
-    """Top k, with up to `guaranteed_slots` of them kept for pinned / milestone memories."""
+def reserve_guaranteed(ranked: list[Candidate], options: RecallOptions,
+                       thresholds: VerdictSettings) -> tuple[list[Candidate], Trace]:  # fmt: skip
+    """Top k, with up to `guaranteed_slots` pinned / milestone memories in the room weak hits
+    leave: a guaranteed memory never evicts the best hit, a hard fact, another guaranteed
+    memory or a hit clearly about the query (raw cosine or BM25 at the GROUNDED threshold), so
+    at a small k the channel yields instead of the answer (docs/RECALL.md)."""
+    trace = Trace(Stage.GUARANTEED)
     chosen = ranked[: options.k]
     pinned = [c for c in ranked if "guaranteed" in c.channels and c not in chosen]
-    for candidate in pinned[: options.guaranteed_slots]:
-        already = sum(1 for c in chosen if "guaranteed" in c.channels)
-        if already >= options.guaranteed_slots:
-            break
+    already = sum(1 for c in chosen if "guaranteed" in c.channels)
+    for candidate in pinned[: max(0, options.guaranteed_slots - already)]:
+        if len(chosen) < options.k:
+            out = None
+        else:
+            weak = [c for c in chosen[1:] if not _protected(c, thresholds)]
+            if not weak:
+                trace.notes.append(f"{candidate.id} yields: every result is a better hit")
+                break
+            out = weak[-1]
+            chosen.remove(out)
+            trace.rows.append({"in": candidate.id, "out": out.id})
         candidate.note = candidate.note or "guaranteed slot (pinned or milestone)"
-        if len(chosen) >= options.k:
-            chosen = chosen[:-1]
         chosen.append(candidate)
-    return chosen
+    if not trace.rows and not trace.notes:
+        trace.notes.append("no guaranteed memory outside the results")
+    return chosen, trace
+
+
+def _protected(candidate: Candidate, thresholds: VerdictSettings) -> bool:
+    """A result a guaranteed memory may not take the place of."""
+    return (
+        "hard-fact" in candidate.channels
+        or "guaranteed" in candidate.channels
+        or candidate.raw.get("cosine", 0.0) >= thresholds.grounded_cosine
+        or candidate.raw.get("bm25", 0.0) >= thresholds.grounded_bm25
+    )
 
 
 def counterweigh(query: str, ranked: list[Candidate], chosen: list[Candidate],
