@@ -9,6 +9,7 @@ import typer
 
 from memdir import __version__
 from memdir.archive_format.errors import ExitStatus, MemdirError
+from memdir.archive_format.paths import describe_os_error
 
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
@@ -134,7 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         if debug:
             raise
-        sys.stderr.write(f"memdir: error: {error.strerror or error}: {error.filename or ''}\n")
+        sys.stderr.write(f"memdir: error: {describe_os_error(error)}\n")
+        return int(ExitStatus.FAILED)
+    except Exception as error:  # a bug: still one line, the traceback only with --debug
+        if debug:
+            raise
+        sys.stderr.write(
+            f"memdir: error: internal error ({type(error).__name__}: {str(error)[:200]})\n"
+            "  hint: nothing was lost; rerun with --debug and report the traceback\n"
+        )
         return int(ExitStatus.FAILED)
     # click returns the code of a typer.Exit raised inside a command when not standalone
     return result if isinstance(result, int) else int(ExitStatus.OK)

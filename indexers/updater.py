@@ -24,7 +24,6 @@ from memdir.archive_format.decay import rehearsal_times
 from memdir.archive_format.errors import BadInputError, LockedError
 from memdir.archive_format.fold import ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
-from memdir.archive_format.validate import line_problems
 
 from .backends import CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
@@ -38,7 +37,6 @@ EMBED_BATCH = 512
 log = logging.getLogger("memdir")
 
 Progress = Callable[[str, int, int], None]
-INDEXED_KINDS = ("memory", "event", "tombstone", "recall")  # checked against their schemas
 
 
 @dataclass
@@ -241,13 +239,12 @@ class IndexUpdater:
         for path in storage.memdir.shelves():
             start = checkpoints[path.name].offset if path.name in checkpoints else 0
             end = start
-            for item in shelf_io.read(path, start):
-                kind = item.data.get("kind")
-                found = line_problems(item.data) if kind in INDEXED_KINDS else []
-                if found:  # a hand-edited line: skipped here, reported by `memdir verify`
-                    skipped = f"{path.name} (byte {item.offset}): {found[0]}; not indexed"
-                    report.warnings.append(skipped)
-                    log.warning(skipped)
+            for item in shelf_io.read_all(path, start):
+                kind = item.data.get("kind") if item.data is not None else None
+                if item.problem is not None:  # warned about once by the reader; `verify` lists it
+                    report.warnings.append(f"{item.problem.message}; not indexed")
+                elif item.data is None:
+                    pass  # a later minor version's line type
                 elif kind == "memory":
                     new_memories.append(item.data)
                 elif kind == "event":

@@ -46,7 +46,7 @@ def history(state: MemoryState) -> list[dict[str, str | None]]:
         steps.append({"at": None, "what": "superseded", "detail": f"by {state.superseded_by}"})
     steps.sort(
         key=lambda step: (
-            clock.parse_time(step["at"]) if step["at"] else clock.parse_time("9999-01-01")
+            clock.parse_time(step["at"]) if step["at"] else clock.parse_time("8999-12-31")
         )
     )
     return steps
