@@ -88,6 +88,18 @@ _MEMORY_COLUMNS = (
 )
 
 
+def unreadable(error: BaseException) -> bool:
+    """Whether an SQLite error means the file is damaged or foreign (rebuild it), rather than
+    busy, read-only or out of space (say so and stop)."""
+    if not isinstance(error, sqlite3.DatabaseError):
+        return False
+    name = getattr(error, "sqlite_errorname", "")
+    text = str(error)
+    return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        sign in text for sign in ("malformed", "not a database", "no such table", "no such column")
+    )
+
+
 class SqliteCatalog:
     """backends.Catalog in `.memdir/index/catalog.sqlite`; one connection per instance."""
 
@@ -126,6 +138,20 @@ class SqliteCatalog:
         self._degrees = None
         self._speakers = None
         self._aliases = None
+
+    def check(self) -> None:
+        """Touch every table and compare the page count with the file's size (cheap: no full
+        scan), so a foreign, truncated or damaged catalog fails here, not mid-command."""
+        tables = [row[0] for row in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]  # fmt: skip
+        for table in ("manifest", *MIRROR_TABLES, "affect", "vectors"):
+            if table not in tables:
+                raise sqlite3.DatabaseError(f"no such table: {table}")
+            self.db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        size = self.db.execute("PRAGMA page_size").fetchone()[0]
+        if self.path.stat().st_size < pages * size:
+            raise sqlite3.DatabaseError("database disk image is malformed (file cut short)")
 
     def _create_schema(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
