@@ -13,6 +13,7 @@ the same at a million memories as at a thousand; readers of the whole archive us
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -21,7 +22,7 @@ from typing import Any
 
 from . import idcache, ring, shelf, tombstones
 from .clock import format_time, parse_time
-from .errors import BadInputError, LifecycleError
+from .errors import BadInputError, LifecycleError, NotFoundError
 from .fold import ArchiveView, MemoryState, fold
 from .idcache import IdCache
 from .memdir import Memdir
@@ -38,6 +39,7 @@ from .records import (
 from .validate import line_problems
 
 log = logging.getLogger("memdir")
+TURN_ID = re.compile(r"t-[0-9a-f]{16}")
 
 
 @dataclass(frozen=True)
@@ -393,7 +395,15 @@ def link(
             ids |= cache.matching(to)
         view = view_of(memdir, ids, now, cache)
         source = _live_target(view.resolve(given))
-        target_id = view.resolve(to).id if to.startswith("m-") or to in view.states else to
+        if to.startswith("t-"):  # a journal turn: only one that exists (an id, not a path)
+            if not (TURN_ID.fullmatch(to) and cache.turns_present([to])):
+                raise NotFoundError(
+                    f"no journal turn with id {to!r}",
+                    hint="link to a memory id or to an existing turn id (`memdir journal show`)",
+                )
+            target_id = to
+        else:
+            target_id = view.resolve(to).id  # a memory (an id or a unique prefix), or NotFound
         event = new_event(
             at=format_time(now),
             op="link",
