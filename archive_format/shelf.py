@@ -180,19 +180,21 @@ def parse(raw: bytes, where: str, kinds: tuple[str, ...]) -> dict[str, Any] | No
     return data
 
 
-_warned: set[str] = set()
-WARNINGS_SHOWN = 5  # per process; `verify` lists every one
+_warned: dict[str, set[str]] = {}  # file → the problems already shown (once per process)
+WARNINGS_SHOWN = 5  # per file; `verify` lists every one
 
 
 def skip_malformed(error: FormatError) -> None:
     """A reader's way past a malformed line: one warning naming file:line, and on."""
-    if error.message in _warned:
+    where = error.message.split(":", 1)[0].split(" (byte ", 1)[0]
+    shown = _warned.setdefault(where, set())
+    if error.message in shown:
         return
-    _warned.add(error.message)
-    if len(_warned) <= WARNINGS_SHOWN:
+    shown.add(error.message)
+    if len(shown) <= WARNINGS_SHOWN:
         log.warning("skipped %s", error.message)
-    elif len(_warned) == WARNINGS_SHOWN + 1:
-        log.warning("skipped more malformed lines; `memdir verify` lists every one")
+    elif len(shown) == WARNINGS_SHOWN + 1:
+        log.warning("skipped more malformed lines of %s; `memdir verify` lists them", where)
 
 
 def read(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) -> Iterator[ShelfLine]:

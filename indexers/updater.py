@@ -56,6 +56,13 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+RETRIES = 5  # updates started over because a shelf was replaced while it was read
+
+
+class ShelfReplaced(Exception):
+    """A shelf was replaced (forget's compaction, a sync) while the update read it."""
+
+
 def past_blank_lines(path: Path, end: int) -> int:
     """`end`, moved over trailing blank lines (which the reader skips): otherwise the checkpoint
     never reaches the end of the shelf and every command would run an update."""
@@ -197,12 +204,22 @@ class IndexUpdater:
     def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
         """Bring the indexes up to date with the shelves (incrementally when possible)."""
         with self.lock():
-            reason = "asked to rebuild" if rebuild else self._stale_reason()
-            if reason:
-                return self._rebuild(reason, progress)
-            report = self._apply_appended(progress)
-            self._maybe_merge(report)
-            return report
+            for attempt in range(RETRIES):
+                try:
+                    reason = "asked to rebuild" if rebuild else self._stale_reason()
+                    if reason:
+                        return self._rebuild(reason, progress)
+                    report = self._apply_appended(progress)
+                    self._maybe_merge(report)
+                    return report
+                except ShelfReplaced as replaced:
+                    if attempt == RETRIES - 1:
+                        raise LockedError(
+                            f"shelves/{replaced} kept being rewritten while it was indexed",
+                            hint="run `memdir index` again when forget or sync is done",
+                        ) from None
+                    log.debug("shelves/%s was replaced while it was read: starting over", replaced)
+            raise AssertionError("unreachable")
 
     def reannotate(self) -> int:
         """Re-derive every annotation with the configured annotator."""
@@ -239,6 +256,11 @@ class IndexUpdater:
         for path in storage.memdir.shelves():
             start = checkpoints[path.name].offset if path.name in checkpoints else 0
             end = start
+            # `forget` may replace the shelf while it is read (by path): same inode before and
+            # after, and the checkpoint's, or the update starts over (then it sees a rewrite)
+            inode = path.stat().st_ino
+            if path.name in checkpoints and inode != checkpoints[path.name].inode:
+                raise ShelfReplaced(path.name)
             for item in shelf_io.read_all(path, start):
                 kind = item.data.get("kind") if item.data is not None else None
                 if item.problem is not None:  # warned about once by the reader; `verify` lists it
@@ -255,7 +277,9 @@ class IndexUpdater:
                     recalls.append(item.data)
                 end = item.end
             end = past_blank_lines(path, end)
-            positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
+            positions.append(Checkpoint(path.name, end, inode, fingerprint(path, end)))
+            if path.stat().st_ino != inode:
+                raise ShelfReplaced(path.name)
         with self.catalog.transaction():
             if reset:
                 self._reset_catalog()
