@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 
 import typer
@@ -136,6 +137,14 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         sys.stderr.write(f"memdir: error: {describe_os_error(error)}\n")
+        return int(ExitStatus.FAILED)
+    except sqlite3.Error as error:  # a cache under .memdir/ (a full disk, a lock held too long)
+        if debug:
+            raise
+        sys.stderr.write(
+            f"memdir: error: a cache file under .memdir/ could not be used ({error})\n"
+            "  hint: free some space if the disk is full; `memdir index --rebuild` rebuilds it\n"
+        )
         return int(ExitStatus.FAILED)
     except Exception as error:  # a bug: still one line, the traceback only with --debug
         if debug:

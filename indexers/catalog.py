@@ -11,12 +11,14 @@ memdir runs is in this module.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of
 from .names import addressed_names, aliases
@@ -104,14 +106,19 @@ class SqliteCatalog:
     """backends.Catalog in `.memdir/index/catalog.sqlite`; one connection per instance."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self._use_wal()
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA secure_delete=ON")
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
-            self._create_schema()
+        self.read_only = path.is_file() and not os.access(path.parent, os.W_OK)
+        if self.read_only:  # a read-only memdir: answer from the index as it is, write nothing
+            uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self._use_wal()
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA secure_delete=ON")
+            if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
+                self._create_schema()
         # Read caches for long-lived processes (MCP server, daemon, benchmarks); any write
         # through this instance clears them, and a new process starts empty.
         self._memories: dict[int, CatalogMemory] = {}

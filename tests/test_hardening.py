@@ -391,3 +391,36 @@ def test_verify_reports_leftovers_and_fix_removes_stale_temp_files(filled: Memdi
     fixed = cli("--dir", str(filled.root), "verify", "--fix")
     assert fixed.code == 0, fixed
     assert not dead.exists() and live.exists() and stray.exists()
+
+
+# --- 2b. a read-only memdir ----------------------------------------------------------------------
+@pytest.fixture
+def read_only(filled: Memdir, tmp_path: Path, cli) -> Any:
+    """`filled`, indexed, bind-mounted read-only (needs root and mount; skipped otherwise:
+    root ignores file modes, so chmod cannot stand in for it)."""
+    assert cli("--dir", str(filled.root), "index").code == 0
+    mounted = tmp_path / "ro"
+    mounted.mkdir()
+    binding = subprocess.run(
+        ["mount", "--bind", str(filled.root), str(mounted)], capture_output=True
+    )
+    if binding.returncode != 0:
+        pytest.skip("cannot bind-mount here")
+    try:
+        remount = subprocess.run(
+            ["mount", "-o", "remount,ro,bind", str(mounted)], capture_output=True
+        )
+        if remount.returncode != 0:
+            pytest.skip("cannot remount read-only here")
+        yield mounted
+    finally:
+        subprocess.run(["umount", str(mounted)], capture_output=True)
+
+
+def test_a_read_only_memdir_answers_or_says_why_in_one_line(read_only: Path, cli) -> None:
+    for command in (("list",), ("similar", "coffee"), ("wake",), ("stats",), ("verify",)):
+        done = cli("--dir", str(read_only), *command)
+        assert done.code == 0 and "Traceback" not in done.err, done
+    assert "coffee" in cli("--dir", str(read_only), "similar", "coffee").out
+    for command in (("search", "coffee"), ("teach", "x")):
+        one_line_error(cli("--dir", str(read_only), *command), "ead-only")
