@@ -157,7 +157,9 @@ class SqliteCatalog:
             self.db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
         pages = self.db.execute("PRAGMA page_count").fetchone()[0]
         size = self.db.execute("PRAGMA page_size").fetchone()[0]
-        if self.path.stat().st_size < pages * size:
+        wal = self.path.with_name(self.path.name + "-wal")
+        held = self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+        if held < pages * size:  # pages not yet checkpointed live in the WAL
             raise sqlite3.DatabaseError("database disk image is malformed (file cut short)")
 
     def _create_schema(self) -> None:
