@@ -3,6 +3,7 @@ cache recoverable. A fuzz test through the read path, and one fault-injection te
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import resource
@@ -327,10 +328,14 @@ def test_a_tampered_plain_export_restores_nothing(filled: Memdir, cli, tmp_path:
     forged = tmp_path / "forged.tar.gz"
     with tarfile.open(forged, "w:gz") as tar:
         for member, body in members:
-            import io
-
             tar.addfile(member, io.BytesIO(body))
     one_line_error(cli("restore", str(forged), str(tmp_path / "r")), "manifest")
+    stripped = tmp_path / "stripped.tar.gz"  # what a damaged tar header silently does
+    with tarfile.open(stripped, "w:gz") as tar:
+        for member, body in members[:-1]:
+            tar.addfile(member, io.BytesIO(body.replace(b"white", b"black")))
+    one_line_error(cli("restore", str(stripped), str(tmp_path / "r")), "MANIFEST")
+    stripped.unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tar.gz", "forged.tar.gz", "memory"]
     flipped = bytearray(archive.read_bytes())
     flipped[len(flipped) // 2] ^= 0x40

@@ -191,13 +191,22 @@ class _Hashing:
         return data
 
 
-def _check_manifest(staging: Path, files: list[PurePosixPath]) -> None:
+def _check_manifest(staging: Path, files: list[PurePosixPath], sealed: bool) -> None:
     """Every unpacked file against the export's MANIFEST; a mismatch, a missing or an extra
-    file is a RestoreError (the staging directory is then removed: nothing is restored)."""
+    file is a RestoreError (the staging directory is then removed: nothing is restored).
+
+    A plain export without one is refused: a damaged tar header silently ends a tar stream, so
+    only the manifest shows that members are missing. A sealed export is authenticated to its
+    end anyway, so one made before manifests still restores."""
     listing = staging / MANIFEST
     if not listing.is_file():
-        log.warning("the export holds no %s (made by an older memdir): not checked", MANIFEST)
-        return
+        if sealed:
+            log.warning("the export holds no %s (made by an older memdir)", MANIFEST)
+            return
+        raise RestoreError(
+            f"the archive holds no {MANIFEST}: damaged or cut short; nothing was restored",
+            hint="an export made before manifests unpacks with `tar xzf`; then `memdir verify`",
+        )
     expected: dict[str, str] = {}
     for line in listing.read_text(encoding="utf-8", errors="replace").splitlines():
         digest, _, name = line.partition("  ")
@@ -306,7 +315,7 @@ def restore(archive: Path, target: Path, passphrase: str | None = None) -> Resto
                 reader.verify_to_end()
             else:
                 unpacked = _unpack(raw, staging)
-        _check_manifest(staging, unpacked)
+        _check_manifest(staging, unpacked, sealed)
         files = len([path for path in unpacked if path.as_posix() != MANIFEST])
         if not (staging / CONFIG_NAME).is_file():
             raise RestoreError(f"the archive holds no {CONFIG_NAME}; not a memdir export")
