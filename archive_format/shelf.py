@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import FormatError
 from .paths import naming, open_fd, open_inside
-from .validate import LINE_KINDS, line_is_valid, line_problems
+from .validate import LINE_KINDS, checker, line_is_valid, line_problems
 
 log = logging.getLogger("memdir")
 
@@ -231,15 +231,23 @@ def read_all(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) ->
     except FileNotFoundError:
         return
     offset = start
+    checks = {kind: checker(kind) for kind in kinds}
     for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
         end = offset + len(raw) + 1
         if raw.strip():
-            where = f"{path}:{number}" if start == 0 else f"{path} (byte {offset})"
             try:
-                yield AnyLine(path, number, offset, parse(raw, where, kinds), end)
+                # the fast path of `parse`; the location is spelled out only for a bad line
+                data: dict[str, Any] | None = decode_line(raw, "")
+                kind = data.get("kind")  # type: ignore[union-attr]
+                check = checks.get(kind) if type(kind) is str else None
+                if check is None or not check(data):
+                    data = parse(raw, "", kinds)
+                yield AnyLine(path, number, offset, data, end)
             except FormatError as error:
-                skip_malformed(error)
-                yield AnyLine(path, number, offset, None, end, error)
+                where = f"{path}:{number}" if start == 0 else f"{path} (byte {offset})"
+                located = FormatError(where + error.message, hint=error.hint)
+                skip_malformed(located)
+                yield AnyLine(path, number, offset, None, end, located)
         offset = end
 
 

@@ -1,4 +1,5 @@
-"""Reading 100k shelf lines: the raw read (shelf.read) and the whole read path (load_view, what
+"""Reading 100k shelf lines, in CPU seconds (steadier than wall time on a shared machine): the
+raw read (shelf.read) and the whole read path (load_view, what
 list/stats/wake fold), medians of --runs. Run it with this tree's interpreter and with another
 tree's (e.g. the main branch's .venv) on the same generated shelf for a same-run baseline.
 
@@ -51,12 +52,12 @@ def main() -> None:
     now = START + timedelta(days=3650)
     timings: dict[str, list[float]] = {"shelf.read": [], "load_view": []}
     for _ in range(args.runs):
-        started = time.perf_counter()
+        started = time.process_time()
         count = sum(1 for _ in shelf.read(memdir.memory_shelf))
-        timings["shelf.read"].append(time.perf_counter() - started)
-        started = time.perf_counter()
+        timings["shelf.read"].append(time.process_time() - started)
+        started = time.process_time()
         states = len(lifecycle.load_view(memdir, now).states)
-        timings["load_view"].append(time.perf_counter() - started)
+        timings["load_view"].append(time.process_time() - started)
     assert count == states == args.lines
     print(
         json.dumps({name: round(statistics.median(values), 3) for name, values in timings.items()})
