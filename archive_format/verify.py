@@ -161,17 +161,17 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         report.warnings.append(
             f"{name} lacks {', '.join(lacking)}: clones may conflict; `memdir init .` adds it"
         )
-    for item in leftovers(memdir):
-        where = item.path.relative_to(memdir.root)
-        if item.pid is None:
-            report.warnings.append(f"{where}: a stray file memdir did not write (move it away?)")
-        elif item.stale:
+    for leftover in leftovers(memdir):
+        place = leftover.path.relative_to(memdir.root)
+        if leftover.pid is None:
+            report.warnings.append(f"{place}: a stray file memdir did not write (move it away?)")
+        elif leftover.stale:
             report.warnings.append(
-                f"{where}: temporary file of an interrupted write (pid {item.pid} is gone); "
+                f"{place}: temporary file of an interrupted write (pid {leftover.pid} is gone); "
                 "`memdir verify --fix` removes it"
             )
         else:
-            report.notes.append(f"{where}: a write in progress (pid {item.pid})")
+            report.notes.append(f"{place}: a write in progress (pid {leftover.pid})")
     if memdir.quarantine_dir.is_dir():
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
