@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from .paths import naming
+
 
 @contextmanager
 def replacing(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
@@ -35,6 +37,9 @@ def replacing(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
+    except OSError as error:
+        temp.unlink(missing_ok=True)
+        raise naming(path, error) from None
     except BaseException:
         temp.unlink(missing_ok=True)
         raise

@@ -9,6 +9,8 @@ from datetime import datetime, timedelta, timezone
 from .errors import BadInputError
 
 NOW_ENV = "MEMDIR_NOW"
+FIRST_YEAR, LAST_YEAR = 1000, 8999  # as validate.py: a time plus any duration still fits
+MAX_DURATION = timedelta(days=100 * 365)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -28,7 +30,16 @@ def parse_time(text: str, what: str = "time") -> datetime:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        moment = moment.astimezone(timezone.utc)
+    except OverflowError:
+        moment = datetime.max.replace(tzinfo=timezone.utc)  # refused just below
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        raise BadInputError(
+            f"{what} {text!r} is outside the years {FIRST_YEAR}-{LAST_YEAR} memdir keeps",
+            hint="use a date in that range, e.g. 2026-05-01",
+        )
+    return moment
 
 
 def format_time(moment: datetime) -> str:
@@ -55,7 +66,13 @@ def parse_duration(text: str) -> timedelta:
             hint="use a number and a unit: 90s, 30m, 12h, 7d, 2w",
         )
     amount, unit = float(match.group(1)), match.group(2)
-    return timedelta(seconds=amount * _UNIT_SECONDS[unit])
+    seconds = amount * _UNIT_SECONDS[unit]
+    if seconds > MAX_DURATION.total_seconds():
+        raise BadInputError(
+            f"duration {text!r} is longer than {MAX_DURATION.days // 365} years",
+            hint="use a shorter duration, e.g. 7d or 52w",
+        )
+    return timedelta(seconds=seconds)
 
 
 def format_duration(delta: timedelta) -> str:

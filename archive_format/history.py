@@ -68,7 +68,7 @@ def gone_lines(memdir: Memdir) -> list[str]:
         for raw in shelf_path.read_bytes().split(b"\n"):
             try:
                 data = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(data, dict) and isinstance(data.get("id"), str):
                 present.add(data["id"])
@@ -76,7 +76,7 @@ def gone_lines(memdir: Memdir) -> list[str]:
     for commit, path, text in _removed_lines(memdir.root):
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         line_id = data.get("id") if isinstance(data, dict) else None
         if not isinstance(line_id, str) or line_id in present or line_id in found:

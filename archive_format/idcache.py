@@ -37,9 +37,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import shelf
 from .clock import parse_time
-from .errors import BadInputError
+from .errors import BadInputError, FormatError
 from .memdir import Memdir
+from .validate import JOURNAL_KINDS, LINE_KINDS
 
 log = logging.getLogger("memdir")
 
@@ -144,6 +146,17 @@ def _days(year: int, month: int, day: int) -> int:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+EVERY_KIND = LINE_KINDS + JOURNAL_KINDS
+
+
+def _decoded(raw: bytes) -> Any:
+    """A line's JSON, or None when it is not JSON (or too deep, or too long a number)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[Any, ...]] | None:
@@ -330,10 +343,7 @@ class IdCache:
             for count, raw in enumerate(lines, start=1):
                 length = len(raw) + 1
                 if raw.strip():
-                    try:
-                        data = json.loads(raw)
-                    except ValueError:  # not JSON or not UTF-8: names no id (`verify` says so)
-                        data = None
+                    data = _decoded(raw)  # None: names no id (`verify` says so)
                     found = _row(data, number, offset, length)
                     if found is not None:
                         rows[found[0]].append(found[1])
@@ -387,7 +397,7 @@ class IdCache:
                 at = offset + new_offset
                 new_offset += len(replacement) - length
                 if replacement:
-                    found = _row(json.loads(replacement), number, at, len(replacement))
+                    found = _row(_decoded(replacement), number, at, len(replacement))
                     if found is not None:
                         marks = ",".join("?" * COLUMNS[found[0]])
                         db.execute(f"INSERT INTO {found[0]} VALUES ({marks})", found[1])
@@ -558,10 +568,14 @@ class IdCache:
                 if number not in handles:
                     handles[number] = self._open_file(number)
                 raw = os.pread(handles[number].fileno(), length, offset)
+                where = f"{self.memdir.root / self.files[number][0]} (byte {offset})"
                 try:
-                    data = json.loads(raw)
-                except ValueError:
-                    data = None
+                    data: Any = shelf.parse(raw.rstrip(b"\n"), where, EVERY_KIND)
+                except FormatError as error:
+                    data = _decoded(raw)
+                    if isinstance(data, dict) and data.get(column) == name:
+                        shelf.skip_malformed(error)  # the line it indexed, malformed: skipped
+                        continue
                 if not (
                     raw.endswith(b"\n") and isinstance(data, dict) and data.get(column) == name
                 ):

@@ -17,6 +17,7 @@ from . import atomic, shelf
 from .errors import BadInputError, LifecycleError
 from .memdir import Memdir
 from .state import read_yaml, write_yaml
+from .validate import JOURNAL_KINDS
 
 CHANNEL_PREFIX = "import:"
 
@@ -97,7 +98,7 @@ def _digested(files: list[Path], ids: set[str]) -> set[str]:
         return set()
     found: set[str] = set()
     for path in files:
-        for item in shelf.read(path):
+        for item in shelf.read(path, kinds=JOURNAL_KINDS):
             if item.data.get("kind") == "digest":
                 named = {*item.data.get("turns", ()), *item.data.get("withheld", ())}
                 found |= named & ids

@@ -13,6 +13,7 @@ the same at a million memories as at a thousand; readers of the whole archive us
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -21,7 +22,7 @@ from typing import Any
 
 from . import idcache, ring, shelf, tombstones
 from .clock import format_time, parse_time
-from .errors import BadInputError, FormatError, LifecycleError, MemdirError
+from .errors import BadInputError, LifecycleError, MemdirError, NotFoundError
 from .fold import ArchiveView, MemoryState, fold
 from .idcache import IdCache
 from .memdir import Memdir
@@ -35,9 +36,10 @@ from .records import (
     new_event,
     new_memory,
 )
-from .validate import LINE_KINDS, line_problems, load_schema
+from .validate import line_problems
 
 log = logging.getLogger("memdir")
+TURN_ID = re.compile(r"t-[0-9a-f]{16}")
 
 
 @dataclass(frozen=True)
@@ -63,51 +65,17 @@ def follow_up(what: str, step: Callable[[], object]) -> bool:
     return True
 
 
-def _required(kind: str) -> frozenset[str]:
-    return frozenset(load_schema(kind)["required"])
-
-
-_REQUIRED = {kind: _required(kind) for kind in LINE_KINDS}
-
-
-def _line_problem(data: dict[str, Any]) -> str | None:
-    """What keeps a line of a known kind out of the fold (a missing field, a text that is not
-    a string)."""
-    kind = str(data["kind"])
-    missing = _REQUIRED[kind] - data.keys()
-    if missing:
-        return f"{kind} line lacks {', '.join(sorted(missing))}"
-    if kind == "memory" and not isinstance(data["text"], str):
-        return "text: expected a string"
-    return None
-
-
 def read_lines(memdir: Memdir) -> Iterable[dict[str, Any]]:
-    """Every line of every shelf, structurally checked (kind and required fields)."""
+    """Every valid line of every shelf; a malformed one is skipped with a warning naming it
+    (shelf.read), a line of a later minor version's kind is passed over."""
     for path in memdir.shelves():
         for item in shelf.read(path):
-            if item.data.get("kind") not in _REQUIRED:
-                continue  # a newer minor version's line type: ignored, `verify` reports it
-            problem = _line_problem(item.data)
-            if problem:
-                raise FormatError(
-                    f"{path}:{item.number}: {problem}",
-                    hint="fix or remove that line; `memdir verify` lists every problem",
-                )
             yield item.data
 
 
 def load_view(memdir: Memdir, now: datetime) -> ArchiveView:
-    """The archive folded to its state at `now`.
-
-    Lines are not schema-checked on the fast path; when one breaks the fold (a wrong type, a
-    bad time), the shelves are checked to name the line instead of failing with a traceback.
-    """
-    try:
-        return fold(read_lines(memdir), now)
-    except (TypeError, ValueError, AttributeError, KeyError, BadInputError):
-        _raise_first_invalid_line(memdir)
-        raise
+    """The archive folded to its state at `now` (from the valid lines only)."""
+    return fold(read_lines(memdir), now)
 
 
 def view_of(
@@ -142,9 +110,7 @@ class _Unfoldable(Exception):
 
 
 def _folded(cache: IdCache, ids: Iterable[str], now: datetime) -> ArchiveView:
-    lines = cache.lines(ids)
-    if any(line.get("kind") in _REQUIRED and _line_problem(line) for line in lines):
-        raise _Unfoldable
+    lines = cache.lines(ids)  # valid lines only: the cache skips a malformed one
     try:
         return fold(lines, now)
     except (TypeError, ValueError, AttributeError, KeyError, BadInputError):
@@ -191,19 +157,6 @@ def recent_view(memdir: Memdir, now: datetime, since: datetime) -> ArchiveView:
     ids = cache.since(since) | cache.open_inferences(now)
     ids.update(str(slot.get("id", "")) for slot in ring.read_ring(memdir))
     return view_of(memdir, ids, now, cache, keys=cache.keys())
-
-
-def _raise_first_invalid_line(memdir: Memdir) -> None:
-    for path in memdir.shelves():
-        for item in shelf.read(path):
-            if item.data.get("kind") not in _REQUIRED:
-                continue
-            found = line_problems(item.data)
-            if found:
-                raise FormatError(
-                    f"{path}:{item.number}: {found[0]}",
-                    hint="fix or remove that line; `memdir verify` lists every problem",
-                )
 
 
 def _check(line: dict[str, Any]) -> None:
@@ -471,7 +424,15 @@ def link(
             ids |= cache.matching(to)
         view = view_of(memdir, ids, now, cache)
         source = _live_target(view.resolve(given))
-        target_id = view.resolve(to).id if to.startswith("m-") or to in view.states else to
+        if to.startswith("t-"):  # a journal turn: only one that exists (an id, not a path)
+            if not (TURN_ID.fullmatch(to) and cache.turns_present([to])):
+                raise NotFoundError(
+                    f"no journal turn with id {to!r}",
+                    hint="link to a memory id or to an existing turn id (`memdir journal show`)",
+                )
+            target_id = to
+        else:
+            target_id = view.resolve(to).id  # a memory (an id or a unique prefix), or NotFound
         if target_id == source.id:
             raise BadInputError(
                 f"{source.id} cannot link to itself", hint="link it to another memory's id"

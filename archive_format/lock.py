@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import LockedError
+from .paths import open_fd
 
 LOCK_TIMEOUT_ENV = "MEMDIR_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
@@ -56,7 +57,7 @@ class WriterLock:
             _held[key] = (fd, depth + 1)
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
         deadline = time.monotonic() + self.timeout
         while True:
             try:

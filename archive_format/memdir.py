@@ -16,6 +16,7 @@ from . import gitrules
 from .clock import format_time
 from .errors import FormatError, NotAMemdirError
 from .lock import WriterLock
+from .paths import check_no_links
 from .settings import INIT_KEYS, Settings, default_yaml, load_settings
 from .state import write_yaml
 from .validate import load_schema, problems
@@ -111,6 +112,7 @@ class Memdir:
                 f"{root} is not a memdir (no {CONFIG_NAME})",
                 hint=f"create one with `memdir init {root}`",
             )
+        check_no_links(root)
         config = read_config(config_path)
         try:
             settings, warnings = load_settings(config.get("settings"), str(config_path))

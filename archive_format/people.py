@@ -101,8 +101,7 @@ def _fold(memdir: Memdir) -> dict[str, dict[str, Any]]:
         _mapping(read_yaml(people_path(memdir), {})).get("people")
     ).items():
         subjects[PERSON + str(name)] = _mapping(fields)
-    lines = {item.data["id"]: item.data for item in shelf.read(notes_path(memdir))
-             if item.data.get("kind") == "note" and not line_problems(item.data, ("note",))}  # fmt: skip
+    lines = {item.data["id"]: item.data for item in shelf.read(notes_path(memdir), kinds=("note",))}  # fmt: skip
     for line in sorted(lines.values(), key=lambda line: (line["at"], line["id"])):
         subject, op = line["subject"], line["op"]
         if op == "drop":

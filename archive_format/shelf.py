@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FormatError
+from .paths import naming, open_fd, open_inside
+from .validate import LINE_KINDS, checker, line_is_valid, line_problems
 
 log = logging.getLogger("memdir")
 
@@ -38,7 +40,7 @@ def quarantine_torn_tail(path: Path, quarantine_dir: Path) -> int:
     torn_bytes = torn_tail(path)
     if torn_bytes == 0:
         return 0
-    with open(path, "rb+") as handle:
+    with open(open_fd(path, os.O_RDWR), "rb+") as handle:
         keep = handle.seek(0, os.SEEK_END) - torn_bytes
         handle.seek(keep)
         torn = handle.read()
@@ -71,7 +73,7 @@ def append(path: Path, payloads: Iterable[bytes], quarantine_dir: Path) -> int:
         return path.stat().st_size if path.exists() else 0
     path.parent.mkdir(parents=True, exist_ok=True)
     quarantine_torn_tail(path, quarantine_dir)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         start = os.fstat(fd).st_size
         try:
@@ -80,6 +82,9 @@ def append(path: Path, payloads: Iterable[bytes], quarantine_dir: Path) -> int:
                 written = os.write(fd, view)
                 view = view[written:]
             os.fsync(fd)
+        except OSError as error:
+            os.ftruncate(fd, start)
+            raise naming(path, error) from None
         except BaseException:
             os.ftruncate(fd, start)
             raise
@@ -88,44 +93,162 @@ def append(path: Path, payloads: Iterable[bytes], quarantine_dir: Path) -> int:
     return start
 
 
+MAX_DEPTH = 32  # nesting of objects and arrays in one line (a memory's meta is two deep)
+HINT = "fix or remove that line; `memdir verify` lists every problem"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # made once: json.loads(…, **kw) is slow
+
+
 def decode_line(raw: bytes, where: str) -> dict[str, Any]:
-    """One line as a JSON object, or a FormatError naming `where` (file:line)."""
-    hint = "fix or remove that line; `memdir verify` lists every problem"
+    """One line as a JSON object, or a FormatError naming `where` (file:line).
+
+    Beyond JSON itself a line must be valid Unicode (no lone surrogates, even escaped), hold
+    no NaN or Infinity and nest at most MAX_DEPTH deep, so no reader or writer downstream can
+    fail on it.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FormatError(
-            f"{where}: not UTF-8 ({error.reason} at byte {error.start})", hint=hint
+            f"{where}: not UTF-8 ({error.reason} at byte {error.start})", hint=HINT
         ) from None
+    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
+        raise FormatError(f"{where}: nested more than {MAX_DEPTH} deep", hint=HINT)
     try:
-        data = json.loads(text)
+        data = _DECODER.decode(text)
     except json.JSONDecodeError as error:
         raise FormatError(
-            f"{where}: not valid JSON ({error.msg}, column {error.colno})", hint=hint
+            f"{where}: not valid JSON ({error.msg}, column {error.colno})", hint=HINT
         ) from None
+    except (ValueError, RecursionError) as error:  # NaN, a number of over 4,300 digits
+        raise FormatError(f"{where}: not valid JSON ({error})", hint=HINT) from None
     if not isinstance(data, dict):
-        raise FormatError(f"{where}: a line must be a JSON object", hint=hint)
+        raise FormatError(f"{where}: a line must be a JSON object", hint=HINT)
+    if b"\\u" in raw and not _encodable(data):  # memdir writes non-ASCII as it is: rare
+        raise FormatError(
+            f"{where}: holds a lone surrogate (\\ud800-\\udfff): not Unicode", hint=HINT
+        )
     return data
 
 
-def read(path: Path, start: int = 0) -> Iterator[ShelfLine]:
-    """Complete lines from byte `start` on (line numbers count from there).
+def _depth(text: str) -> int:
+    """How deep brackets nest in a JSON text (brackets inside strings aside)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth -= 1
+    return deepest
 
-    A newline-less last line (being written, or torn) is not yielded: `verify` reports it and
-    the next writer quarantines it.
-    """
+
+def _encodable(data: dict[str, Any]) -> bool:
     try:
-        with open(path, "rb") as handle:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse(raw: bytes, where: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
+    """A line checked against its schema: the object, None for a line of a kind not in `kinds`
+    (a later minor version's line type, ignored by readers, reported by `verify`), or a
+    FormatError naming `where` and the first problem."""
+    data = decode_line(raw, where)
+    kind = data.get("kind")
+    if type(kind) is str and kind not in kinds:
+        return None
+    if not line_is_valid(data, kinds):
+        found = line_problems(data, kinds) or ["does not fit its schema"]
+        raise FormatError(f"{where}: {found[0]}", hint=HINT)
+    return data
+
+
+_warned: dict[str, set[str]] = {}  # file → the problems already shown (once per process)
+WARNINGS_SHOWN = 5  # per file; `verify` lists every one
+
+
+def skip_malformed(error: FormatError) -> None:
+    """A reader's way past a malformed line: one warning naming file:line, and on."""
+    where = error.message.split(":", 1)[0].split(" (byte ", 1)[0]
+    shown = _warned.setdefault(where, set())
+    if error.message in shown:
+        return
+    shown.add(error.message)
+    if len(shown) <= WARNINGS_SHOWN:
+        log.warning("skipped %s", error.message)
+    elif len(shown) == WARNINGS_SHOWN + 1:
+        log.warning("skipped more malformed lines of %s; `memdir verify` lists them", where)
+
+
+def read(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) -> Iterator[ShelfLine]:
+    """The valid lines of `kinds` from byte `start` on (line numbers count from there).
+
+    Every line is checked against its schema once, here: a malformed line is skipped with a
+    warning naming it (readers degrade, nothing is rewritten; `verify` fails on it), a line of
+    another kind is passed over. A newline-less last line (being written, or torn) is not
+    yielded: `verify` reports it and the next writer quarantines it.
+    """
+    for item in read_all(path, start, kinds):
+        if item.data is not None:
+            yield item  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class AnyLine:
+    """A complete line of a file: its data when valid, else None (and why, when malformed)."""
+
+    path: Path
+    number: int
+    offset: int
+    data: dict[str, Any] | None
+    end: int
+    problem: FormatError | None = None
+
+
+def read_all(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) -> Iterator[AnyLine]:
+    """Every complete non-blank line from byte `start` on, valid or not (see `read`)."""
+    try:
+        with open_inside(path) as handle:
             handle.seek(start)
             blob = handle.read()
     except FileNotFoundError:
         return
     offset = start
+    checks = {kind: checker(kind) for kind in kinds}
     for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
+        end = offset + len(raw) + 1
         if raw.strip():
-            where = f"{path}:{number}" if start == 0 else f"{path} (byte {offset})"
-            yield ShelfLine(path, number, offset, decode_line(raw, where), offset + len(raw) + 1)
-        offset += len(raw) + 1
+            try:
+                # the fast path of `parse`; the location is spelled out only for a bad line
+                data: dict[str, Any] | None = decode_line(raw, "")
+                kind = data.get("kind")  # type: ignore[union-attr]
+                check = checks.get(kind) if type(kind) is str else None
+                if check is None or not check(data):
+                    data = parse(raw, "", kinds)
+                yield AnyLine(path, number, offset, data, end)
+            except FormatError as error:
+                where = f"{path}:{number}" if start == 0 else f"{path} (byte {offset})"
+                located = FormatError(where + error.message, hint=error.hint)
+                skip_malformed(located)
+                yield AnyLine(path, number, offset, None, end, located)
+        offset = end
 
 
 def torn_tail(path: Path) -> int:
@@ -135,7 +258,7 @@ def torn_tail(path: Path) -> int:
     except FileNotFoundError:
         return 0
     chunk = 1 << 16
-    with open(path, "rb") as handle:
+    with open_inside(path) as handle:
         position = size
         while position > 0:
             start = max(0, position - chunk)

@@ -23,8 +23,10 @@ from typing import Any
 
 from . import atomic, clock, ring, shelf
 from .clock import format_time
+from .errors import FormatError
 from .memdir import Memdir
 from .records import Event, Tombstone, encode_line
+from .validate import line_is_valid
 
 log = logging.getLogger("memdir")
 
@@ -172,8 +174,16 @@ def compact(path: Path, memory_id: str, now: datetime) -> None:
         if needle not in raw:
             output.append(raw + b"\n")
             continue
-        data = shelf.decode_line(raw, f"{path}:{number}")
-        if data.get("kind") == "memory" and data.get("id") == memory_id:
+        try:
+            data = shelf.decode_line(raw, f"{path}:{number}")
+        except FormatError:  # a malformed line is kept as it is (`verify` reports it)
+            output.append(raw + b"\n")
+            continue
+        if (
+            data.get("kind") == "memory"
+            and data.get("id") == memory_id
+            and isinstance(data.get("created"), str)
+        ):
             changed = True
             if not tombstoned:
                 stone = Tombstone(memory_id, data["created"], format_time(now))
@@ -184,6 +194,7 @@ def compact(path: Path, memory_id: str, now: datetime) -> None:
             data.get("kind") == "event"
             and data.get("target") == memory_id
             and ("reason" in data or "evidence" in data)
+            and line_is_valid(data)
         ):
             event = Event.from_line(data)
             scrubbed = replace(event, reason=None, evidence=None, redacted=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,6 +175,17 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         report.warnings.append(
             f"{name} lacks {', '.join(lacking)}: clones may conflict; `memdir init .` adds it"
         )
+    for leftover in leftovers(memdir):
+        place = leftover.path.relative_to(memdir.root)
+        if leftover.pid is None:
+            report.warnings.append(f"{place}: a stray file memdir did not write (move it away?)")
+        elif leftover.stale:
+            report.warnings.append(
+                f"{place}: temporary file of an interrupted write (pid {leftover.pid} is gone); "
+                "`memdir verify --fix` removes it"
+            )
+        else:
+            report.notes.append(f"{place}: a write in progress (pid {leftover.pid})")
     if memdir.quarantine_dir.is_dir():
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
@@ -218,3 +231,62 @@ def _conflicting_decisions(events: list[tuple[str, dict[str, Any]]]) -> list[str
                 "the reject stands; confirm again to overrule it"
             )
     return found
+
+
+# leftovers ------------------------------------------------------------------------------------
+# A killed write leaves its temporary file (atomic.py: ".NAME.PID.RANDOM.tmp"); these folders
+# hold only what memdir writes there, so anything else is a stray file worth a look.
+TEMP_NAME = re.compile(r"\..+\.(\d+)(?:\.[0-9a-f]{8})?\.tmp")
+EXPECTED = {"shelves": (".jsonl",), "journal": (".jsonl",), "state": (".yaml", ".jsonl")}
+
+
+@dataclass(frozen=True)
+class Leftover:
+    path: Path
+    pid: int | None  # the writer of a temporary file; None for a stray file
+
+    @property
+    def stale(self) -> bool:
+        """A temporary file whose writer is gone (safe to remove)."""
+        return self.pid is not None and not _alive(self.pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def leftovers(memdir: Memdir) -> list[Leftover]:
+    """Temporary files of interrupted writes and stray files in memdir's folders."""
+    found: list[Leftover] = []
+    folders = [memdir.root, memdir.cache_dir, memdir.documents_dir, memdir.journal_dir / "entries",
+               *(memdir.root / name for name in EXPECTED)]  # fmt: skip
+    for folder in folders:
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.iterdir()):
+            match = TEMP_NAME.fullmatch(path.name)
+            if match and path.is_file():
+                found.append(Leftover(path, int(match.group(1))))
+            elif folder.name in EXPECTED and folder.parent == memdir.root:
+                if path.is_dir() and path.name == "entries" and folder.name == "journal":
+                    continue
+                if not path.name.endswith(EXPECTED[folder.name]):
+                    found.append(Leftover(path, None))
+    return found
+
+
+def fix_leftovers(memdir: Memdir) -> list[Path]:
+    """Remove the temporary files of writers that are gone; returns what was removed."""
+    removed = []
+    with memdir.lock():  # no write of ours is under way meanwhile
+        for item in leftovers(memdir):
+            if item.stale:
+                item.path.unlink(missing_ok=True)
+                removed.append(item.path)
+    return removed

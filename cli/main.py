@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 
 import typer
 
 from memdir import __version__
 from memdir.archive_format.errors import ExitStatus, MemdirError
+from memdir.archive_format.paths import describe_os_error
 
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
@@ -138,7 +140,23 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         if debug:
             raise
-        sys.stderr.write(f"memdir: error: {error.strerror or error}: {error.filename or ''}\n")
+        sys.stderr.write(f"memdir: error: {describe_os_error(error)}\n")
+        return int(ExitStatus.FAILED)
+    except sqlite3.Error as error:  # a cache under .memdir/ (a full disk, a lock held too long)
+        if debug:
+            raise
+        sys.stderr.write(
+            f"memdir: error: a cache file under .memdir/ could not be used ({error})\n"
+            "  hint: free some space if the disk is full; `memdir index --rebuild` rebuilds it\n"
+        )
+        return int(ExitStatus.FAILED)
+    except Exception as error:  # a bug: still one line, the traceback only with --debug
+        if debug:
+            raise
+        sys.stderr.write(
+            f"memdir: error: internal error ({type(error).__name__}: {str(error)[:200]})\n"
+            "  hint: nothing was lost; rerun with --debug and report the traceback\n"
+        )
         return int(ExitStatus.FAILED)
     # click returns the code of a typer.Exit raised inside a command when not standalone
     return result if isinstance(result, int) else int(ExitStatus.OK)

@@ -11,12 +11,14 @@ memdir runs is in this module.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of, typed_links
 from .names import addressed_names, aliases
@@ -91,18 +93,35 @@ _MEMORY_COLUMNS = (
 )
 
 
+def unreadable(error: BaseException) -> bool:
+    """Whether an SQLite error means the file is damaged or foreign (rebuild it), rather than
+    busy, read-only or out of space (say so and stop)."""
+    if not isinstance(error, sqlite3.DatabaseError):
+        return False
+    name = getattr(error, "sqlite_errorname", "")
+    text = str(error)
+    return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        sign in text for sign in ("malformed", "not a database", "no such table", "no such column")
+    )
+
+
 class SqliteCatalog:
     """backends.Catalog in `.memdir/index/catalog.sqlite`; one connection per instance."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self._use_wal()
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA secure_delete=ON")
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
-            self._create_schema()
+        self.read_only = path.is_file() and not os.access(path.parent, os.W_OK)
+        if self.read_only:  # a read-only memdir: answer from the index as it is, write nothing
+            uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self._use_wal()
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA secure_delete=ON")
+            if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
+                self._create_schema()
         # Read caches for long-lived processes (MCP server, daemon, benchmarks); any write
         # through this instance clears them, and a new process starts empty.
         self._memories: dict[int, CatalogMemory] = {}
@@ -131,6 +150,22 @@ class SqliteCatalog:
         self._links = None
         self._speakers = None
         self._aliases = None
+
+    def check(self) -> None:
+        """Touch every table and compare the page count with the file's size (cheap: no full
+        scan), so a foreign, truncated or damaged catalog fails here, not mid-command."""
+        tables = [row[0] for row in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]  # fmt: skip
+        for table in ("manifest", *MIRROR_TABLES, "affect", "vectors"):
+            if table not in tables:
+                raise sqlite3.DatabaseError(f"no such table: {table}")
+            self.db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        size = self.db.execute("PRAGMA page_size").fetchone()[0]
+        wal = self.path.with_name(self.path.name + "-wal")
+        held = self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+        if held < pages * size:  # pages not yet checkpointed live in the WAL
+            raise sqlite3.DatabaseError("database disk image is malformed (file cut short)")
 
     def _create_schema(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")

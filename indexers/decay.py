@@ -44,13 +44,12 @@ def _rehearsals_of(memdir: Memdir, memory_id: str) -> dict[str, list[float]]:
     """One memory's rehearsal times read from the shelves: `memdir decay ID` needs no index
     (building one would embed every memory)."""
     from memdir.archive_format import shelf
-    from memdir.archive_format.validate import line_problems
 
     wanted = (
         item.data
         for path in memdir.shelves()
         for item in shelf.read(path)
-        if item.data.get("kind") in ("recall", "event") and not line_problems(item.data)
+        if item.data.get("kind") in ("recall", "event")
         and (memory_id in (item.data.get("memories") or ()) or item.data.get("target") == memory_id)
     )  # fmt: skip
     return rehearsal_times(wanted)

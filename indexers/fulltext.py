@@ -44,12 +44,20 @@ class TantivyIndex:
     def __init__(self, path: Path) -> None:
         import tantivy
 
+        from memdir.archive_format.errors import MemdirError
+
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
         self.schema = _schema()
         try:
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
         except ValueError as error:
+            if "ReadOnlyFilesystem" in str(error) or "PermissionDenied" in str(error):
+                raise MemdirError(
+                    f"the memdir is read-only: Tantivy cannot take its lock file in {path}",
+                    hint="full-text search and recall need a writable .memdir/; `memdir list`, "
+                    "`show`, `similar` and `wake` work without one",
+                ) from None
             if "schema does not match" not in str(error):
                 raise
             # Written by another memdir version. It is a cache: start it empty; the catalog's

@@ -43,12 +43,27 @@ class MemoryIndex(IndexStorage):
 
     def needs_update(self) -> bool:
         """Cheap check: has any shelf changed since the last update? (Also follows a rebuild
-        made by another process.)"""
-        return self.updater.needs_update()
+        made by another process.) A damaged catalog is discarded: then an update is due."""
+        try:
+            return self.updater.needs_update()
+        except Exception as error:
+            if not self.heal(error):
+                raise
+        self.__dict__.pop("updater", None)
+        self.__dict__.pop("reader", None)
+        return True
 
     def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
-        """Bring the indexes up to date with the shelves (incrementally when possible)."""
-        return self.updater.update(progress, rebuild)
+        """Bring the indexes up to date with the shelves (incrementally when possible); a
+        damaged cache found on the way is thrown away and rebuilt (one notice)."""
+        try:
+            return self.updater.update(progress, rebuild)
+        except Exception as error:
+            if not self.heal(error):
+                raise
+        self.__dict__.pop("updater", None)
+        self.__dict__.pop("reader", None)
+        return self.updater.update(progress, rebuild=True)
 
     def distill(self, recompute: bool = False) -> int:
         """Bring the index up to date (which distils new memories); with `recompute`, distil

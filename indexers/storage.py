@@ -17,13 +17,14 @@ the one place that picks the backend implementations (backends.py says what they
 from __future__ import annotations
 
 import logging
+import shutil
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.memdir import Memdir
 
 from .backends import Catalog, FullTextIndex, VectorIndex, VectorRows
-from .catalog import SqliteCatalog
+from .catalog import SqliteCatalog, unreadable
 from .fulltext import TantivyIndex
 from .memorytable import MemoryTable
 from .vectors import FaissIndex, VectorFile, safe_name
@@ -51,7 +52,7 @@ class IndexStorage:
         self.memdir = memdir
         self.root = memdir.cache_dir / "index"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.catalog: Catalog = SqliteCatalog(self.root / "catalog.sqlite")
+        self.catalog: Catalog = self._open_catalog()
         self._embedder = embedder
         self._annotator = annotator
         self.embedder_warning: str | None = None
@@ -60,6 +61,43 @@ class IndexStorage:
         # recall's table of every memory (scoring.py), built by the reader; None: not built,
         # False: the archive is too large for one. Any update or rebuild drops it.
         self.cached_scoring_table: Any = None
+
+    def _open_catalog(self) -> Catalog:
+        """The catalog; a damaged or foreign one (or one missing a table) is thrown away with
+        the rest of the index, which the next update rebuilds from the shelves."""
+        path = self.root / "catalog.sqlite"
+        try:
+            catalog = SqliteCatalog(path)
+            catalog.check()
+            return catalog
+        except Exception as error:
+            if not unreadable(error):
+                raise
+            problem = error
+        self.discard(f"{path} is unreadable ({problem})")
+        return SqliteCatalog(path)
+
+    def discard(self, why: str) -> None:
+        """Delete the whole index (a cache) so it is rebuilt from the shelves; one notice."""
+        log.warning("%s: rebuilding the index from the shelves", why)
+        catalog = self.__dict__.get("catalog")
+        if catalog is not None:
+            catalog.close()
+        for name in (*GENERATION_PARTS, "store"):
+            self.__dict__.pop(name, None)
+        self._generation = None
+        self.cached_scoring_table = None
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def heal(self, error: BaseException) -> bool:
+        """After `error` from the index: when it means a damaged cache, discard the index and
+        reopen an empty catalog (the caller then rebuilds); False for any other error."""
+        if not unreadable(error):
+            return False
+        self.discard(f"the index under {self.root} is damaged ({error})")
+        self.catalog = SqliteCatalog(self.root / "catalog.sqlite")
+        return True
 
     # the models -----------------------------------------------------------------------------
     @property

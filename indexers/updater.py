@@ -24,7 +24,6 @@ from memdir.archive_format.decay import rehearsal_times
 from memdir.archive_format.errors import BadInputError, LockedError
 from memdir.archive_format.fold import ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
-from memdir.archive_format.validate import line_problems
 
 from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
@@ -38,7 +37,6 @@ EMBED_BATCH = 512
 log = logging.getLogger("memdir")
 
 Progress = Callable[[str, int, int], None]
-INDEXED_KINDS = ("memory", "event", "tombstone", "recall")  # checked against their schemas
 
 
 @dataclass
@@ -56,6 +54,13 @@ class UpdateReport:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+RETRIES = 5  # updates started over because a shelf was replaced while it was read
+
+
+class ShelfReplaced(Exception):
+    """A shelf was replaced (forget's compaction, a sync) while the update read it."""
 
 
 def past_blank_lines(path: Path, end: int) -> int:
@@ -200,12 +205,22 @@ class IndexUpdater:
     def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
         """Bring the indexes up to date with the shelves (incrementally when possible)."""
         with self.lock():
-            reason = "asked to rebuild" if rebuild else self._stale_reason()
-            if reason:
-                return self._rebuild(reason, progress)
-            report = self._apply_appended(progress)
-            self._maybe_merge(report)
-            return report
+            for attempt in range(RETRIES):
+                try:
+                    reason = "asked to rebuild" if rebuild else self._stale_reason()
+                    if reason:
+                        return self._rebuild(reason, progress)
+                    report = self._apply_appended(progress)
+                    self._maybe_merge(report)
+                    return report
+                except ShelfReplaced as replaced:
+                    if attempt == RETRIES - 1:
+                        raise LockedError(
+                            f"shelves/{replaced} kept being rewritten while it was indexed",
+                            hint="run `memdir index` again when forget or sync is done",
+                        ) from None
+                    log.debug("shelves/%s was replaced while it was read: starting over", replaced)
+            raise AssertionError("unreachable")
 
     def reannotate(self) -> int:
         """Re-derive every annotation with the configured annotator."""
@@ -242,13 +257,17 @@ class IndexUpdater:
         for path in storage.memdir.shelves():
             start = checkpoints[path.name].offset if path.name in checkpoints else 0
             end = start
-            for item in shelf_io.read(path, start):
-                kind = item.data.get("kind")
-                found = line_problems(item.data) if kind in INDEXED_KINDS else []
-                if found:  # a hand-edited line: skipped here, reported by `memdir verify`
-                    skipped = f"{path.name} (byte {item.offset}): {found[0]}; not indexed"
-                    report.warnings.append(skipped)
-                    log.warning(skipped)
+            # `forget` may replace the shelf while it is read (by path): same inode before and
+            # after, and the checkpoint's, or the update starts over (then it sees a rewrite)
+            inode = path.stat().st_ino
+            if path.name in checkpoints and inode != checkpoints[path.name].inode:
+                raise ShelfReplaced(path.name)
+            for item in shelf_io.read_all(path, start):
+                kind = item.data.get("kind") if item.data is not None else None
+                if item.problem is not None:  # warned about once by the reader; `verify` lists it
+                    report.warnings.append(f"{item.problem.message}; not indexed")
+                elif item.data is None:
+                    pass  # a later minor version's line type
                 elif kind == "memory":
                     new_memories.append(item.data)
                 elif kind == "event":
@@ -259,7 +278,9 @@ class IndexUpdater:
                     recalls.append(item.data)
                 end = item.end
             end = past_blank_lines(path, end)
-            positions.append(Checkpoint(path.name, end, path.stat().st_ino, fingerprint(path, end)))
+            positions.append(Checkpoint(path.name, end, inode, fingerprint(path, end)))
+            if path.stat().st_ino != inode:
+                raise ShelfReplaced(path.name)
         with self.catalog.transaction():
             if reset:
                 self._reset_catalog()

@@ -51,7 +51,10 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         ctx: typer.Context,
-        out: Annotated[Path, typer.Option("--out", "-o", help="The file to write (.tar.gz).")],
+        out: Annotated[
+            Path,
+            typer.Option("--out", "-o", help="The file to write (.tar.gz); `-` for stdout."),
+        ],
         encrypt: Annotated[
             bool,
             typer.Option(
@@ -69,8 +72,14 @@ def register(app: typer.Typer) -> None:
         from memdir.cli.usecases.archive import export as run_export
 
         memdir = context.open_memdir(ctx, lenient=True)  # a backup must not depend on the settings
+        to_stdout = str(out) == "-"
+        if to_stdout and json_:
+            raise BadInputError("--json and --out - both want standard output", hint="pick one")
         passphrase = read_passphrase(confirm=True) if encrypt else None
         report = run_export(memdir, out, passphrase)
+        if to_stdout:
+            note(f"{report.files} files, {_size(report.bytes_out)} to standard output")
+            return
         if json_:
             data = {**asdict(report), "path": str(report.path)}
             emit_json({**data, "seconds": round(report.seconds, 3)})

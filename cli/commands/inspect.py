@@ -67,7 +67,7 @@ def history(
         steps.append({"at": None, "what": "superseded", "detail": f"by {state.superseded_by}"})
     steps.sort(
         key=lambda step: (
-            clock.parse_time(step["at"]) if step["at"] else clock.parse_time("9999-01-01")
+            clock.parse_time(step["at"]) if step["at"] else clock.parse_time("8999-12-31")
         )
     )
     return steps
@@ -244,6 +244,9 @@ def register(app: typer.Typer) -> None:
         history: bool = typer.Option(
             False, "--history", help="Also report shelf lines git once had that are now gone."
         ),
+        fix: bool = typer.Option(
+            False, "--fix", help="Remove temporary files left by writers that were killed."
+        ),
         json_: context.JsonOpt = False,
     ) -> None:
         """Check the memdir (read-only): schemas, ids, references, provenance, git rules.
@@ -252,7 +255,13 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir verify --history || echo "needs attention"
         """
-        report = verify_memdir(context.open_memdir(ctx, lenient=True), history=history)
+        memdir = context.open_memdir(ctx, lenient=True)
+        if fix:
+            from memdir.archive_format.verify import fix_leftovers
+
+            for path in fix_leftovers(memdir):
+                note(f"removed {path.relative_to(memdir.root)} (an interrupted write)")
+        report = verify_memdir(memdir, history=history)
         if json_:
             emit_json(
                 {

@@ -16,8 +16,13 @@ unpacked: it unpacks into a temporary directory beside the target, checks every 
 from __future__ import annotations
 
 import gzip
+import hashlib
+import io
+import logging
 import os
 import shutil
+import stat as stat_module
+import sys
 import tarfile
 import tempfile
 import time
@@ -26,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from memdir.archive_format import atomic
 from memdir.archive_format.errors import BadInputError
@@ -37,6 +42,8 @@ from .sealing import SealedReader, SealedWriter, is_sealed
 
 TOP_FILES = (CONFIG_NAME, ".gitattributes", ".gitignore")
 TOP_DIRS = ("shelves", "journal", "state", "documents", "quarantine")
+MANIFEST = "MANIFEST.sha256"  # the last member: "<sha256>  <path>" per file
+log = logging.getLogger("memdir")
 
 
 class RestoreError(BadInputError):
@@ -101,31 +108,121 @@ def export(memdir: Memdir, out: Path, passphrase: str | None = None) -> ExportRe
     only: even unencrypted, it holds the whole memory.
     """
     started = time.perf_counter()
+    if str(out) == "-":  # standard output: the caller's stream, no file of ours
+        stream = _Counting(sys.stdout.buffer)
+        files, bytes_in = _pack(memdir, stream, passphrase)
+        stream.flush()
+        return ExportReport(out, files, bytes_in, stream.count, passphrase is not None,
+                            time.perf_counter() - started)  # fmt: skip
     out = out.expanduser()
     if any(out.resolve().is_relative_to(memdir.root / name) for name in TOP_DIRS):
         raise BadInputError(
             f"{out} is inside the memdir's canonical files; the next export would pack it",
             hint="write it outside the memdir",
         )
-    files = bytes_in = 0
-    with atomic.replacing(out, mode=0o600) as raw:
-        sealer = SealedWriter(raw, passphrase) if passphrase is not None else None
-        target: IO[bytes] = sealer if sealer is not None else raw  # type: ignore[assignment]
-        with gzip.GzipFile(fileobj=target, mode="wb", compresslevel=6, mtime=0) as zipped:
-            with tarfile.open(fileobj=zipped, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-                with _snapshot(memdir) as snapshot:
-                    for relative, handle, size, stat in snapshot:
-                        info = tarfile.TarInfo(relative.as_posix())
-                        info.size, info.mtime = size, int(stat.st_mtime)
-                        info.mode = stat.st_mode & 0o777
-                        # addfile reads exactly `size` bytes: the snapshot's length.
-                        tar.addfile(info, handle)
-                        files += 1
-                        bytes_in += size
-        if sealer is not None:
-            sealer.close()
+    try:
+        kind = out.lstat().st_mode
+    except FileNotFoundError:
+        kind = stat_module.S_IFREG
+    if not stat_module.S_ISREG(kind):
+        raise BadInputError(
+            f"{out} exists and is not a regular file (a directory, link, FIFO or device); "
+            "nothing was written",
+            hint="name a new file or an existing regular file, or `-` for standard output",
+        )
+    with atomic.replacing(out, mode=0o600) as raw:  # a temporary file beside it, renamed
+        files, bytes_in = _pack(memdir, raw, passphrase)
     return ExportReport(out, files, bytes_in, out.stat().st_size, passphrase is not None,
                         time.perf_counter() - started)  # fmt: skip
+
+
+class _Counting:
+    """A write-only stream that counts the bytes through it."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self.inner, self.count = inner, 0
+
+    def write(self, data: bytes) -> int:
+        self.count += len(data)
+        return self.inner.write(data)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+
+def _pack(memdir: Memdir, raw: Any, passphrase: str | None) -> tuple[int, int]:
+    """Write the tar.gz (sealed with a passphrase) of the canonical files to `raw`, ending
+    with MANIFEST: the SHA-256 of every file, which restore checks. Returns files and bytes."""
+    files = bytes_in = 0
+    digests: list[str] = []
+    sealer = SealedWriter(raw, passphrase) if passphrase is not None else None
+    target: IO[bytes] = sealer if sealer is not None else raw  # type: ignore[assignment]
+    with gzip.GzipFile(fileobj=target, mode="wb", compresslevel=6, mtime=0) as zipped:
+        with tarfile.open(fileobj=zipped, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            with _snapshot(memdir) as snapshot:
+                for relative, handle, size, stat in snapshot:
+                    info = tarfile.TarInfo(relative.as_posix())
+                    info.size, info.mtime = size, int(stat.st_mtime)
+                    info.mode = stat.st_mode & 0o777
+                    hashing = _Hashing(handle)
+                    # addfile reads exactly `size` bytes: the snapshot's length.
+                    tar.addfile(info, hashing)  # type: ignore[arg-type]
+                    digests.append(f"{hashing.digest.hexdigest()}  {relative.as_posix()}\n")
+                    files += 1
+                    bytes_in += size
+            manifest = "".join(digests).encode("utf-8")
+            info = tarfile.TarInfo(MANIFEST)
+            info.size, info.mode = len(manifest), 0o600
+            tar.addfile(info, io.BytesIO(manifest))
+    if sealer is not None:
+        sealer.close()
+    return files, bytes_in
+
+
+class _Hashing:
+    """A reader that hashes what is read through it."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self.inner, self.digest = inner, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.inner.read(size)
+        self.digest.update(data)
+        return data
+
+
+def _check_manifest(staging: Path, files: list[PurePosixPath], sealed: bool) -> None:
+    """Every unpacked file against the export's MANIFEST; a mismatch, a missing or an extra
+    file is a RestoreError (the staging directory is then removed: nothing is restored).
+
+    A plain export without one is refused: a damaged tar header silently ends a tar stream, so
+    only the manifest shows that members are missing. A sealed export is authenticated to its
+    end anyway, so one made before manifests still restores."""
+    listing = staging / MANIFEST
+    if not listing.is_file():
+        if sealed:
+            log.warning("the export holds no %s (made by an older memdir)", MANIFEST)
+            return
+        raise RestoreError(
+            f"the archive holds no {MANIFEST}: damaged or cut short; nothing was restored",
+            hint="an export made before manifests unpacks with `tar xzf`; then `memdir verify`",
+        )
+    expected: dict[str, str] = {}
+    for line in listing.read_text(encoding="utf-8", errors="replace").splitlines():
+        digest, _, name = line.partition("  ")
+        expected[name] = digest
+    listing.unlink()
+    found = {path.as_posix() for path in files if path.as_posix() != MANIFEST}
+    for name in sorted(found | set(expected)):
+        if name not in expected or name not in found:
+            raise RestoreError(f"{name} is missing from the archive or its manifest: altered? "
+                               "nothing was restored")  # fmt: skip
+        digest = hashlib.sha256((staging / name).read_bytes()).hexdigest()
+        if digest != expected[name]:
+            raise RestoreError(
+                f"{name} does not match the export's SHA-256 manifest (altered or damaged); "
+                "nothing was restored"
+            )
 
 
 def needs_passphrase(archive: Path) -> bool:
@@ -154,7 +251,11 @@ def _safe_member(member: tarfile.TarInfo) -> PurePosixPath:
         raise RestoreError(
             f"the archive member {member.name!r} is a link or a device; nothing was restored"
         )
-    allowed = parts[0] in TOP_DIRS if len(parts) > 1 or member.isdir() else parts[0] in TOP_FILES
+    allowed = (
+        parts[0] in TOP_DIRS
+        if len(parts) > 1 or member.isdir()
+        else parts[0] in (*TOP_FILES, MANIFEST)
+    )
     if not allowed:
         raise RestoreError(
             f"unexpected member {member.name!r}: not a memdir export; nothing was restored"
@@ -162,9 +263,9 @@ def _safe_member(member: tarfile.TarInfo) -> PurePosixPath:
     return name
 
 
-def _unpack(source: IO[bytes], into: Path) -> int:
-    """Unpack a tar.gz stream into `into` (which exists); returns how many files."""
-    files = 0
+def _unpack(source: IO[bytes], into: Path) -> list[PurePosixPath]:
+    """Unpack a tar.gz stream into `into` (which exists); returns the files' paths."""
+    files: list[PurePosixPath] = []
     try:
         with tarfile.open(fileobj=source, mode="r|gz") as tar:
             for member in tar:
@@ -180,7 +281,7 @@ def _unpack(source: IO[bytes], into: Path) -> int:
                     shutil.copyfileobj(extracted, handle)
                 os.chmod(target, (member.mode & 0o777) | 0o600)
                 os.utime(target, (member.mtime, member.mtime))
-                files += 1
+                files.append(relative)
     except FileExistsError as error:
         raise RestoreError(
             f"the archive holds {error.filename} twice; nothing was restored"
@@ -210,10 +311,12 @@ def restore(archive: Path, target: Path, passphrase: str | None = None) -> Resto
             if sealed:
                 assert passphrase is not None
                 reader = SealedReader(raw, passphrase)
-                files = _unpack(reader, staging)  # type: ignore[arg-type]
+                unpacked = _unpack(reader, staging)  # type: ignore[arg-type]
                 reader.verify_to_end()
             else:
-                files = _unpack(raw, staging)
+                unpacked = _unpack(raw, staging)
+        _check_manifest(staging, unpacked, sealed)
+        files = len([path for path in unpacked if path.as_posix() != MANIFEST])
         if not (staging / CONFIG_NAME).is_file():
             raise RestoreError(f"the archive holds no {CONFIG_NAME}; not a memdir export")
         for name in ("shelves", "journal", "state", "documents"):

@@ -34,8 +34,9 @@ TIME_COST, MEMORY_KIB, LANES = 3, 64 * 1024, 4
 _HEADER = struct.Struct(f">8sBBIIB{SALT}s{NONCE_PREFIX}sI")
 HEADER_SIZE = _HEADER.size
 # Refuse header values that would make a hostile file exhaust memory or time before the
-# passphrase is even checked.
-_LIMITS = {"time": 16, "memory": 4 * 1024 * 1024, "lanes": 64, "chunk": 64 << 20}
+# passphrase is even checked: at most 4x what `export` itself writes (docs/FORMAT.md), so the
+# worst header costs ~16x one normal unlock (~5 s here), never minutes or gigabytes.
+_LIMITS = {"time": 4 * TIME_COST, "memory": 4 * MEMORY_KIB, "lanes": 4 * LANES, "chunk": 4 * CHUNK}
 
 
 class SealError(BadInputError):
@@ -79,7 +80,12 @@ class Header:
         limits = (time_cost, memory, lanes, chunk)
         maxima = (_LIMITS["time"], _LIMITS["memory"], _LIMITS["lanes"], _LIMITS["chunk"])
         if not all(0 < value <= top for value, top in zip(limits, maxima, strict=True)):
-            raise SealError("the export header has implausible parameters (tampered?)")
+            raise SealError(
+                "the export header asks for Argon2 or chunk parameters above memdir's maximum "
+                f"(passes {time_cost}, memory {memory} KiB, lanes {lanes}, chunk {chunk}; at most "
+                f"{_LIMITS['time']}, {_LIMITS['memory']}, {_LIMITS['lanes']}, {_LIMITS['chunk']}): "
+                "tampered? nothing was restored"
+            )
         return cls(time_cost, memory, lanes, salt, prefix, chunk)
 
 
