@@ -304,7 +304,7 @@ def forgotten_turns(memdir: Memdir) -> set[str]:
     return {
         str(item.data.get("id"))
         for path in journal_files(memdir)
-        for item in shelf.read(path)
+        for item in shelf.read(path, kinds=JOURNAL_KINDS)
         if item.data.get("kind") == "tombstone"
     }
 
@@ -312,7 +312,11 @@ def forgotten_turns(memdir: Memdir) -> set[str]:
 def returned_turns(memdir: Memdir) -> list[Turn]:
     """Turn lines beside their own tombstone (a union merge from a clone that still had them):
     readers skip them, `verify` reports them, `journal forget` removes them again."""
-    lines = [item.data for path in journal_files(memdir) for item in shelf.read(path)]
+    lines = [
+        item.data
+        for path in journal_files(memdir)
+        for item in shelf.read(path, kinds=JOURNAL_KINDS)
+    ]
     stones = {data.get("id") for data in lines if data.get("kind") == "tombstone"}
     back = {
         data["id"]: data
