@@ -8,10 +8,14 @@ Everything lives under `.memdir/index/`:
   faiss/base.index         the vector base (vectors.py)
   vectors/MODEL.f32        the embedding cache of one model (vectors.py)
 
+With `settings.index.backend: postgres` the catalog, full text and vectors live in the memdir's
+schema of a PostgreSQL database instead (indexers/postgres/); the memory table stays here.
+
 N is the generation. A rebuild renumbers every memory, so it writes generation N+1 beside N
 and switches over in one catalog commit (the manifest's `generation`): readers never see a
 half-built index, and one that has the old generation open keeps reading it. This module is
-the one place that picks the backend implementations (backends.py says what they must do).
+the one place that picks the backend implementations (backends.py says what they must do):
+`open_parts` reads the setting, and a caller may hand IndexStorage its own `parts`.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ class LocalParts:
         return None
 
     def size_bytes(self) -> int:
-        return self.parts.size_bytes()
+        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())
 
     def close(self) -> None:
         pass

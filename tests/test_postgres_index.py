@@ -34,7 +34,9 @@ TEXTS = (
 
 
 def on_postgres(memdir: Memdir, dsn: str) -> Memdir:
-    return configure(memdir, embedder={"kind": "hashing"}, index={"backend": "postgres", "dsn": dsn})
+    return configure(
+        memdir, embedder={"kind": "hashing"}, index={"backend": "postgres", "dsn": dsn}
+    )
 
 
 def taught(root: Path, texts: tuple[str, ...] = TEXTS, minute: int = 0) -> Memdir:

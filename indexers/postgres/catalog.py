@@ -279,7 +279,10 @@ class PostgresCatalog:
 
     def guaranteed(self, limit: int) -> list[CatalogMemory]:
         where = " WHERE m.guaranteed AND m.searchable ORDER BY m.importance DESC, m.created DESC"
-        return [self._memory(row) for row in self.db.rows(_MEMORY_COLUMNS + where + " LIMIT %s", (limit,))]
+        return [
+            self._memory(row)
+            for row in self.db.rows(_MEMORY_COLUMNS + where + " LIMIT %s", (limit,))
+        ]
 
     def speakers(self) -> list[str]:
         if self._speakers is None:

@@ -163,4 +163,3 @@ class PostgresFullText:
     def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
         rows = self._ranked(text, k, "text_terms", None, None, snippets)
         return [TextHit(memory_id, float(score), snippet) for _, memory_id, score, snippet in rows]
-

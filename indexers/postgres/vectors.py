@@ -80,9 +80,7 @@ class PgVectorIndex:
                 table=fresh,
             )
             if len(rows) > self.settings.hnsw_above:
-                self.db.execute(
-                    "SELECT set_config('maintenance_work_mem', '256MB', true)"
-                )
+                self.db.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
                 self.db.execute(
                     f"CREATE INDEX {{hnsw}} ON {{s}}.{{table}} USING hnsw"
                     f" (embedding vector_ip_ops) WITH (m = {int(self.settings.hnsw_m)},"
