@@ -65,6 +65,9 @@ class IndexParts(Protocol):
 
     def size_bytes(self) -> int: ...
 
+    def drop(self) -> None:
+        """Delete the catalog, full text and vectors (a scratch memdir's, at its end)."""
+
     def close(self) -> None: ...
 
 
@@ -117,6 +120,9 @@ class LocalParts:
 
     def size_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())
+
+    def drop(self) -> None:
+        """Nothing to do: the files go with the memdir's directory."""
 
     def close(self) -> None:
         pass

@@ -159,14 +159,16 @@ def postgres_dsn() -> Iterator[str]:
     starts (the `pgserver` wheel bundles both) and stops at its end. Tests that need it skip
     when it cannot start, except under CI, where that is a failure."""
     try:
-        import pgserver
+        with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set"
+            warnings.simplefilter("ignore")
+            import pgserver
     except ImportError as error:
         _no_postgres(f"{error} (make setup installs pgserver)")
     # Not below pytest's 0700 temporary directories: as root, pgserver runs the server as its
     # own system user, who must be able to reach the data directory.
     data = Path(tempfile.mkdtemp(prefix="memdir-postgres-"))
     try:
-        with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set"
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             server = pgserver.get_server(data, cleanup_mode="stop")
     except Exception as error:  # noqa: BLE001 - any failure to start is the reason to skip

@@ -106,5 +106,10 @@ class PostgresParts:
         local = sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())
         return int(found[0]) + local
 
+    def drop(self) -> None:
+        """Drop the memdir's schema and everything in it."""
+        self.db.execute("DROP SCHEMA IF EXISTS {s} CASCADE")
+        self.db.close()
+
     def close(self) -> None:
         self.db.close()
