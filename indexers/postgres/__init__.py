@@ -66,7 +66,8 @@ class PostgresParts:
     def remove_stale(self, generation: int) -> None:
         from .fulltext import PostgresFullText
 
-        current = {self.table(name, generation) for name in FULLTEXT_TABLES}
+        tables = [self.table(name, generation) for name in FULLTEXT_TABLES]
+        current = {*tables, *(f"{table}_stats" for table in tables)}
         rows = self.db.rows(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s"
             " AND (tablename LIKE 'fulltext\\_%%' OR tablename LIKE 'sessions\\_%%')",

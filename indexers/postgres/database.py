@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,11 @@ class Database:
                 hint="check settings.index.dsn in memdir.yaml, the password in $PGPASSWORD or "
                 "~/.pgpass, and that the server is up; the memdir's files are untouched",
             ) from error
+        except psycopg.Error as error:  # a table dropped by hand, a permission taken away…
+            raise MemdirError(
+                f"the index database refused a statement: {_problem(error)}",
+                hint="`memdir index --rebuild` rebuilds the index from the files",
+            ) from error
 
     @property
     def connection(self) -> psycopg.Connection[Any]:
@@ -134,16 +139,22 @@ class Database:
             self._templates[key] = composed
         return composed
 
-    def execute(self, template: str, params: Sequence[Any] = (), **tables: str) -> Any:
+    def execute(
+        self, template: str, params: Sequence[Any] | Mapping[str, Any] = (), **tables: str
+    ) -> Any:
         """Run one statement; returns its cursor."""
         with self.guard():
             return self.connection.execute(self.sql(template, **tables), params)
 
-    def rows(self, template: str, params: Sequence[Any] = (), **tables: str) -> list[Any]:
+    def rows(
+        self, template: str, params: Sequence[Any] | Mapping[str, Any] = (), **tables: str
+    ) -> list[Any]:
         with self.guard():
             return self.connection.execute(self.sql(template, **tables), params).fetchall()
 
-    def one(self, template: str, params: Sequence[Any] = (), **tables: str) -> Any:
+    def one(
+        self, template: str, params: Sequence[Any] | Mapping[str, Any] = (), **tables: str
+    ) -> Any:
         with self.guard():
             return self.connection.execute(self.sql(template, **tables), params).fetchone()
 

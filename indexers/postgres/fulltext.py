@@ -2,11 +2,15 @@
 (`fulltext_N`, `sessions_N` in the memdir's schema) with the Tantivy index's fields and a
 `tsvector` of `text` and of `context` in the English configuration, each under a GIN index.
 
-Ranking is `ts_rank_cd` (cover density) with length normalisation 1 (rank / (1 + log of the
-document's length)), not BM25: PostgreSQL keeps no corpus statistics, so there is no inverse
-document frequency and a rare word counts no more than a common one. The query is the
-English lexemes of its words joined by OR, as Tantivy's lenient parser reads a query, so no
-input is a syntax error. Text is lower-cased in Python before PostgreSQL sees it, so case
+Ranking is BM25 (k1 = 1.2, b = 0.75, as Tantivy) computed in SQL, not `ts_rank_cd`: cover
+density has no inverse document frequency, so a rare word counts no more than a common one,
+and on LoCoMo dev it cost 5 points of R@5 (BENCHMARKS.md). A query's GIN match finds the
+documents holding any of its lexemes; their tsvectors give each lexeme's term frequency
+(its positions) and, counted over that same match, its document frequency; the document
+count and total length come from a one-row statistics table that each commit refreshes. A
+document's length is its number of words, stop words included (as Tantivy counts tokens).
+The query is the English lexemes of its words joined by OR, as Tantivy's lenient parser reads
+a query, so no input is a syntax error. Text is lower-cased in Python before PostgreSQL sees it, so case
 folding of non-ASCII letters does not depend on the database's locale.
 
 Writes are staged in the instance and applied by `commit()` in one transaction (a savepoint
@@ -23,14 +27,46 @@ from ..backends import Document, Iids, Span, TextHit
 from .database import Database
 
 _WORDS = re.compile(r"\w+")
-_COLUMNS = {"text": "text_terms", "context": "context_terms"}
+_COLUMNS = {"text": ("text_terms", "text_length"), "context": ("context_terms", "context_length")}
+K1, B = 1.2, 0.75
+
+# BM25 of the documents matching the query: `matched` has one row per (document, query lexeme
+# it holds), `frequency` each lexeme's document frequency, `stats` N and the average length.
+_BM25 = f"""
+WITH q AS (
+    SELECT websearch_to_tsquery('english', %(words)s) AS query,
+           tsvector_to_array(to_tsvector('english', %(words)s)) AS lexemes
+), matched AS (
+    SELECT d.iid, d.id, d.time, d.{{length}} AS dl, u.lexeme,
+           COALESCE(array_length(u.positions, 1), 1) AS tf
+    FROM {{s}}.{{table}} AS d, q, unnest(d.{{column}}) AS u
+    WHERE d.{{column}} @@ q.query AND u.lexeme = ANY(q.lexemes)
+), frequency AS (
+    SELECT lexeme, COUNT(*) AS df FROM matched GROUP BY lexeme
+), stats AS (
+    SELECT GREATEST(documents, 1) AS n, GREATEST(length, 1)::float8 / GREATEST(documents, 1)
+           AS average
+    FROM {{s}}.{{stats}} WHERE field = %(column)s
+)
+SELECT m.iid, m.id, SUM(
+    ln(1 + (st.n - f.df + 0.5) / (f.df + 0.5))
+    * m.tf * {K1 + 1} / (m.tf + {K1} * (1 - {B} + {B} * m.dl / st.average))
+) AS score
+FROM matched AS m JOIN frequency AS f USING (lexeme), stats AS st
+WHERE TRUE {{filters}}
+GROUP BY m.iid, m.id ORDER BY score DESC, m.iid LIMIT %(limit)s
+"""
 _HEADLINE = "StartSel=[, StopSel=], MinWords=12, MaxWords=30, ShortWord=2"
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS {s}.{table} (
     id TEXT PRIMARY KEY, iid BIGINT NOT NULL, text TEXT NOT NULL, type TEXT, source TEXT,
     status TEXT, persona TEXT[], session TEXT, time BIGINT NOT NULL,
-    text_terms TSVECTOR NOT NULL, context_terms TSVECTOR NOT NULL
+    text_terms TSVECTOR NOT NULL, context_terms TSVECTOR NOT NULL,
+    text_length INTEGER NOT NULL, context_length INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.{stats} (
+    field TEXT PRIMARY KEY, documents BIGINT NOT NULL, length BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {text_index} ON {s}.{table} USING GIN (text_terms);
 CREATE INDEX IF NOT EXISTS {context_index} ON {s}.{table} USING GIN (context_terms);
@@ -54,7 +90,8 @@ class PostgresFullText:
 
     def _names(self) -> dict[str, str]:
         return {"table": self.table, "text_index": f"{self.table}_text",
-                "context_index": f"{self.table}_context", "iid_index": f"{self.table}_iid"}  # fmt: skip
+                "context_index": f"{self.table}_context", "iid_index": f"{self.table}_iid",
+                "stats": f"{self.table}_stats"}  # fmt: skip
 
     def create(self) -> None:
         if self._created or self.db.table_exists(self.table):
@@ -71,6 +108,7 @@ class PostgresFullText:
     def wipe(database: Database, table: str) -> None:
         """Drop the table (a rebuild starts the next generation empty)."""
         database.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
+        database.execute("DROP TABLE IF EXISTS {s}.{table}", table=f"{table}_stats")
 
     def exists(self) -> bool:
         return self.db.table_exists(self.table)
@@ -98,6 +136,14 @@ class PostgresFullText:
                     )
                 else:
                     self._insert(items)
+            self.db.execute(
+                "INSERT INTO {s}.{stats} (field, documents, length)"
+                " SELECT 'text_terms', COUNT(*), COALESCE(SUM(text_length), 0) FROM {s}.{table}"
+                " UNION ALL SELECT 'context_terms', COUNT(*), COALESCE(SUM(context_length), 0)"
+                " FROM {s}.{table} ON CONFLICT (field) DO UPDATE"
+                " SET documents = EXCLUDED.documents, length = EXCLUDED.length",
+                **self._names(),
+            )
 
     def _insert(self, documents: list[Document]) -> None:
         rows = []
@@ -108,15 +154,18 @@ class PostgresFullText:
                 fields["id"], int(fields.get("iid", -1)), text, fields.get("type"),
                 fields.get("source"), fields.get("status"), list(fields.get("persona") or ()),
                 fields.get("session"), int(fields["time"]), text.lower(), context.lower(),
+                len(_WORDS.findall(text)), len(_WORDS.findall(context)),
             ))  # fmt: skip
         self.db.executemany(
             "INSERT INTO {s}.{table} (id, iid, text, type, source, status, persona, session,"
-            " time, text_terms, context_terms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " to_tsvector('english', %s), to_tsvector('english', %s))"
+            " time, text_terms, context_terms, text_length, context_length)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " to_tsvector('english', %s), to_tsvector('english', %s), %s, %s)"
             " ON CONFLICT (id) DO UPDATE SET iid = EXCLUDED.iid, text = EXCLUDED.text,"
             " type = EXCLUDED.type, source = EXCLUDED.source, status = EXCLUDED.status,"
             " persona = EXCLUDED.persona, session = EXCLUDED.session, time = EXCLUDED.time,"
-            " text_terms = EXCLUDED.text_terms, context_terms = EXCLUDED.context_terms",
+            " text_terms = EXCLUDED.text_terms, context_terms = EXCLUDED.context_terms,"
+            " text_length = EXCLUDED.text_length, context_length = EXCLUDED.context_length",
             rows,
             table=self.table,
         )
@@ -127,39 +176,48 @@ class PostgresFullText:
             return 0
         return int(self.db.one("SELECT COUNT(*) FROM {s}.{table}", table=self.table)[0])
 
-    def _ranked(
-        self, text: str, limit: int, column: str, within: Iids, between: Span, snippets: bool
-    ) -> list[Any]:
-        query = or_query(text)
-        if not query or limit <= 0 or within == [] or not self.exists():
+    def _ranked(self, text: str, limit: int, field: str, within: Iids, between: Span) -> list[Any]:
+        """(iid, id, BM25) of the best `limit` documents, best first."""
+        words = or_query(text)
+        if not words or limit <= 0 or within == [] or not self.exists():
             return []
-        where = ""
-        # in the order of their placeholders: the headline's options (select list), the
-        # query's words (FROM), the filters, the limit
-        params: list[Any] = [_HEADLINE, query] if snippets else [query]
+        column, length = _COLUMNS[field]
+        params: dict[str, Any] = {"words": words, "column": column, "limit": limit}
+        filters = ""
         if within is not None:
-            where += " AND d.iid = ANY(%s)"
-            params.append([int(i) for i in within])
+            filters += " AND m.iid = ANY(%(within)s)"
+            params["within"] = [int(i) for i in within]
         if between is not None:
-            where += " AND d.time >= %s AND d.time < %s"
-            params.extend([int(between[0]), int(between[1])])
-        params.append(limit)
-        headline = ", ts_headline('english', d.text, q, %s)" if snippets else ", ''"
+            filters += " AND m.time >= %(start)s AND m.time < %(end)s"
+            params.update(start=int(between[0]), end=int(between[1]))
         return self.db.rows(
-            "SELECT d.iid, d.id, ts_rank_cd(d.{column}, q, 1) AS score" + headline
-            + " FROM {s}.{table} AS d, websearch_to_tsquery('english', %s) AS q"
-            " WHERE d.{column} @@ q" + where + " ORDER BY score DESC, d.iid LIMIT %s",
+            _BM25.replace("{filters}", filters),
             params,
-            table=self.table,
             column=column,
-        )  # fmt: skip
+            length=length,
+            **self._names(),
+        )
 
     def scores(
         self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
-        rows = self._ranked(text, limit, _COLUMNS[field], within, between, snippets=False)
-        return {int(iid): float(score) for iid, _, score, _ in rows}
+        rows = self._ranked(text, limit, field, within, between)
+        return {int(iid): float(score) for iid, _, score in rows}
 
     def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
-        rows = self._ranked(text, k, "text_terms", None, None, snippets)
-        return [TextHit(memory_id, float(score), snippet) for _, memory_id, score, snippet in rows]
+        rows = self._ranked(text, k, "text", None, None)
+        if not snippets or not rows:
+            return [TextHit(memory_id, float(score), "") for _, memory_id, score in rows]
+        found = dict(
+            self.db.rows(
+                "SELECT d.id, ts_headline('english', d.text,"
+                " websearch_to_tsquery('english', %s), %s) FROM {s}.{table} AS d"
+                " WHERE d.id = ANY(%s)",
+                (or_query(text), _HEADLINE, [memory_id for _, memory_id, _ in rows]),
+                table=self.table,
+            )
+        )
+        return [
+            TextHit(memory_id, float(score), found.get(memory_id, ""))
+            for _, memory_id, score in rows
+        ]
