@@ -12,7 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import yaml
 from conftest import T0_DT, configure, snapshot
@@ -114,6 +113,8 @@ def _kill_on_embed(index: MemoryIndex, postgres_dsn: str) -> Any:
     real = embedder.embed
 
     def embed(texts: list[str]) -> Any:
+        import psycopg
+
         if not getattr(embed, "done", False):
             embed.done = True  # type: ignore[attr-defined]
             pid = index.parts.db.backend_pid()  # type: ignore[attr-defined]
@@ -183,6 +184,8 @@ def test_parts_can_be_injected_for_another_schema(md: Memdir, postgres_dsn: str)
     parts = PostgresParts(postgres_dsn, memdir, memdir.cache_dir / "index", schema="memdir_named")
     index = MemoryIndex(memdir, embedder=HashingEmbedder(), parts=parts)
     index.update()
+    import psycopg
+
     with psycopg.connect(postgres_dsn, autocommit=True) as admin:
         count = admin.execute("SELECT COUNT(*) FROM memdir_named.memories").fetchone()
     assert count == (2,)
