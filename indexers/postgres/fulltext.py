@@ -42,15 +42,15 @@ WITH q AS (
     FROM {{s}}.{{table}} AS d, q, unnest(d.{{column}}) AS u
     WHERE d.{{column}} @@ q.query AND u.lexeme = ANY(q.lexemes)
 ), frequency AS (
-    SELECT lexeme, COUNT(*) AS df FROM matched GROUP BY lexeme
+    SELECT lexeme, COUNT(*)::float8 AS df FROM matched GROUP BY lexeme
 ), stats AS (
-    SELECT GREATEST(documents, 1) AS n, GREATEST(length, 1)::float8 / GREATEST(documents, 1)
+    SELECT GREATEST(documents, 1)::float8 AS n, GREATEST(length, 1)::float8 / GREATEST(documents, 1)
            AS average
     FROM {{s}}.{{stats}} WHERE field = %(column)s
 )
 SELECT m.iid, m.id, SUM(
-    ln(1 + (st.n - f.df + 0.5) / (f.df + 0.5))
-    * m.tf * {K1 + 1} / (m.tf + {K1} * (1 - {B} + {B} * m.dl / st.average))
+    ln(1.0 + (st.n - f.df + 0.5) / (f.df + 0.5))
+    * m.tf * {K1 + 1}::float8 / (m.tf + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * m.dl / st.average))
 ) AS score
 FROM matched AS m JOIN frequency AS f USING (lexeme), stats AS st
 WHERE TRUE {{filters}}
@@ -111,7 +111,11 @@ class PostgresFullText:
         database.execute("DROP TABLE IF EXISTS {s}.{table}", table=f"{table}_stats")
 
     def exists(self) -> bool:
-        return self.db.table_exists(self.table)
+        """Whether the table is there (known once created: a reader then skips the look-up;
+        a table dropped under it later is a clear error, see database.py)."""
+        if not self._created:
+            self._created = self.db.table_exists(self.table)
+        return self._created
 
     # writing --------------------------------------------------------------------------------
     def upsert(self, documents: Sequence[Document]) -> None:
