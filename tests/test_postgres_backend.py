@@ -79,3 +79,29 @@ def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> N
     assert graph.kind() == "hnsw" and graph.size() == 10
     graph.build(unit_vectors(12), np.arange(12))  # a second build reuses the index names
     assert graph.kind() == "hnsw" and graph.size() == 12
+
+
+HOSTILE = "x'); DROP TABLE memories; -- %s %(words)s {s} $1 \\ \""
+
+
+def test_values_are_bound_never_spliced(database: Callable[[], Database]) -> None:
+    """Text that would break a statement built by string formatting is stored and searched
+    as text (every value is a bound parameter; only quoted identifiers are spliced)."""
+    from contracts import document, memory_line
+
+    db = database()
+    catalog = PostgresCatalog(db)
+    with catalog.transaction():
+        iid = catalog.add_memory(memory_line(1, HOSTILE, key=HOSTILE), 0, HOSTILE)
+        catalog.set_manifest({HOSTILE: HOSTILE})
+    assert iid == 1
+    assert catalog.memories_by_id(["m-000001"])["m-000001"].text == HOSTILE
+    assert catalog.ids_with_keys([HOSTILE]) == ["m-000001"]
+    assert catalog.manifest() == {HOSTILE: HOSTILE}
+    fulltext = PostgresFullText(db, "fulltext_0")
+    fulltext.create()
+    fulltext.upsert([document(1, HOSTILE)])
+    fulltext.commit()
+    assert list(fulltext.scores(HOSTILE, 10)) == [1]
+    assert [hit.id for hit in fulltext.search(HOSTILE, 10, snippets=True)] == ["m-000001"]
+    assert catalog.counts()["memories"] == 1
