@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import difflib
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta, timezone, tzinfo
@@ -28,9 +29,10 @@ from .errors import BadInputError, FormatError
 class _Invalid(Exception):
     """A value a converter refuses: `expected` says what it wants."""
 
-    def __init__(self, expected: str) -> None:
+    def __init__(self, expected: str, secret: bool = False) -> None:
         super().__init__(expected)
         self.expected = expected
+        self.secret = secret  # the value may hold a password: never repeat it
 
 
 Converter = Callable[[Any], Any]
@@ -329,6 +331,44 @@ class VectorSettings:
     ef_search: int = setting(128, "HNSW efSearch", whole(1))
 
 
+def dsn(value: Any) -> str | None:
+    """A libpq connection string without a password, or null for libpq's defaults ($PGHOST…)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Invalid("a connection string such as postgresql://memdir@db.example/memdir, or null")
+    if _names_a_password(value):
+        raise _Invalid(
+            "a connection string without a password (put it in $PGPASSWORD or ~/.pgpass)",
+            secret=True,
+        )
+    return value
+
+
+def _names_a_password(dsn: str) -> bool:
+    from urllib.parse import parse_qs, urlsplit
+
+    if "://" in dsn:
+        try:
+            parts = urlsplit(dsn)
+            return parts.password is not None or "password" in parse_qs(parts.query)
+        except ValueError:
+            return True  # unparseable: refuse rather than risk storing a secret
+    return re.search(r"(^|\s)password\s*=", dsn) is not None
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    backend: str = setting(
+        "local", "where the derived index lives: `local` (files under .memdir/) or `postgres`",
+        text("local", "postgres"),
+    )  # fmt: skip
+    dsn: str | None = setting(
+        None, "`postgres`: the libpq connection string, never with a password (that comes "
+        "from $PGPASSWORD or ~/.pgpass); null: libpq's $PGHOST, $PGDATABASE, …", dsn,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class McpSettings:
     quote_window: timedelta = setting(
@@ -371,7 +411,8 @@ class Settings:
     decay: DecaySettings = section(DecaySettings, "decay (docs/CONTINUITY.md)")
     dream: DreamSettings = section(DreamSettings, "dream: grouping and summaries")
     wake: WakeSettings = section(WakeSettings, "the wake document")
-    vectors: VectorSettings = section(VectorSettings, "the FAISS vector index")
+    vectors: VectorSettings = section(VectorSettings, "the vector index (FAISS or pgvector)")
+    index: IndexSettings = section(IndexSettings, "where the derived index lives (docs/SCALE.md)")
     mcp: McpSettings = section(McpSettings, "`memdir mcp`")
     watch: WatchSettings = section(WatchSettings, "`memdir watch`")
 
@@ -428,7 +469,8 @@ def _load(cls: type, given: Any, where: str, source: str, warnings: list[str]) -
                 values[name] = {**item.metadata["convert"](item.metadata["yaml"]), **values[name]}
         except _Invalid as error:
             raise FormatError(
-                f"{source}: {where}.{name} must be {error.expected}, not {value!r}",
+                f"{source}: {where}.{name} must be {error.expected}"
+                + ("" if error.secret else f", not {value!r}"),
                 hint=f"fix it in {source} or remove it for the default "
                 f"({_yaml(item.metadata['yaml'])}); see docs/FORMAT.md",
             ) from None

@@ -8,10 +8,14 @@ Everything lives under `.memdir/index/`:
   faiss/base.index         the vector base (vectors.py)
   vectors/MODEL.f32        the embedding cache of one model (vectors.py)
 
+With `settings.index.backend: postgres` the catalog, full text and vectors live in the memdir's
+schema of a PostgreSQL database instead (indexers/postgres/); the memory table stays here.
+
 N is the generation. A rebuild renumbers every memory, so it writes generation N+1 beside N
 and switches over in one catalog commit (the manifest's `generation`): readers never see a
 half-built index, and one that has the old generation open keeps reading it. This module is
-the one place that picks the backend implementations (backends.py says what they must do).
+the one place that picks the backend implementations (backends.py says what they must do):
+`open_parts` reads the setting, and a caller may hand IndexStorage its own `parts`.
 """
 
 from __future__ import annotations
@@ -19,15 +23,15 @@ from __future__ import annotations
 import logging
 import shutil
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.settings import VectorSettings
 
 from .backends import Catalog, FullTextIndex, VectorIndex, VectorRows
-from .catalog import SqliteCatalog, unreadable
-from .fulltext import TantivyIndex
+from .catalog import unreadable
 from .memorytable import MemoryTable
-from .vectors import FaissIndex, VectorFile, safe_name
 
 if TYPE_CHECKING:
     from .affect import Annotator
@@ -39,6 +43,107 @@ FULLTEXT_NAMES = ("tantivy", "sessions")
 GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
 
 
+class IndexParts(Protocol):
+    """Where an index's catalog, full-text indexes and vectors live: files under
+    `.memdir/index/` (LocalParts) or a PostgreSQL schema (postgres.PostgresParts). The memory
+    table is a memory-mapped file beside the memdir either way (docs/SCALE.md)."""
+
+    def catalog(self) -> Catalog: ...
+
+    def fulltext(self, name: str, generation: int) -> FullTextIndex:
+        """One of FULLTEXT_NAMES at one generation."""
+
+    def wipe_fulltext(self, name: str, generation: int) -> None: ...
+
+    def remove_stale(self, generation: int) -> None:
+        """Delete every other generation's full-text indexes."""
+
+    def base(self, dim: int, settings: VectorSettings) -> VectorIndex: ...
+
+    def store(self, model_id: str, dim: int) -> VectorRows: ...
+
+    def missing(self, generation: int) -> str | None:
+        """Which part was deleted from under the catalog, if any (no model load)."""
+
+    def size_bytes(self) -> int: ...
+
+    def drop(self) -> None:
+        """Delete the catalog, full text and vectors (a scratch memdir's, at its end)."""
+
+    def close(self) -> None: ...
+
+
+class LocalParts:
+    """SQLite, Tantivy, FAISS and the vector file under `.memdir/index/` (the default)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def catalog(self) -> Catalog:
+        """The SQLite catalog, checked: a damaged or foreign file raises what `unreadable`
+        recognises, and IndexStorage discards the index."""
+        from .catalog import SqliteCatalog
+
+        catalog = SqliteCatalog(self.root / "catalog.sqlite")
+        catalog.check()
+        return catalog
+
+    def fulltext(self, name: str, generation: int) -> FullTextIndex:
+        from .fulltext import TantivyIndex
+
+        return TantivyIndex(self.root / f"{name}-{generation}")
+
+    def wipe_fulltext(self, name: str, generation: int) -> None:
+        from .fulltext import TantivyIndex
+
+        TantivyIndex.wipe(self.root / f"{name}-{generation}")
+
+    def remove_stale(self, generation: int) -> None:
+        from .fulltext import TantivyIndex
+
+        current = {f"{name}-{generation}" for name in FULLTEXT_NAMES}
+        for name in FULLTEXT_NAMES:
+            for stale in self.root.glob(f"{name}*"):
+                if stale.name not in current:
+                    TantivyIndex.wipe(stale)
+
+    def base(self, dim: int, settings: VectorSettings) -> VectorIndex:
+        from .vectors import FaissIndex
+
+        return FaissIndex(self.root / "faiss" / "base.index", dim, settings)
+
+    def store(self, model_id: str, dim: int) -> VectorRows:
+        from .vectors import VectorFile, safe_name
+
+        return VectorFile(self.root / "vectors" / f"{safe_name(model_id)}.f32", dim)
+
+    def missing(self, generation: int) -> str | None:
+        if not (self.root / f"tantivy-{generation}" / "meta.json").is_file():
+            return "full-text index missing"
+        if not (self.root / "faiss" / "base.index").is_file():
+            return "vector index missing"
+        return None
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())
+
+    def drop(self) -> None:
+        """Nothing to do: the files go with the memdir's directory."""
+
+    def close(self) -> None:
+        pass
+
+
+def open_parts(memdir: Memdir, root: Path) -> IndexParts:
+    """The parts memdir.yaml's `settings.index.backend` names."""
+    settings = memdir.settings.index
+    if settings.backend == "postgres":
+        from .postgres import PostgresParts
+
+        return PostgresParts(settings.dsn or "", memdir, root)
+    return LocalParts(root)
+
+
 class IndexStorage:
     """The catalog, full-text indexes, vector base, embedding cache and memory table of one
     memdir, and its embedder and affect annotator; each opened on first use."""
@@ -48,10 +153,12 @@ class IndexStorage:
         memdir: Memdir,
         embedder: Embedder | None = None,
         annotator: Annotator | None = None,
+        parts: IndexParts | None = None,
     ) -> None:
         self.memdir = memdir
         self.root = memdir.cache_dir / "index"
         self.root.mkdir(parents=True, exist_ok=True)
+        self.parts = parts if parts is not None else open_parts(memdir, self.root)
         self.catalog: Catalog = self._open_catalog()
         self._embedder = embedder
         self._annotator = annotator
@@ -65,17 +172,14 @@ class IndexStorage:
     def _open_catalog(self) -> Catalog:
         """The catalog; a damaged or foreign one (or one missing a table) is thrown away with
         the rest of the index, which the next update rebuilds from the shelves."""
-        path = self.root / "catalog.sqlite"
         try:
-            catalog = SqliteCatalog(path)
-            catalog.check()
-            return catalog
+            return self.parts.catalog()
         except Exception as error:
             if not unreadable(error):
                 raise
             problem = error
-        self.discard(f"{path} is unreadable ({problem})")
-        return SqliteCatalog(path)
+        self.discard(f"the catalog under {self.root} is unreadable ({problem})")
+        return self.parts.catalog()
 
     def discard(self, why: str) -> None:
         """Delete the whole index (a cache) so it is rebuilt from the shelves; one notice."""
@@ -96,7 +200,7 @@ class IndexStorage:
         if not unreadable(error):
             return False
         self.discard(f"the index under {self.root} is damaged ({error})")
-        self.catalog = SqliteCatalog(self.root / "catalog.sqlite")
+        self.catalog = self.parts.catalog()
         return True
 
     # the models -----------------------------------------------------------------------------
@@ -135,12 +239,12 @@ class IndexStorage:
     # are dropped together when it changes, and reopened on next use.
     @cached_property
     def fulltext(self) -> FullTextIndex:
-        return TantivyIndex(self.root / f"tantivy-{self.generation}")
+        return self.parts.fulltext("tantivy", self.generation)
 
     @cached_property
     def sessions(self) -> FullTextIndex:
         """One document per session (its memories joined): recall's session prior."""
-        return TantivyIndex(self.root / f"sessions-{self.generation}")
+        return self.parts.fulltext("sessions", self.generation)
 
     @cached_property
     def memory_table(self) -> MemoryTable:
@@ -150,18 +254,16 @@ class IndexStorage:
 
     @cached_property
     def base(self) -> VectorIndex:
-        return FaissIndex(
-            self.root / "faiss" / "base.index", self.embedder.dim, self.vector_settings
-        )
+        return self.parts.base(self.embedder.dim, self.vector_settings)
 
     @cached_property
     def store(self) -> VectorRows:
         """The embedding cache: the model's vectors, one row per distinct text."""
-        path = self.root / "vectors" / f"{safe_name(self.embedder.model_id)}.f32"
-        return VectorFile(path, self.embedder.dim)
+        return self.parts.store(self.embedder.model_id, self.embedder.dim)
 
     def close(self) -> None:
         self.catalog.close()
+        self.parts.close()
 
     # generations ----------------------------------------------------------------------------
     def _drop_generation(self) -> None:
@@ -191,30 +293,25 @@ class IndexStorage:
         self._drop_generation()
         self._generation = following
         for name in FULLTEXT_NAMES:
-            TantivyIndex.wipe(self.root / f"{name}-{following}")
+            self.parts.wipe_fulltext(name, following)
         self.base.remove()
         return following
 
     def remove_stale(self) -> None:
         """Delete other generations' files (after a rebuild has switched over)."""
-        current = {f"{name}-{self.generation}" for name in FULLTEXT_NAMES}
-        for name in FULLTEXT_NAMES:
-            for stale in self.root.glob(f"{name}*"):
-                if stale.name not in current:
-                    TantivyIndex.wipe(stale)
+        self.parts.remove_stale(self.generation)
         for stale in self.root.glob("memories-*.table"):
             if stale != self.memory_table.path:
                 stale.unlink(missing_ok=True)  # a reader still mapping it keeps its pages
 
     def files_missing(self) -> str | None:
         """Which index file was deleted from under the catalog, if any (no model load)."""
-        if not (self.root / f"tantivy-{self.generation}" / "meta.json").is_file():
-            return "full-text index missing"
-        if not (self.root / "faiss" / "base.index").is_file():
-            return "vector index missing"
+        missing = self.parts.missing(self.generation)
+        if missing:
+            return missing
         if not self.memory_table.exists():
             return "memory table missing"
         return None
 
     def size_bytes(self) -> int:
-        return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())
+        return self.parts.size_bytes()

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 import yaml
@@ -157,3 +161,38 @@ def snapshot(root: Path) -> dict[str, bytes]:
         *sorted((root / "state").glob("*")),
     ]
     return {str(path.relative_to(root)): path.read_bytes() for path in files if path.is_file()}
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A libpq connection string to a PostgreSQL server with pgvector that this test session
+    starts (the `pgserver` wheel bundles both) and stops at its end. Tests that need it skip
+    when it cannot start, except under CI, where that is a failure."""
+    try:
+        with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set"
+            warnings.simplefilter("ignore")
+            import pgserver
+    except ImportError as error:
+        _no_postgres(f"{error} (make setup installs pgserver)")
+    # Not below pytest's 0700 temporary directories: as root, pgserver runs the server as its
+    # own system user, who must be able to reach the data directory.
+    data = Path(tempfile.mkdtemp(prefix="memdir-postgres-"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pgserver.get_server(data, cleanup_mode="stop")
+    except Exception as error:  # noqa: BLE001 - any failure to start is the reason to skip
+        shutil.rmtree(data, ignore_errors=True)
+        _no_postgres(f"the bundled PostgreSQL server did not start: {error}")
+    try:
+        yield f"host={data} user=postgres dbname=postgres"
+    finally:
+        server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def _no_postgres(reason: str) -> NoReturn:
+    message = f"no PostgreSQL server for the postgres tests: {reason}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)

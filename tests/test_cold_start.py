@@ -1,4 +1,4 @@
-"""`memdir --help` and the lifecycle commands load no heavy module (numpy, faiss, tantivy, …)."""
+"""`memdir --help` and the lifecycle commands load no heavy module (numpy, faiss, tantivy, psycopg, …)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,17 @@ from conftest import T0, clean_env
 
 from memdir.archive_format.memdir import Memdir
 
-HEAVY = ("numpy", "faiss", "tantivy", "tokenizers", "mcp", "safetensors", "torch")
+HEAVY = (
+    "numpy",
+    "faiss",
+    "tantivy",
+    "tokenizers",
+    "mcp",
+    "safetensors",
+    "torch",
+    "psycopg",
+    "pgvector",
+)
 
 RUN_MAIN = (
     "import sys; sys.argv = ['memdir', *{args!r}]; "

@@ -465,6 +465,29 @@ def test_vector_settings_shape_the_base_index(md: Memdir) -> None:
     searching.close()
 
 
+@effect("index.backend", "index.dsn")
+def test_index_backend_and_dsn_choose_where_the_index_lives(md: Memdir, postgres_dsn: str) -> None:
+    import psycopg
+
+    from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.postgres import memdir_schema
+
+    lifecycle.teach(md, "memory about apples", T0_DT)
+    local = MemoryIndex(_hashing(md))
+    local.update()
+    local.close()
+    assert (md.cache_dir / "index" / "catalog.sqlite").is_file()
+    remote_md = _hashing(md, index={"backend": "postgres", "dsn": postgres_dsn})
+    remote = MemoryIndex(remote_md)
+    remote.update()
+    remote.close()
+    with psycopg.connect(postgres_dsn) as database:
+        table = f"{memdir_schema(remote_md)}.memories"
+        assert database.execute(f"SELECT text FROM {table}").fetchall() == [  # noqa: S608
+            ("memory about apples",)
+        ]
+
+
 @effect("mcp.quote_window")
 def test_mcp_quote_window_decides_which_user_turns_can_be_quoted(hashed: Memdir) -> None:
     """Through `memdir mcp` and the SDK's client: a user turn two hours old vouches for a

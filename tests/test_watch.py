@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import MEMDIR_BIN, T0, clean_env
+from conftest import MEMDIR_BIN, T0, clean_env, configure
 
 from memdir.archive_format import shelf
 from memdir.archive_format.memdir import Memdir
@@ -209,3 +209,21 @@ def test_a_second_daemon_is_refused_and_sigterm_is_clean(
     # The lock went with the process: a new daemon starts.
     again = daemon()
     assert again.stop()[0] == 0
+
+
+def test_watch_keeps_an_index_on_postgres_fresh(
+    hashed: Memdir, daemon: Callable[..., Daemon], postgres_dsn: str
+) -> None:
+    """`watch` runs unchanged on the PostgreSQL backend (docs/SCALE.md)."""
+    remote = configure(hashed, index={"backend": "postgres", "dsn": postgres_dsn})
+    running = daemon(memdir=remote)
+    done = subprocess.run(
+        [str(MEMDIR_BIN), "--dir", str(remote.root), "teach", "Our kayak is red"],
+        env=clean_env(MEMDIR_NOW=T0),
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr
+    poll(lambda: "Our kayak is red" in (searchable(remote, "kayak") or ()), 10.0)
+    assert not list((remote.cache_dir / "index").glob("tantivy-*"))
+    code, _ = running.stop()
+    assert code == 0

@@ -127,10 +127,11 @@ def _sample(raw: dict[str, Any]) -> Sample:
     return Sample(str(raw.get("sample_id", "sample")), turns, questions, counts)
 
 
-def build_memdir(sample: Sample, root: Path) -> dict[str, str]:
-    """A memdir holding the sample's turns; returns memory id → dia_id."""
+def build_memdir(sample: Sample, root: Path, index: dict[str, Any] | None = None) -> dict[str, str]:
+    """A memdir holding the sample's turns (its index where `index` settings say); returns
+    memory id → dia_id."""
     first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
-    memdir, _ = init(root, first)
+    memdir, _ = init(root, first, settings={"index": index} if index else None)
     memories = []
     by_id: dict[str, str] = {}
     for turn in sample.turns:
@@ -249,6 +250,7 @@ def _run_file(
     progress: Callable[[str, int, int], None] | None,
     decay: bool,
     per_question: list[dict[str, Any]] | None,
+    index_settings: dict[str, Any] | None,
 ) -> tuple[dict[str, Any], list[Measured]]:
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
@@ -265,7 +267,7 @@ def _run_file(
         for name, count in sample.repairs.items():
             repairs[name] = repairs.get(name, 0) + count
         with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
-            by_id = build_memdir(sample, Path(scratch) / sample.sample_id)
+            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, index_settings)
             index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
             index.update(progress)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
@@ -286,6 +288,7 @@ def _run_file(
                     per_question.append(
                         question_row(path, sample, number, question, result, by_id, metrics)
                     )
+            index.parts.drop()  # a scratch memdir: its index goes with it
             index.close()
     report = {
         **summarise(measured),
@@ -304,17 +307,21 @@ def run(
     progress: Callable[[str, int, int], None] | None = None,
     decay: bool = False,
     per_question: list[dict[str, Any]] | None = None,
+    index: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark on each file; returns the report `memdir bench locomo --json` prints:
     each file's figures under `files` (by path, in the order given) and, over every question of
     all of them, `pooled`. With `per_question`, one row per question is appended to it.
 
     Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
-    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md).
+    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md). `index`
+    is the scratch memdirs' `settings.index` (the local files when None).
     """
     files: dict[str, dict[str, Any]] = {}
     pooled: list[Measured] = []
     for path in paths:
-        files[str(path)], measured = _run_file(path, profile, limit, progress, decay, per_question)
+        files[str(path)], measured = _run_file(
+            path, profile, limit, progress, decay, per_question, index
+        )
         pooled.extend(measured)
     return {"files": files, "pooled": summarise(pooled)}

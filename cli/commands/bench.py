@@ -34,6 +34,14 @@ def locomo(
             help="Write one JSON line per question (ranks, results, components) to this file.",
         ),
     ] = None,
+    postgres: Annotated[
+        str | None,
+        typer.Option(
+            "--postgres",
+            metavar="DSN",
+            help="Build each sample's index on this PostgreSQL server (index.backend: postgres).",
+        ),
+    ] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Turn-level recall@k on LoCoMo-style conversations, no LLM, through `memdir recall`:
@@ -41,11 +49,16 @@ def locomo(
 
     Example: memdir bench locomo ../shared/bench/locomo/locomo-dev.json --json
     """
+    from memdir.archive_format.settings import load_settings
     from memdir.cli.bench.locomo import run
+
+    index = {"backend": "postgres", "dsn": postgres} if postgres is not None else None
+    if index is not None:
+        load_settings({"index": index}, "--postgres")  # a DSN with a password fails here
 
     rows: list[dict[str, Any]] | None = [] if per_question is not None else None
     with progress_bar() as advance:
-        report = run(files, profile, limit, advance, decay=decay, per_question=rows)
+        report = run(files, profile, limit, advance, decay=decay, per_question=rows, index=index)
     if per_question is not None and rows is not None:
         write_lines(per_question, rows)
     if json_:

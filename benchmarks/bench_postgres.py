@@ -1,0 +1,104 @@
+"""The derived index on PostgreSQL next to the local one: index build time and warm recall
+p50/p95 on the same generated memdir, in the same run.
+
+Two copies of benchmarks/bench_index.py's generated memdir (in --workdir) are indexed, one
+with the local files, one on the PostgreSQL server at --dsn (index.backend: postgres), with the
+same embedder; then the same queries are recalled in-process on each (ten warm-up queries
+first). The embedder is MiniLM unless `--embedder hashing` (no model cost: what is left is the
+backends' own cost). The postgres schema is dropped at the end.
+Usage: python -m benchmarks.bench_postgres --dsn 'host=/tmp/pg user=postgres' [--sizes 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.bench_index import generated, sentence
+from benchmarks.common import machine, table
+from memdir.archive_format.memdir import Memdir
+from memdir.indexers.index import MemoryIndex
+from memdir.indexers.recall import RecallOptions, recall
+
+NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
+
+
+def copy_with(source: Path, target: Path, index: dict[str, Any]) -> Memdir:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".memdir"))
+    config_path = target / "memdir.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config.setdefault("settings", {})["index"] = index
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return Memdir.open(target)
+
+
+def measure(memdir: Memdir, embedder: Any, queries: list[str]) -> dict[str, Any]:
+    index = MemoryIndex(memdir, embedder=embedder)
+    began = time.perf_counter()
+    index.update()
+    build = time.perf_counter() - began
+    for query in queries[:10]:
+        recall(index, query + " (warm-up)", NOW)
+    samples = []
+    for query in queries:
+        began = time.perf_counter()
+        recall(index, query, NOW, RecallOptions(k=10))
+        samples.append((time.perf_counter() - began) * 1000)
+    samples.sort()
+    found = {
+        "build": build,
+        "p50": statistics.median(samples),
+        "p95": samples[int(len(samples) * 0.95) - 1],
+        "mode": "exact" if index.scoring_table() is not None else "pool",
+        "bytes": index.size_bytes(),
+    }
+    index.parts.drop()
+    index.close()
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
+    args = parser.parse_args()
+    from memdir.indexers.embedding import load_embedder
+
+    embedder, _ = load_embedder(None, args.embedder)
+    rng = random.Random(11)
+    queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        source = generated(args.workdir, size)
+        for backend, index in (
+            ("local", {"backend": "local"}),
+            ("postgres", {"backend": "postgres", "dsn": args.dsn}),
+        ):
+            memdir = copy_with(source, args.workdir / f"pg-bench-{backend}-{size}", index)
+            found = measure(memdir, embedder, queries)
+            shutil.rmtree(memdir.root, ignore_errors=True)
+            rows.append([
+                f"{size:,}", backend, embedder.model_id, found["mode"], f"{found['build']:.1f} s",
+                f"{found['p50']:.1f} ms", f"{found['p95']:.1f} ms",
+                f"{found['bytes'] / 1e6:.0f} MB",
+            ])  # fmt: skip
+            print(rows[-1], flush=True)
+    print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d}")
+    headers = ["memories", "index", "embedder", "scope", "build", "warm p50", "warm p95", "size"]
+    print(table(headers, rows))
+
+
+if __name__ == "__main__":
+    main()

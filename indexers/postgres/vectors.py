@@ -1,0 +1,190 @@
+"""Vectors in PostgreSQL: the vector base (backends.VectorIndex) as a pgvector table, and the
+embedding cache (backends.VectorRows) as a table of float32 rows.
+
+The base, `vector_base` in the memdir's schema, holds (iid, vector(dim)) and is searched by
+inner product (`<#>`, the negative inner product, ascending). As with FAISS (vectors.py), up
+to `vectors.hnsw_above` vectors are searched exactly (a sequential scan); above that, `build`
+adds an HNSW index (`vector_ip_ops`, m = `vectors.hnsw_m`, ef_construction =
+`vectors.ef_construction`), and each search sets `hnsw.ef_search` (at least k) for its own
+transaction only, so a connection pooler never carries it to another client. `build` loads
+the new vectors into a fresh table and renames it over the old one in one transaction, so
+readers see the old base or the new one, never a half-built one.
+
+The embedding cache of one model is `embeddings_<model>` (row number, the float32 bytes):
+exact, half the size of a text vector, and never searched itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING
+
+from memdir.archive_format.settings import VectorSettings
+
+from .database import Database
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BASE = "vector_base"
+
+
+def embeddings_table(model_id: str) -> str:
+    """The embedding cache's table for one model (a readable prefix and a hash of the id)."""
+    prefix = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")[:24]
+    digest = hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:10]
+    return f"embeddings_{prefix}_{digest}"
+
+
+class PgVectorIndex:
+    """The vector base in the memdir's schema (see the module docstring)."""
+
+    def __init__(self, database: Database, dim: int, settings: VectorSettings) -> None:
+        self.db = database
+        self.dim = dim
+        self.settings = settings
+
+    def size(self) -> int:
+        if not self.db.table_exists(BASE):
+            return 0
+        return int(self.db.one("SELECT COUNT(*) FROM {s}.{table}", table=BASE)[0])
+
+    def kind(self) -> str:
+        if not self.db.table_exists(BASE):
+            return "none"
+        found = self.db.one(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND tablename = %s"
+            " AND indexdef LIKE %s",
+            (self.db.schema, BASE, "%USING hnsw%"),
+        )
+        return "hnsw" if found else "flat"
+
+    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
+        """Replace the base with exactly these vectors (a new table swapped in)."""
+        import numpy as np
+
+        fresh = f"{BASE}_new"
+        rows = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self.db.transaction():
+            self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=fresh)
+            self.db.execute(
+                f"CREATE TABLE {{s}}.{{table}} (iid BIGINT PRIMARY KEY,"
+                f" embedding vector({int(self.dim)}) NOT NULL)",
+                table=fresh,
+            )
+            self.db.copy(
+                "COPY {s}.{table} (iid, embedding) FROM STDIN WITH (FORMAT BINARY)",
+                ((int(iid), row) for iid, row in zip(iids, rows, strict=True)),
+                ("int8", "vector"),
+                table=fresh,
+            )
+            if len(rows) > self.settings.hnsw_above:
+                self.db.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
+                self.db.execute(
+                    f"CREATE INDEX {{hnsw}} ON {{s}}.{{table}} USING hnsw"
+                    f" (embedding vector_ip_ops) WITH (m = {int(self.settings.hnsw_m)},"
+                    f" ef_construction = {int(self.settings.ef_construction)})",
+                    table=fresh,
+                    hnsw=f"{fresh}_hnsw",
+                )
+            self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=BASE)
+            self.db.execute("ALTER TABLE {s}.{table} RENAME TO {base}", table=fresh, base=BASE)
+            # index names are unique in a schema: give the new ones the names of the old ones
+            for suffix in ("pkey", "hnsw"):
+                self.db.execute(
+                    "ALTER INDEX IF EXISTS {s}.{old} RENAME TO {new}",
+                    old=f"{fresh}_{suffix}",
+                    new=f"{BASE}_{suffix}",
+                )
+
+    def remove(self) -> None:
+        self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=BASE)
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        import numpy as np
+
+        if k <= 0 or not self.db.table_exists(BASE):
+            return []
+        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        with self.db.transaction():
+            self.db.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true)",
+                (str(max(self.settings.ef_search, k)),),
+            )
+            rows = self.db.rows(
+                "SELECT iid, (embedding <#> %s) * -1 FROM {s}.{table}"
+                " ORDER BY embedding <#> %s LIMIT %s",
+                (vector, vector, k),
+                table=BASE,
+            )
+        return [(int(iid), float(score)) for iid, score in rows]
+
+
+class PgVectorRows:
+    """The embedding cache of one model: float32 rows by row number."""
+
+    def __init__(self, database: Database, model_id: str, dim: int) -> None:
+        self.db = database
+        self.dim = dim
+        self.table = embeddings_table(model_id)
+        self._created = False
+
+    def _create(self) -> None:
+        if not self._created:
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS {s}.{table}"
+                " (number BIGINT PRIMARY KEY, embedding BYTEA NOT NULL)",
+                table=self.table,
+            )
+            self._created = True
+
+    def count(self) -> int:
+        if not self.db.table_exists(self.table):
+            return 0
+        found = self.db.one("SELECT MAX(number) FROM {s}.{table}", table=self.table)[0]
+        return 0 if found is None else int(found) + 1
+
+    def append(self, vectors: np.ndarray) -> int:
+        import numpy as np
+
+        self._create()
+        rows = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self.db.transaction():
+            start = self.count()
+            self.db.copy(
+                "COPY {s}.{table} (number, embedding) FROM STDIN WITH (FORMAT BINARY)",
+                ((start + n, row.tobytes()) for n, row in enumerate(rows)),
+                ("int8", "bytea"),
+                table=self.table,
+            )
+        return start
+
+    def rows(self, numbers: list[int] | np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        wanted = [int(n) for n in np.asarray(numbers, dtype=np.int64)]
+        if not wanted:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        found = (
+            dict(
+                self.db.rows(
+                    "SELECT number, embedding FROM {s}.{table} WHERE number = ANY(%s)",
+                    (sorted(set(wanted)),),
+                    table=self.table,
+                )
+            )
+            if self.db.table_exists(self.table)
+            else {}
+        )
+        missing = [n for n in wanted if n not in found]
+        if missing:
+            raise IndexError(f"vector row {missing[0]} is not in {self.table}")
+        joined = b"".join(bytes(found[n]) for n in wanted)
+        return np.frombuffer(joined, dtype=np.float32).reshape(len(wanted), self.dim).copy()
+
+    def rewrite(self, vectors: np.ndarray) -> None:
+        self._create()
+        with self.db.transaction():
+            self.db.execute("DELETE FROM {s}.{table}", table=self.table)
+            self.append(vectors)

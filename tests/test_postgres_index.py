@@ -1,0 +1,191 @@
+"""A memdir whose derived index lives on PostgreSQL (settings.index.backend: postgres): the
+commands work unchanged on top of it, memdirs sharing one database never see each other's
+rows, a connection lost mid-update leaves the checkpoints where they were, and an unreachable
+database is a one-line error that leaves the files untouched. The server is the one the test
+session starts (conftest.postgres_dsn)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import T0_DT, configure, snapshot
+
+from memdir.archive_format import lifecycle
+from memdir.archive_format.memdir import Memdir, init
+from memdir.indexers.embedding import HashingEmbedder
+from memdir.indexers.index import MemoryIndex
+from memdir.indexers.postgres import IndexUnavailableError, PostgresParts, memdir_schema
+
+TEXTS = (
+    "I drink my coffee black every morning",
+    "Sam moved to Lisbon last spring",
+    "The dog hates thunderstorms and hides under the bed",
+    "My sister Ana plays the cello in an orchestra",
+    "We bought a red kayak for the summer trips",
+    "Lisbon has steep hills and yellow trams",
+)
+
+
+def on_postgres(memdir: Memdir, dsn: str) -> Memdir:
+    return configure(
+        memdir, embedder={"kind": "hashing"}, index={"backend": "postgres", "dsn": dsn}
+    )
+
+
+def taught(root: Path, texts: tuple[str, ...] = TEXTS, minute: int = 0) -> Memdir:
+    memdir = Memdir.open(root)
+    for number, text in enumerate(texts):
+        lifecycle.teach(memdir, text, T0_DT + timedelta(minutes=minute + number))
+    return memdir
+
+
+def test_the_commands_work_unchanged_and_match_the_local_index(
+    tmp_path: Path, postgres_dsn: str, cli: Any
+) -> None:
+    local, _ = init(tmp_path / "local", T0_DT)
+    configure(local, embedder={"kind": "hashing"})
+    taught(local.root)
+    remote_root = tmp_path / "remote"
+    shutil.copytree(local.root, remote_root)
+    on_postgres(Memdir.open(remote_root), postgres_dsn)
+
+    def answers(root: Path) -> dict[str, Any]:
+        def run(*args: str) -> str:
+            done = cli(*args, cwd=root)
+            assert done.code == 0, done
+            return done.out
+
+        run("index")
+        found: dict[str, Any] = {}
+        for query in ("coffee", "Lisbon hills", "orchestra cello"):
+            recalled = json.loads(run("recall", query, "--json"))
+            found[f"recall {query}"] = [item["id"] for item in recalled["results"]][:3]
+            found[f"search {query}"] = run("search", query).split()[0]
+        first = found["recall coffee"][0]
+        found["similar"] = sorted(  # (ties in any order)
+            tuple(line.split()[:2]) for line in run("similar", first).splitlines()
+        )
+        run("index", "--rebuild")
+        found["after rebuild"] = run("search", "kayak").split()[0]
+        return found
+
+    assert answers(remote_root) == answers(local.root)
+    assert not list((remote_root / ".memdir" / "index").glob("tantivy-*"))  # nothing local
+    assert not (remote_root / ".memdir" / "index" / "catalog.sqlite").exists()
+
+
+def test_two_memdirs_in_one_database_never_see_each_other(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    first = on_postgres(init(tmp_path / "first", T0_DT)[0], postgres_dsn)
+    second = on_postgres(init(tmp_path / "second", T0_DT)[0], postgres_dsn)
+    assert memdir_schema(first) != memdir_schema(second)
+    embedder = HashingEmbedder()
+    indexes = {name: MemoryIndex(md, embedder=embedder) for name, md in
+               (("first", first), ("second", second))}  # fmt: skip
+    written: dict[str, set[str]] = {"first": set(), "second": set()}
+    for round_ in range(4):  # interleaved: teach in one, index it, then the other
+        for name, memdir in (("first", first), ("second", second)):
+            text = f"{name} memdir note {round_} about shared coffee"
+            written[name].add(lifecycle.teach(memdir, text, T0_DT + timedelta(minutes=round_)).id)
+            indexes[name].update()
+    victim = sorted(written["first"])[0]  # forgetting in one must not touch the other
+    lifecycle.forget(first, victim, T0_DT + timedelta(hours=1))
+    written["first"].discard(victim)
+    indexes["first"].update()
+    for name, index in indexes.items():
+        assert {hit.id for hit in index.search("coffee", k=100)} == written[name]
+        assert {hit.id for hit in index.similar("shared coffee note", k=100)} == written[name]
+        assert {memory.id for memory in index.catalog.all_memories()} == written[name]
+        assert index.catalog.counts()["memories"] == len(written[name])
+
+
+def _kill_on_embed(index: MemoryIndex, postgres_dsn: str) -> Any:
+    """An embedder that ends the index's database connection (pg_terminate_backend) the first
+    time it is asked to embed: halfway through an update, after its first catalog writes."""
+    embedder = HashingEmbedder()
+    real = embedder.embed
+
+    def embed(texts: list[str]) -> Any:
+        import psycopg
+
+        if not getattr(embed, "done", False):
+            embed.done = True  # type: ignore[attr-defined]
+            pid = index.parts.db.backend_pid()  # type: ignore[attr-defined]
+            with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return real(texts)
+
+    embedder.embed = embed  # type: ignore[method-assign]
+    return embedder
+
+
+def test_a_connection_lost_mid_update_keeps_the_checkpoint_and_the_next_update_resumes(
+    md: Memdir, postgres_dsn: str
+) -> None:
+    memdir = on_postgres(md, postgres_dsn)
+    taught(memdir.root, TEXTS[:3])
+    MemoryIndex(memdir, embedder=HashingEmbedder()).update()
+    before = MemoryIndex(memdir, embedder=HashingEmbedder())
+    checkpoints = before.catalog.checkpoints()
+    taught(memdir.root, TEXTS[3:], minute=10)
+
+    index = MemoryIndex(memdir, embedder=HashingEmbedder())
+    index._embedder = _kill_on_embed(index, postgres_dsn)
+    with pytest.raises(IndexUnavailableError):
+        index.update()
+    assert before.catalog.checkpoints() == checkpoints  # nothing of the update committed
+    assert before.catalog.counts()["memories"] == 3
+
+    report = index.update()  # the same object reconnects and carries on from the checkpoint
+    assert not report.rebuilt
+    assert before.catalog.checkpoints() != checkpoints
+    assert {hit.id for hit in index.search("Lisbon", k=10)} == {
+        m.id for m in index.catalog.all_memories() if "Lisbon" in m.text
+    }
+    assert index.catalog.counts()["memories"] == len(TEXTS)
+    assert not index.needs_update()
+
+
+def test_an_unreachable_database_is_one_line_and_the_files_are_untouched(
+    md: Memdir, tmp_path: Path, cli: Any
+) -> None:
+    memdir = on_postgres(md, f"host={tmp_path / 'no-server'} user=memdir dbname=memdir")
+    assert cli("teach", "written while the database is down", cwd=memdir.root).code == 0
+    files = snapshot(memdir.root)
+    for args in (("index",), ("recall", "database"), ("search", "database")):
+        done = cli(*args, cwd=memdir.root)
+        assert done.code == 9, done
+        assert done.err.startswith("memdir: error: the index database is unavailable"), done
+        assert "Traceback" not in done.err and "hint:" in done.err
+        assert snapshot(memdir.root) == files
+
+
+def test_a_password_in_the_dsn_is_refused_without_repeating_it(md: Memdir, cli: Any) -> None:
+    config = md.root / "memdir.yaml"
+    written = yaml.safe_load(config.read_text())
+    written["settings"]["index"] = {"backend": "postgres", "dsn": "postgresql://me:s3cret@db/x"}
+    config.write_text(yaml.safe_dump(written))
+    done = cli("recall", "anything", cwd=md.root)
+    assert done.code == 6, done
+    assert "PGPASSWORD" in done.err and "s3cret" not in done.err + done.out
+
+
+def test_parts_can_be_injected_for_another_schema(md: Memdir, postgres_dsn: str) -> None:
+    """IndexStorage takes its parts from the caller (tests, a service that names schemas)."""
+    memdir = on_postgres(md, postgres_dsn)
+    taught(memdir.root, TEXTS[:2])
+    parts = PostgresParts(postgres_dsn, memdir, memdir.cache_dir / "index", schema="memdir_named")
+    index = MemoryIndex(memdir, embedder=HashingEmbedder(), parts=parts)
+    index.update()
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        count = admin.execute("SELECT COUNT(*) FROM memdir_named.memories").fetchone()
+    assert count == (2,)
