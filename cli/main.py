@@ -21,6 +21,7 @@ from .commands import journal as journal_commands
 from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
 from .commands import recall as recall_commands
+from .commands import serve as serve_commands
 from .commands import sync as sync_commands
 from .commands import watch as watch_commands
 from .context import Options
@@ -68,6 +69,7 @@ journal_commands.register(app)
 continuity_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
+serve_commands.register(app)
 archive_commands.register(app)
 mcp_commands.register(app)
 imports_commands.register(app)

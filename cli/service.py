@@ -111,7 +111,9 @@ def request_for(args: list[str]) -> tuple[Path, dict[str, object]] | None:
     return path, request
 
 
-def exchange(path: Path, request: dict[str, object], timeout: float = ANSWER_TIMEOUT) -> dict | None:
+def exchange(
+    path: Path, request: dict[str, object], timeout: float = ANSWER_TIMEOUT
+) -> dict | None:
     """Send one request, read one answer; None when the service cannot be reached, is too slow,
     or answers with something that is not an answer."""
     line = (json.dumps(request, ensure_ascii=False) + "\n").encode("utf-8")

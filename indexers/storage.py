@@ -17,6 +17,7 @@ the one place that picks the backend implementations (backends.py says what they
 from __future__ import annotations
 
 import logging
+import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,19 @@ log = logging.getLogger("memdir")
 
 FULLTEXT_NAMES = ("tantivy", "sessions")
 GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
+
+# A long-lived process (`memdir serve`) loads each model once and lends it to every index it
+# opens: the model's settings → the loaded embedder or annotator. None: every index loads its own.
+_resident: dict[tuple[str, ...], Any] | None = None
+_resident_lock = threading.Lock()
+
+
+def keep_models_resident() -> None:
+    """From now on, indexes in this process share their embedder and annotator (per setting)."""
+    global _resident
+    with _resident_lock:
+        if _resident is None:
+            _resident = {}
 
 
 class IndexStorage:
@@ -68,9 +82,15 @@ class IndexStorage:
             from .embedding import load_embedder
 
             config = self.memdir.settings.embedder
+            key = ("embedder", str(config.path), config.kind)
+            if _resident is not None and key in _resident:
+                self._embedder = _resident[key]
+                return _resident[key]
             self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
             if self.embedder_warning:
                 log.warning(self.embedder_warning.removeprefix("memdir: "))
+            if _resident is not None:
+                _resident[key] = self._embedder
         return self._embedder
 
     @property
@@ -79,7 +99,13 @@ class IndexStorage:
             from .affect import load_annotator
 
             # memdir.yaml's settings allow only the annotators load_annotator knows
-            self._annotator = load_annotator(self.memdir.settings.affect.annotator)
+            name = self.memdir.settings.affect.annotator
+            if _resident is not None and ("annotator", name) in _resident:
+                self._annotator = _resident["annotator", name]
+                return self._annotator
+            self._annotator = load_annotator(name)
+            if _resident is not None:
+                _resident["annotator", name] = self._annotator
         return self._annotator
 
     def annotator_label(self) -> str:
