@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 
@@ -100,12 +101,18 @@ def _log_to_stderr() -> None:
         logger.propagate = False
 
 
+@functools.cache
+def _command() -> typer.core.TyperGroup:
+    """The click command tree, built once per process (tens of ms; `memdir serve` runs many)."""
+    return typer.main.get_command(app)  # type: ignore[return-value]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every MemdirError becomes one line on stderr and its exit status."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     _log_to_stderr()
-    command = typer.main.get_command(app)
+    command = _command()
     try:
         result = command.main(args=args, prog_name="memdir", standalone_mode=False)
     except MemdirError as error:

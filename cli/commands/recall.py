@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -9,6 +10,7 @@ import typer
 from memdir.archive_format.errors import BadInputError
 
 from .. import context
+from ..usecases.prompt import DEFAULT_BUDGET
 from ..render import console, emit_json, shorten
 from .index import progress_bar
 from .lifecycle import read_text
@@ -56,6 +58,8 @@ SHOWN = {  # explain-table column → component
 
 
 def register(app: typer.Typer) -> None:
+    register_context(app)
+
     @app.command()
     def recall(
         ctx: typer.Context,
@@ -104,6 +108,37 @@ def register(app: typer.Typer) -> None:
         render_results(result)
         for turn in turns or []:
             typer.echo(f"   raw {turn['at']} [{turn['session']}] {shorten(turn['text'], 100)}")
+
+
+def register_context(app: typer.Typer) -> None:
+    @app.command("context")
+    def context_command(
+        ctx: typer.Context,
+        prompt: Annotated[str, typer.Argument(help="The user's prompt, or '-' for stdin.")],
+        budget: Annotated[
+            int, typer.Option("--budget", min=1, help="Token budget for the whole block.")
+        ] = DEFAULT_BUDGET,
+        no_record: NoRecordOpt = False,
+        now: context.NowOpt = None,
+        json_: context.JsonOpt = False,
+    ) -> None:
+        """The block an assistant should see before answering a prompt: hard facts, relevant
+        memories and unconfirmed inferences, each with its id and provenance — or nothing,
+        when recall's verdict is not GROUNDED. For per-prompt hooks (examples/, docs/MCP.md).
+
+        Example: memdir context "what should I pack for Lisbon?" --budget 300
+        """
+        from memdir.cli.usecases.prompt import prompt_context
+
+        text = read_text(prompt).strip()
+        if not text:
+            raise BadInputError("the prompt is empty")
+        found = prompt_context(context.open_memdir(ctx), text, context.now(ctx, now), budget,
+                               record=not no_record)  # fmt: skip
+        if json_:
+            emit_json(found.to_dict())
+        else:
+            sys.stdout.write(found.markdown())
 
 
 def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:
