@@ -10,8 +10,8 @@ import typer
 from memdir.archive_format.errors import BadInputError
 
 from .. import context
-from ..usecases.prompt import DEFAULT_BUDGET
 from ..render import console, emit_json, shorten
+from ..usecases.prompt import DEFAULT_BUDGET
 from .index import progress_bar
 from .lifecycle import read_text
 
