@@ -10,7 +10,7 @@ The protocol (docs/MCP.md "The resident service"): one JSON line each way over t
 `.memdir/serve.sock`.
 
     request  {"v": 1, "root": "/abs/memdir", "command": "recall", "args": ["coffee", "--json"],
-              "now": "2026-12-01T10:00:00Z" | null}
+              "now": "2026-12-01T10:00:00Z" | null, "stdin": "…" (when an argument is "-")}
     answer   {"v": 1, "status": 0, "stdout": "…", "stderr": "…"}
     refusal  {"v": 1, "status": 8, "error": "malformed request: …"}
 
@@ -20,6 +20,7 @@ relative to its directory (both ends chdir there for the bind or the connect).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -92,7 +93,7 @@ def request_for(args: list[str]) -> tuple[Path, dict[str, object]] | None:
     if split is None:
         return None
     explicit, now, command, rest = split
-    if command not in SERVED or {"-h", "--help", "-"} & set(rest):
+    if command not in SERVED or {"-h", "--help"} & set(rest):
         return None
     if sys.stdout.isatty():  # rich lays a terminal out by its size and colours: in-process
         return None
@@ -108,6 +109,15 @@ def request_for(args: list[str]) -> tuple[Path, dict[str, object]] | None:
         return None
     request = {"v": PROTOCOL, "root": str(root), "command": command, "args": rest,
                "now": now or os.environ.get("MEMDIR_NOW") or None}  # fmt: skip
+    if "-" in rest:  # the text comes from stdin: send it along, or keep it for the CLI
+        data = sys.stdin.buffer.read()
+        sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+        try:
+            request["stdin"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # the CLI says what is wrong with it
+        if len(data) > MAX_REQUEST // 2:
+            return None
     return path, request
 
 

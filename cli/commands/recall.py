@@ -118,6 +118,15 @@ def register_context(app: typer.Typer) -> None:
         budget: Annotated[
             int, typer.Option("--budget", min=1, help="Token budget for the whole block.")
         ] = DEFAULT_BUDGET,
+        journal: Annotated[
+            str | None,
+            typer.Option(
+                "--journal",
+                metavar="SESSION",
+                help="Also store the prompt as the user's turn in this journal session "
+                "(what `memdir journal add --role user` does), in the same process.",
+            ),
+        ] = None,
         no_record: NoRecordOpt = False,
         now: context.NowOpt = None,
         json_: context.JsonOpt = False,
@@ -127,14 +136,21 @@ def register_context(app: typer.Typer) -> None:
         when recall's verdict is not GROUNDED. For per-prompt hooks (examples/, docs/MCP.md).
 
         Example: memdir context "what should I pack for Lisbon?" --budget 300
+        Hook: memdir context --journal "$SESSION" --budget 400 - < prompt.txt
         """
         from memdir.cli.usecases.prompt import prompt_context
 
-        text = read_text(prompt).strip()
+        given = read_text(prompt)
+        text = given.strip()
         if not text:
             raise BadInputError("the prompt is empty")
-        found = prompt_context(context.open_memdir(ctx), text, context.now(ctx, now), budget,
-                               record=not no_record)  # fmt: skip
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        if journal is not None:
+            from memdir.cli.usecases.journal import record_turns, turn_from_fields
+
+            fields = {"role": "user", "session": journal, "text": given}
+            record_turns(memdir, [turn_from_fields(fields, moment, "cli")], moment)
+        found = prompt_context(memdir, text, moment, budget, record=not no_record)
         if json_:
             emit_json(found.to_dict())
         else:

@@ -190,23 +190,30 @@ class Service:
             return refusal("malformed request: args must be a list of strings")
         if now is not None and not isinstance(now, str):
             return refusal("malformed request: now must be a string or null")
+        stdin = request.get("stdin")
+        if stdin is not None and not isinstance(stdin, str):
+            return refusal("malformed request: stdin must be a string or null")
         root = request.get("root")
         if root is not None and Path(str(root)) != self.memdir.root:
             return refusal(f"this service serves {self.memdir.root}, not {root}")
         argv = ["--dir", str(self.memdir.root), *(["--now", now] if now else []), command, *args]
-        return {"v": PROTOCOL, **self.run_command(argv)}
+        return {"v": PROTOCOL, **self.run_command(argv, stdin or "")}
 
-    def run_command(self, argv: list[str]) -> dict[str, Any]:
+    def run_command(self, argv: list[str], stdin: str = "") -> dict[str, Any]:
         """Run one CLI command line here, as `memdir ARGV` would: its status and output."""
         from memdir.cli.main import main
 
         with self._command_lock, self._stdout.captured() as out, self._stderr.captured() as err:
+            # one command at a time, so the process's stdin can be the request's
+            before, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")))
             try:
                 status = main(argv)
             except Exception:  # the CLI's boundary let something through: say so, keep serving
                 log.exception("request failed: %s", argv)
                 err.write("memdir: error: the service failed on this request (see its log)\n")
                 status = int(ExitStatus.FAILED)
+            finally:
+                sys.stdin = before
             self.requests += 1
         return {"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()}
 

@@ -1,17 +1,31 @@
 #!/usr/bin/env python3
-"""Claude Code UserPromptSubmit hook: record what the user typed in memdir's raw journal.
+"""Per-prompt hook for Claude Code (UserPromptSubmit), Codex (UserPromptSubmit) and Cursor
+(beforeSubmitPrompt): journal what the user typed, and put the memories that matter for it in
+front of the model.
 
-This is memdir's *trusted path* for user turns: the words come from Claude Code itself, not
-from the model, so an MCP `teach` or `confirm` may later quote them. The hook reads the hook
-input (JSON on stdin: session_id, prompt, ...) and runs
+It runs one command, with the prompt on stdin:
 
-    memdir journal add --role user --session SESSION_ID -
+    memdir context --journal SESSION --budget N -
 
-with the prompt on stdin. It prints nothing on stdout (Claude Code would add that to the
-model's context) and never blocks the prompt: on any failure it says why on stderr and exits 0.
+which stores the prompt in memdir's raw journal as the user's turn (the *trusted path*: the
+words come from the client, not from the model, so an MCP `teach` or `confirm` may later quote
+them) and prints the context block — hard facts, relevant memories and unconfirmed inferences,
+each with its id and provenance — or nothing when recall finds nothing relevant. With
+`memdir serve` running, that is one round trip to the resident service (tens of ms); without
+it, a cold recall.
+
+Claude Code and Codex add the hook's stdout to the model's context, so the block is printed
+as is. Cursor's beforeSubmitPrompt cannot add context (it may only let the prompt through or
+block it): with --client cursor the hook only journals the prompt and answers
+{"continue": true}; the model recalls through memdir's MCP tools there.
+
+The hook never blocks a prompt: on any failure it says why on stderr, prints nothing else,
+and exits 0 (Cursor: {"continue": true}).
 
 Which memdir: $MEMDIR (set it in the hook's command or your environment), else the one that
-`memdir` finds from the project directory. $MEMDIR_BIN overrides the `memdir` executable.
+`memdir` finds from the project directory. $MEMDIR_BIN overrides the `memdir` executable,
+$MEMDIR_CONTEXT_BUDGET the token budget (default 400), $MEMDIR_HOOK_TIMEOUT the seconds the
+hook waits (default 8).
 """
 
 import json
@@ -20,26 +34,51 @@ import subprocess
 import sys
 
 
-def main() -> int:
+def client() -> str:
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--client" and args[1] in ("claude", "codex", "cursor"):
+        return args[1]
+    return "claude"
+
+
+def run(event: dict, kind: str) -> str:
+    """The text for stdout ('' for nothing); problems go to stderr."""
+    prompt = event.get("prompt") or ""
+    session = event.get("session_id") or event.get("conversation_id") or kind
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    memdir = os.environ.get("MEMDIR_BIN", "memdir")
+    if kind == "cursor":
+        command = [memdir, "journal", "add", "--role", "user", "--session", str(session), "-"]
+    else:
+        budget = os.environ.get("MEMDIR_CONTEXT_BUDGET", "400")
+        command = [memdir, "context", "--journal", str(session), "--budget", budget, "-"]
     try:
-        event = json.load(sys.stdin)
-        prompt = event.get("prompt") or ""
-        session = event.get("session_id") or "claude-code"
-    except (ValueError, AttributeError) as error:
-        print(f"memdir hook: unreadable hook input ({error})", file=sys.stderr)
-        return 0
-    if not prompt.strip():
-        return 0
-    command = [os.environ.get("MEMDIR_BIN", "memdir"), "journal", "add",
-               "--role", "user", "--session", session, "-"]  # fmt: skip
-    try:
-        done = subprocess.run(command, input=prompt.encode("utf-8"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=10, check=False)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as error:
+        done = subprocess.run(command, input=prompt.encode("utf-8"), capture_output=True,
+                              timeout=float(os.environ.get("MEMDIR_HOOK_TIMEOUT", "8")),
+                              check=False)  # fmt: skip
+    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
         print(f"memdir hook: could not run memdir ({error})", file=sys.stderr)
-        return 0
+        return ""
     if done.returncode != 0:
         sys.stderr.write(done.stderr.decode("utf-8", "replace"))
+        return ""
+    return "" if kind == "cursor" else done.stdout.decode("utf-8", "replace")
+
+
+def main() -> int:
+    kind = client()
+    try:
+        event = json.load(sys.stdin)
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+        text = run(event, kind)
+    except (ValueError, AttributeError) as error:
+        print(f"memdir hook: unreadable hook input ({error})", file=sys.stderr)
+        text = ""
+    if kind == "cursor":
+        text = json.dumps({"continue": True}) + "\n"
+    sys.stdout.write(text)
     return 0
 
 
