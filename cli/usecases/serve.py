@@ -291,8 +291,8 @@ class Service:
             if type(handler) is logging.StreamHandler:
                 handler.setStream(self._stderr)
         os.environ.pop("MEMDIR_NOW", None)  # each request brings its own clock
+        listener = self._bind()  # first: a long socket path is bound from its directory (chdir)
         keeper = self._start_keeper() if keep_fresh else None
-        listener = self._bind()
         log.info("serving %s on %s (pid %d)", self.memdir.root, self.path, os.getpid())
         try:
             self._accept(listener)
