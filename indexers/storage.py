@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -39,17 +40,44 @@ FULLTEXT_NAMES = ("tantivy", "sessions")
 GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
 
 # A long-lived process (`memdir serve`) loads each model once and lends it to every index it
-# opens: the model's settings → the loaded embedder or annotator. None: every index loads its own.
+# opens (the model's settings → the loaded embedder or annotator), and keeps one open index
+# per memdir (root → index; see `resident_index`). None: every index loads its own models.
 _resident: dict[tuple[str, ...], Any] | None = None
 _resident_lock = threading.Lock()
 
 
 def keep_models_resident() -> None:
-    """From now on, indexes in this process share their embedder and annotator (per setting)."""
+    """From now on, indexes in this process share their embedder and annotator (per setting),
+    and `resident_index` keeps indexes open between commands."""
     global _resident
     with _resident_lock:
         if _resident is None:
             _resident = {}
+
+
+def resident_index(memdir: Memdir, make: Callable[[Memdir], IndexStorage]) -> Any:
+    """The index this process keeps open for `memdir` (made with `make` when there is none),
+    or None when indexes are not kept. It is reopened when the memdir's settings changed or
+    another connection wrote to the catalog since (an update or rebuild by another process, or
+    by the index keeper): its caches (the scoring table, the generation's parts) would be stale.
+    Its own updates keep its caches right. Callers run one command at a time (serve.py)."""
+    if _resident is None:
+        return None
+    key = ("index", str(memdir.root))
+    with _resident_lock:
+        index = _resident.get(key)
+        if index is not None:
+            version = index.foreign_writes()
+            if index.memdir.settings != memdir.settings or version != index.seen_writes:
+                index.resident = False
+                index.close()
+                index = None
+        if index is None:
+            index = make(memdir)
+            index.resident = True
+            _resident[key] = index
+        index.seen_writes = index.foreign_writes()
+        return index
 
 
 class IndexStorage:
@@ -74,6 +102,8 @@ class IndexStorage:
         # recall's table of every memory (scoring.py), built by the reader; None: not built,
         # False: the archive is too large for one. Any update or rebuild drops it.
         self.cached_scoring_table: Any = None
+        self.resident = False  # kept open between commands (resident_index): close() keeps it
+        self.seen_writes: object = None
 
     # the models -----------------------------------------------------------------------------
     @property
@@ -149,7 +179,14 @@ class IndexStorage:
         return VectorFile(path, self.embedder.dim)
 
     def close(self) -> None:
-        self.catalog.close()
+        if not self.resident:
+            self.catalog.close()
+
+    def foreign_writes(self) -> object:
+        """A token that changes when another connection wrote to the catalog; a backend that
+        cannot tell gives a new token each time (so its index is never kept)."""
+        probe = getattr(self.catalog, "data_version", None)
+        return probe() if probe is not None else object()
 
     # generations ----------------------------------------------------------------------------
     def _drop_generation(self) -> None:

@@ -149,7 +149,9 @@ def register_context(app: typer.Typer) -> None:
             from memdir.cli.usecases.journal import record_turns, turn_from_fields
 
             fields = {"role": "user", "session": journal, "text": given}
-            record_turns(memdir, [turn_from_fields(fields, moment, "cli")], moment)
+            # boot.md is left to the next sleep or journal write: folding the whole archive
+            # for it on every prompt would be most of the hook's time
+            record_turns(memdir, [turn_from_fields(fields, moment, "cli")], moment, refresh=False)
         found = prompt_context(memdir, text, moment, budget, record=not no_record)
         if json_:
             emit_json(found.to_dict())

@@ -3,11 +3,12 @@ read commands (`recall`, `search`, `similar`, `context`, `wake`) over a Unix soc
 
 Each request runs the very CLI command it names (cli/main.py) inside this process, with its
 stdout and stderr captured, so an answer is what the in-process path prints, decided by the
-same use cases and the same policy code; only the cold start (imports, the embedding model) is
-paid once. Each command opens the index afresh, as a cold process would, so a rebuild made by
-another process is followed on the next request. Commands run one at a time: the writer lock
-is re-entrant per process, not per thread, so two commands (or a command and the index
-keeper) must not run in parallel threads.
+same use cases and the same policy code; only the cold start (imports, the embedding model, opening the indexes and
+building recall's scoring table) is paid once. The commands share one open index
+(indexers/storage.resident_index), reopened when another connection wrote to its catalog, so
+an update or rebuild made by another process is followed on the next request. Commands run
+one at a time, on one worker thread: the writer lock is re-entrant per process, not per
+thread, and the open index stays on the thread that opened it.
 
 Safety: the socket is created with mode 0600 under `.memdir/`, and each connection's peer uid
 (SO_PEERCRED) must be this process's own; a request line is at most `MAX_REQUEST` bytes and
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
@@ -130,7 +132,8 @@ def resident_kib() -> int | None:
 
 
 class _IndexKeeper(Watcher):
-    """The watch daemon's loop, each update taken under the service's command lock."""
+    """The watch daemon's loop, each update taken under the service's command lock. (Its index
+    is its own: when it writes, the commands' open index sees the catalog change and reopens.)"""
 
     def __init__(self, memdir: Memdir, lock: threading.Lock) -> None:
         super().__init__(memdir)
@@ -159,6 +162,9 @@ class Service:
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._threads: set[threading.Thread] = set()
+        # every command runs on this one thread: the open index (SQLite, Tantivy) stays on the
+        # thread that opened it, and commands run one at a time
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-command")
         self._stdout = Capture(sys.stdout)
         self._stderr = Capture(sys.stderr)
 
@@ -197,7 +203,7 @@ class Service:
         if root is not None and Path(str(root)) != self.memdir.root:
             return refusal(f"this service serves {self.memdir.root}, not {root}")
         argv = ["--dir", str(self.memdir.root), *(["--now", now] if now else []), command, *args]
-        return {"v": PROTOCOL, **self.run_command(argv, stdin or "")}
+        return {"v": PROTOCOL, **self._worker.submit(self.run_command, argv, stdin or "").result()}
 
     def run_command(self, argv: list[str], stdin: str = "") -> dict[str, Any]:
         """Run one CLI command line here, as `memdir ARGV` would: its status and output."""
@@ -305,6 +311,7 @@ class Service:
             if keeper is not None:
                 keeper[0].stop()
                 keeper[1].join(STOP_WAIT)
+            self._worker.shutdown(wait=True)
             sys.stdout, sys.stderr = self._stdout.fallback, self._stderr.fallback
             log.info("stopped serving %s after %d request(s)", self.memdir.root, self.requests)
 
