@@ -271,7 +271,10 @@ class IndexUpdater:
                 storage.fulltext.rollback()
                 storage.sessions.rollback()
                 raise
-            storage.cached_scoring_table = None  # the in-process scoring table no longer matches
+            if reset or new_memories or new_events or tombstoned:
+                # the in-process scoring table no longer matches (recall lines alone do not
+                # touch it: it holds no rehearsals, and a long-lived process records many)
+                storage.cached_scoring_table = None
             for checkpoint in positions:
                 self.catalog.set_checkpoint(checkpoint)
             self.catalog.set_manifest(self._expected_manifest())
