@@ -260,6 +260,17 @@ def test_a_rebuild_by_another_process_is_followed(
     assert served.out == local.out and "oat milk" in served.out
     assert len(json.loads(served.out)) == len(json.loads(first.out)) + 1
     assert running.status()["requests"] == 2
+    # an incremental update by another process: the open index (and recall's scoring table)
+    # must not answer from before it
+    recall = ("recall", "coffee milk grinder", "--no-record", "--json")
+    memdir_cli("--dir", root, *recall)
+    lifecycle.teach(stocked, "Sam grinds his coffee with a new electric grinder", T0_DT)
+    assert memdir_cli("--dir", root, "index", env=clean_env(**IN_PROCESS)).code == 0
+    served = memdir_cli("--dir", root, *recall)
+    local = memdir_cli("--dir", root, *recall, env=clean_env(**IN_PROCESS))
+    assert timing_masked(served.out) == timing_masked(local.out)
+    assert "electric grinder" in served.out
+    assert running.status()["requests"] == 4
 
 
 def test_without_a_service_or_with_a_silent_one_commands_run_in_process(
