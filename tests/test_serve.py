@@ -349,6 +349,9 @@ def test_the_prompt_hook_journals_the_prompt_and_prints_the_context_block(
             t.get("session") == "s-9"] == [("user", "s-9", event["prompt"], "cli")]  # fmt: skip
     # nothing relevant: nothing printed; Codex gets the same; Cursor only a go-ahead
     assert run_hook(stocked, {"session_id": "s", "prompt": "zebra lattice"}).stdout == ""
+    # with the service up the hook talks to its socket itself: no `memdir` process is needed
+    direct = run_hook(stocked, {**event, "session_id": "s-10"}, MEMDIR_BIN="/nonexistent/memdir")
+    assert "Sam takes his coffee black, no sugar" in direct.stdout, direct.stderr
     codex = run_hook(stocked, event, "--client", "codex")
     assert "Sam takes his coffee black" in codex.stdout
     cursor = run_hook(stocked, {"conversation_id": "c-1", "prompt": "hello"}, "--client", "cursor")

@@ -11,8 +11,9 @@ which stores the prompt in memdir's raw journal as the user's turn (the *trusted
 words come from the client, not from the model, so an MCP `teach` or `confirm` may later quote
 them) and prints the context block — hard facts, relevant memories and unconfirmed inferences,
 each with its id and provenance — or nothing when recall finds nothing relevant. With
-`memdir serve` running, that is one round trip to the resident service (tens of ms); without
-it, a cold recall.
+`memdir serve` running for $MEMDIR, the hook sends that command line straight to the service's
+socket (the protocol of docs/MCP.md, so no second interpreter starts); on any trouble there it
+runs `memdir` itself, which asks the service or recalls in-process.
 
 Claude Code and Codex add the hook's stdout to the model's context, so the block is printed
 as is. Cursor's beforeSubmitPrompt cannot add context (it may only let the prompt through or
@@ -30,6 +31,7 @@ hook waits (default 8).
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -39,6 +41,37 @@ def client() -> str:
     if len(args) == 2 and args[0] == "--client" and args[1] in ("claude", "codex", "cursor"):
         return args[1]
     return "claude"
+
+
+def ask_service(args: list, prompt: str) -> "str | None":
+    """The command's stdout from the service of $MEMDIR ('' when it failed there), or None when
+    no service answered (none, a refusal, too slow): then `memdir` runs it."""
+    root = os.environ.get("MEMDIR")
+    if not root or os.environ.get("MEMDIR_NO_SERVICE"):
+        return None
+    root = os.path.realpath(os.path.expanduser(root))
+    path = os.path.join(root, ".memdir", "serve.sock")
+    if len(os.fsencode(path)) > 107 or not os.path.exists(path):
+        return None  # (a long path: `memdir` knows how to reach it)
+    request = {"v": 1, "root": root, "command": args[0], "args": args[1:], "stdin": prompt,
+               "now": os.environ.get("MEMDIR_NOW") or None}  # fmt: skip
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(float(os.environ.get("MEMDIR_HOOK_TIMEOUT", "8")))
+            sock.connect(path)
+            sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        answer = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(answer, dict) or "error" in answer or not isinstance(answer.get("status"), int):
+        return None
+    if answer["status"] != 0:  # it ran and failed: say why, do not run it twice
+        sys.stderr.write(str(answer.get("stderr") or ""))
+        return ""
+    return str(answer.get("stdout", ""))
 
 
 def run(event: dict, kind: str) -> str:
@@ -53,6 +86,9 @@ def run(event: dict, kind: str) -> str:
     else:
         budget = os.environ.get("MEMDIR_CONTEXT_BUDGET", "400")
         command = [memdir, "context", "--journal", str(session), "--budget", budget, "-"]
+        served = ask_service(command[1:], prompt)
+        if served is not None:
+            return served
     try:
         done = subprocess.run(command, input=prompt.encode("utf-8"), capture_output=True,
                               timeout=float(os.environ.get("MEMDIR_HOOK_TIMEOUT", "8")),
