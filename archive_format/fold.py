@@ -27,6 +27,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from . import visibility
 from .clock import parse_time
 from .errors import AmbiguousIdError, NotFoundError
 from .records import Event, Memory
@@ -94,6 +95,27 @@ class MemoryState:
         data["forgotten_at"] = self.forgotten_at
         data["links"] = self.links
         data["events"] = [event.to_line() for event in self.events]
+        return data
+
+    def text_on(self, surface: str, asked: Iterable[str] = ()) -> str | None:
+        """The text `surface` may show of this memory (`[why]` when masked, None: left out;
+        archive_format/visibility.py decides)."""
+        memory = self.memory
+        visible = memory.visibility if memory else "normal"
+        return visibility.present(surface, memory.text if memory else "", self.status, visible,
+                                  asked=asked)  # fmt: skip
+
+    def shown_on(self, surface: str, asked: Iterable[str] = ()) -> dict[str, Any] | None:
+        """`to_dict` as `surface` may show it: None when left out; a masked memory keeps its
+        id, status and times, its text and meta replaced by the mask."""
+        text = self.text_on(surface, asked)
+        if text is None:
+            return None
+        data = self.to_dict()
+        if self.memory is not None and text != self.memory.text:
+            data.pop("meta", None)
+            data.pop("origin", None)
+            data["text"] = text
         return data
 
 

@@ -153,8 +153,8 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
     kind = data.get("kind")
     if kind == "memory" or kind == "tombstone":
         memory_id = data.get("id")
-        if not isinstance(memory_id, str):
-            return None
+        if not isinstance(memory_id, str) or memory_id.startswith("t-"):
+            return None  # a forgotten turn's tombstone (journal forget) names no memory
         if kind == "tombstone":
             return "records", (memory_id, number, offset, length, 1) + (None,) * 7
         text = data.get("text")
@@ -444,6 +444,22 @@ class IdCache:
             found.update(row[0] for row in rows)
         return found
 
+    def unique_prefixes(self, ids: Iterable[str], minimum: int = 10) -> dict[str, str]:
+        """For each id, its shortest prefix of at least `minimum` characters that names only
+        it (what `matching` and ArchiveView.resolve accept): long enough to pass its nearest
+        neighbours in sort order."""
+        found: dict[str, str] = {}
+        for memory_id in set(ids):
+            before = self.db.execute(
+                "SELECT max(id) FROM records WHERE id < ?", (memory_id,)
+            ).fetchone()[0]
+            after = self.db.execute(
+                "SELECT min(id) FROM records WHERE id > ?", (memory_id,)
+            ).fetchone()[0]
+            shared = max(_common(memory_id, other) for other in (before, after, ""))
+            found[memory_id] = memory_id[: max(minimum, shared + 1)]
+        return found
+
     def keys_of(self, ids: Iterable[str]) -> set[str]:
         """The supersede keys of the memories `ids`."""
         query = "SELECT DISTINCT key FROM records WHERE id IN ({marks}) AND key IS NOT NULL"
@@ -570,6 +586,11 @@ class IdCache:
 # path -> (pid, cache, the file's inode): a forked child opens its own, and a cache file
 # deleted or replaced behind this process's back is opened again.
 _open: dict[Path, tuple[int, IdCache, int]] = {}
+
+
+def _common(one: str, other: str | None) -> int:
+    """How many leading characters two ids share."""
+    return len(os.path.commonprefix([one, other or ""]))
 
 
 def _inode(path: Path) -> int:

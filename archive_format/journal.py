@@ -22,15 +22,14 @@ from typing import Any, TypeVar
 
 import yaml
 
-from . import idcache, shelf
-from .atomic import write_text
+from . import idcache, shelf, visibility
+from .atomic import write_bytes, write_text
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
-from .records import LineRecord, content_id, encode_line
+from .records import LineRecord, Tombstone, content_id, encode_line
 from .settings import JournalSettings
 from .validate import JOURNAL_KINDS, line_problems, load_schema
-from .visibility import shown
 
 ROLES = ("user", "assistant", "tool")
 TURN_FIELDS = (
@@ -65,9 +64,12 @@ class Turn(LineRecord):
 
     @property
     def summarisable(self) -> bool:
-        """Shown to a prompt (normal, not secret): the only turns a dream may summarise or wake
-        may show."""
-        return shown(self.visibility, self.secrecy)
+        """Whether a dream summary may quote it (normal or sensitive; visibility.py)."""
+        return self.text_on("dream") is not None
+
+    def text_on(self, surface: str, asked: Iterable[str] = ()) -> str | None:
+        """The text `surface` may show of this turn (`[why]` when masked, None: left out)."""
+        return visibility.present(surface, self.text, None, self.visibility, self.secrecy, asked)
 
     @property
     def trusted(self) -> bool:
@@ -230,6 +232,7 @@ def _journal(
 ) -> Journal:
     turns: dict[str, tuple[datetime, Turn]] = {}  # by id: a line merged in twice counts once
     digests: dict[str, Digest] = {}
+    forgotten: set[str] = set()  # a turn line a merge brought back beside its tombstone
     for where, data in lines:
         kind = data.get("kind")
         if kind not in _REQUIRED:
@@ -240,6 +243,9 @@ def _journal(
                 f"{where}: {kind} line lacks {', '.join(sorted(missing))}",
                 hint="fix or remove that line; `memdir verify` lists every problem",
             )
+        if kind == "tombstone":
+            forgotten.add(data["id"])
+            continue
         moment = parse_time(data["at"])
         if (until is not None and moment > until) or (since is not None and moment < since):
             continue
@@ -248,7 +254,10 @@ def _journal(
         else:
             digests.setdefault(data["id"], Digest.from_line(data))
     # time, then id: the same order on every clone, whatever the order of the lines
-    ordered = sorted(turns.values(), key=lambda entry: (entry[0], entry[1].id))
+    ordered = sorted(
+        (entry for turn_id, entry in turns.items() if turn_id not in forgotten),
+        key=lambda entry: (entry[0], entry[1].id),
+    )
     return Journal([turn for _, turn in ordered], sorted(digests.values(), key=lambda d: d.id))
 
 
@@ -260,13 +269,14 @@ def raw_window(
 ) -> list[Turn]:
     """The last `count` trusted user turns of the past `hours`, whatever their session.
 
-    Private, sealed and secret turns are never in it: it is meant for a system prompt.
+    Only what the wake document may quote verbatim (visibility.py): never a sensitive,
+    private, sealed or secret turn, since it is meant for a system prompt.
     """
     start = now - timedelta(hours=hours)
     chosen = [
         turn
         for turn in turns
-        if turn.role == "user" and turn.trusted and turn.summarisable
+        if turn.role == "user" and turn.trusted and turn.text_on("wake") is not None
         and start <= turn.moment <= now
     ]  # fmt: skip
     return chosen[-count:] if count > 0 else []
@@ -295,6 +305,64 @@ def add_digests(memdir: Memdir, digests: Iterable[Digest]) -> None:
     payload = [encode_line(digest.to_line()) for digest in digests]
     with memdir.lock():
         shelf.append(digests_path(memdir), payload, memdir.quarantine_dir)
+
+
+def forgotten_turns(memdir: Memdir) -> set[str]:
+    """The ids of the turns `journal forget` left tombstones for."""
+    return {
+        str(item.data.get("id"))
+        for path in journal_files(memdir)
+        for item in shelf.read(path)
+        if item.data.get("kind") == "tombstone"
+    }
+
+
+def returned_turns(memdir: Memdir) -> list[Turn]:
+    """Turn lines beside their own tombstone (a union merge from a clone that still had them):
+    readers skip them, `verify` reports them, `journal forget` removes them again."""
+    lines = [item.data for path in journal_files(memdir) for item in shelf.read(path)]
+    stones = {data.get("id") for data in lines if data.get("kind") == "tombstone"}
+    back = {
+        data["id"]: data
+        for data in lines
+        if data.get("kind") == "turn" and data.get("id") in stones
+    }
+    return [Turn.from_line(data) for data in back.values()]
+
+
+def forget_turns(memdir: Memdir, turns: Iterable[Turn], now: datetime) -> list[Digest]:
+    """Remove turns from every journal file, with the digests that name them, leaving one
+    tombstone line per turn; each file is rewritten atomically (caller holds the writer lock).
+    Returns the digests removed: the memories they name summarise forgotten text."""
+    chosen = {turn.id: turn for turn in turns}
+    needles = [turn_id.encode("ascii") for turn_id in chosen]
+    removed: list[Digest] = []
+    for path in journal_files(memdir):
+        shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
+        output: list[bytes] = []
+        changed = False
+        for number, raw in enumerate(path.read_bytes().split(b"\n")[:-1], start=1):
+            if not any(needle in raw for needle in needles):
+                output.append(raw + b"\n")
+                continue
+            data = shelf.decode_line(raw, f"{path}:{number}")
+            named = {*data.get("turns", ()), *data.get("withheld", ())}
+            if data.get("kind") == "turn" and data.get("id") in chosen:
+                changed = True
+            elif data.get("kind") == "digest" and named & chosen.keys():
+                removed.append(Digest.from_line(data))
+                changed = True
+            else:
+                output.append(raw + b"\n")
+        if changed:
+            write_bytes(path, output)
+    # the id cache follows the rewritten files on its next sync (a new inode: read again)
+    known = forgotten_turns(memdir)
+    stones = [Tombstone(turn.id, turn.at, format_time(now)) for turn in chosen.values()
+              if turn.id not in known]  # fmt: skip
+    shelf.append(turns_path(memdir), [encode_line(stone.to_line()) for stone in stones],
+                 memdir.quarantine_dir)  # fmt: skip
+    return removed
 
 
 # narrative entries ----------------------------------------------------------------------------
@@ -367,6 +435,7 @@ def check(
     found: list[str] = []
     turns: dict[str, dict[str, Any]] = {}
     digests: list[tuple[str, dict[str, Any]]] = []
+    forgotten: set[str] = set()
     checked = 0
     for path in journal_files(memdir):
         blob = path.read_bytes()
@@ -384,6 +453,9 @@ def check(
             if problems:
                 found.extend(f"{where}: {problem}" for problem in problems)
                 continue
+            if line["kind"] == "tombstone":
+                forgotten.add(line["id"])
+                continue
             if content_id(line["id"][0], line) != line["id"]:
                 found.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
             if line["kind"] == "turn":
@@ -393,6 +465,15 @@ def check(
         torn = shelf.torn_tail(path)
         if torn:
             found.append(f"journal/{path.name}: torn last line ({torn} bytes without a newline)")
+    for turn_id in sorted(forgotten & turns.keys()):
+        found.append(f"{turn_id} is forgotten but its text is back in the journal (a merge?); "
+                     f"`memdir journal forget {turn_id}` removes it")  # fmt: skip
+    for where, digest in digests:
+        named = {*digest["turns"], *digest.get("withheld", ())} & forgotten
+        if named:
+            found.append(f"{where}: digest of forgotten turn {sorted(named)[0]}: its summary "
+                         "may quote it")  # fmt: skip
+    turns = {turn_id: line for turn_id, line in turns.items() if turn_id not in forgotten}
     backlinked: dict[str, set[str]] = {}
     for where, digest in digests:
         for field_name in ("memory", "promoted"):
@@ -417,8 +498,10 @@ def check(
             target = link["to"]
             if not target.startswith("t-"):
                 continue
+            if target in forgotten:
+                continue  # a link to a forgotten turn: the id survives, as for a memory
             if target not in turns:
                 found.append(f"{memory_id}: link to unknown journal turn {target}")
             elif link["type"] == SUMMARY_LINK and target not in backlinked.get(memory_id, set()):
                 found.append(f"{memory_id}: turn {target} has no digest linking back to it")
-    return checked, found, set(turns)
+    return checked, found, set(turns) | forgotten

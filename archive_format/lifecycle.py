@@ -13,7 +13,7 @@ the same at a million memories as at a thousand; readers of the whole archive us
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
@@ -21,7 +21,7 @@ from typing import Any
 
 from . import idcache, ring, shelf, tombstones
 from .clock import format_time, parse_time
-from .errors import BadInputError, FormatError, LifecycleError
+from .errors import BadInputError, FormatError, LifecycleError, MemdirError
 from .fold import ArchiveView, MemoryState, fold
 from .idcache import IdCache
 from .memdir import Memdir
@@ -46,6 +46,21 @@ class WriteResult:
 
     id: str
     added: bool
+
+
+def follow_up(what: str, step: Callable[[], object]) -> bool:
+    """Run a step that comes after a write succeeded (the console ring, a boot refresh).
+
+    What was stored stays stored and its command still succeeds: a failing follow-up is a
+    warning on the log (stderr), never the command's error. Returns whether the step ran."""
+    try:
+        step()
+    except (MemdirError, OSError) as error:
+        message = error.message if isinstance(error, MemdirError) else str(error)
+        hint = f" ({error.hint})" if isinstance(error, MemdirError) and error.hint else ""
+        log.warning("warning: %s skipped: %s%s", what, message, hint)
+        return False
+    return True
 
 
 def _required(kind: str) -> frozenset[str]:
@@ -162,6 +177,12 @@ def lookup(memdir: Memdir, given: str, now: datetime, cache: IdCache | None = No
     return view_of(memdir, cache.matching(given), now, cache).resolve(given)
 
 
+def short_ids(memdir: Memdir, ids: Iterable[str]) -> dict[str, str]:
+    """Each id's shortest unique prefix (10 characters or more), for narrow tables: `lookup`
+    and every command that takes an id accept it."""
+    return idcache.open_cache(memdir).unique_prefixes(ids)
+
+
 def recent_view(memdir: Memdir, now: datetime, since: datetime) -> ArchiveView:
     """What a briefing can show, folded alone: memories created or decided since `since`,
     every inference still open at `now`, the memories in the console ring, and each supersede
@@ -274,7 +295,10 @@ def teach(
     memory = _memory(text, "teaching", author, now, **options)
     with memdir.lock():
         result = write_memory(memdir, memory, now)
-        ring.push(memdir, now, "taught", result.id, memory.text)
+        follow_up(
+            "the console ring",
+            lambda: ring.push(memdir, now, "taught", result.id, memory.text, memory.visibility),
+        )
     return result
 
 
@@ -358,7 +382,11 @@ def confirm(
             at=format_time(now), op="confirm", target=state.id, actor=actor, evidence=evidence
         )
         _append_event(memdir, event)
-        ring.push(memdir, now, "confirmed", state.id, state.memory.text)
+        memory = state.memory
+        follow_up(
+            "the console ring",
+            lambda: ring.push(memdir, now, "confirmed", state.id, memory.text, memory.visibility),
+        )
     return state.id, event
 
 
@@ -427,7 +455,8 @@ def record_recall(
     with memdir.lock(timeout=2.0):
         shelf.append(memdir.recall_shelf, [encode_line(line)], memdir.quarantine_dir)
         if ids:
-            ring.push(memdir, now, "recalled", ids[0], label or f"{len(ids)} memories")
+            what = label or f"{len(ids)} memories"
+            follow_up("the console ring", lambda: ring.push(memdir, now, "recalled", ids[0], what))
     return str(line["id"])
 
 
@@ -443,6 +472,10 @@ def link(
         view = view_of(memdir, ids, now, cache)
         source = _live_target(view.resolve(given))
         target_id = view.resolve(to).id if to.startswith("m-") or to in view.states else to
+        if target_id == source.id:
+            raise BadInputError(
+                f"{source.id} cannot link to itself", hint="link it to another memory's id"
+            )
         event = new_event(
             at=format_time(now),
             op="link",
@@ -451,7 +484,9 @@ def link(
             to=target_id,
             link_type=link_type,
         )
-        _append_event(memdir, event)
+        # the same link in the same second has the same content id: appended once
+        if not any(known.id == event.id for known in source.events):
+            _append_event(memdir, event)
     return event
 
 
@@ -469,9 +504,14 @@ def add_links(
     ]
     for event in events:
         _check(event.to_line())
+        if event.to == event.target:
+            raise BadInputError(f"{event.target} cannot link to itself")
     with memdir.lock():
+        view = view_of(memdir, {event.target for event in events}, now)
+        present = {known.id for state in view for known in state.events}
+        fresh = [event for event in events if event.id not in present]
         shelf.append(
-            memdir.event_shelf, [encode_line(e.to_line()) for e in events], memdir.quarantine_dir
+            memdir.event_shelf, [encode_line(e.to_line()) for e in fresh], memdir.quarantine_dir
         )
     return events
 

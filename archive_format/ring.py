@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from . import visibility
 from .clock import format_time
 from .memdir import Memdir
 from .state import read_yaml, write_yaml
@@ -28,12 +29,17 @@ def read_ring(memdir: Memdir) -> list[dict[str, Any]]:
     return [slot for slot in slots or [] if isinstance(slot, dict)]
 
 
-def push(
-    memdir: Memdir, now: datetime, what: str, memory_id: str, text: str, size: int = RING_SIZE
-) -> None:
-    """Add an entry (caller holds the writer lock); the oldest ones beyond `size` are dropped."""
+def push(memdir: Memdir, now: datetime, what: str, memory_id: str, text: str,
+         visible: str = "normal", size: int = RING_SIZE) -> None:  # fmt: skip
+    """Add an entry (caller holds the writer lock); the oldest ones beyond `size` are dropped.
+
+    The ring stores only what it may show (visibility.py): a private memory's entry is kept
+    with its text masked, a sealed one is not kept at all."""
+    shown = visibility.present("ring", text, "durable", visible)
+    if shown is None:
+        return
     slots = read_ring(memdir)
-    slots.append({"at": format_time(now), "what": what, "id": memory_id, "text": _short(text)})
+    slots.append({"at": format_time(now), "what": what, "id": memory_id, "text": _short(shown)})
     write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})
 
 
@@ -45,6 +51,13 @@ def drop(memdir: Memdir, memory_id: str) -> None:
     if len(kept) != len(slots):
         size = data.get("size", RING_SIZE) if isinstance(data, dict) else RING_SIZE
         write_yaml(ring_path(memdir), {"size": size, "slots": kept})
+
+
+def replace_slots(memdir: Memdir, slots: list[dict[str, Any]]) -> None:
+    """Write the ring with these entries, oldest first (caller holds the writer lock)."""
+    data = read_yaml(ring_path(memdir), {}) or {}
+    size = data.get("size", RING_SIZE) if isinstance(data, dict) else RING_SIZE
+    write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})
 
 
 def _short(text: str, width: int = 120) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 LINE_KINDS = ("memory", "event", "tombstone", "recall")
-JOURNAL_KINDS = ("turn", "digest")  # lines of journal/*.jsonl
+JOURNAL_KINDS = ("turn", "digest", "tombstone")  # lines of journal/*.jsonl
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),

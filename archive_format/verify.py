@@ -67,6 +67,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
     tombstones: set[str] = set()
     events: list[tuple[str, dict[str, Any]]] = []
     recalls: list[tuple[str, dict[str, Any]]] = []
+    seen: dict[str, list[str]] = {}
     for where, line in located:
         found = line_problems(line)
         if found:
@@ -82,6 +83,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 report.problems.append(
                     f"{where}: {line['id']} appears twice with different content"
                 )
+            _seen(seen, line["id"], where)
             memories.setdefault(line["id"], line)
             if line["source"] == "teaching" and not author_is_user(line["author"]):
                 report.problems.append(
@@ -92,6 +94,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 report.problems.append(
                     f"{where}: {line['id']} does not match its content (edited by hand?)"
                 )
+            _seen(seen, line["id"], where)
             events.append((where, line))
         elif kind == "recall":
             if content_id("r", line) != line["id"]:
@@ -101,8 +104,16 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             recalls.append((where, line))
         else:
             tombstones.add(line["id"])
+    report.warnings.extend(
+        f"{memory_id} appears {len(places)} times ({', '.join(places)}): the copies count "
+        "once; `memdir sync` drops them"
+        for memory_id, places in seen.items()
+        if len(places) > 1
+    )
     known = set(memories) | tombstones
     for where, event in events:
+        if event["op"] == "link" and event.get("to") == event["target"]:
+            report.problems.append(f"{where}: {event['target']} links to itself")
         target = event["target"]
         if target not in known:
             report.problems.append(
@@ -134,11 +145,14 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 "the next write or `memdir sync` removes it"
             )
         for link in memory.get("links", ()):
-            if link["to"].startswith("m-") and link["to"] not in known:
+            if link["to"] == memory_id:
+                report.problems.append(f"{memory_id}: links to itself")
+            elif link["to"].startswith("m-") and link["to"] not in known:
                 report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
     checked, found, turns = journal.check(memdir, memories, known)
     report.lines += checked
     report.problems.extend(found)
+    report.problems.extend(_derived_mentions(memdir, tombstones | journal.forgotten_turns(memdir)))
     for where, event in events:
         if event["op"] == "link" and str(event.get("to", "")).startswith("t-"):
             if event["to"] not in turns:
@@ -163,6 +177,28 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
     return report
+
+
+def _seen(seen: dict[str, list[str]], line_id: str, where: str) -> None:
+    seen.setdefault(line_id, []).append(where)
+
+
+def _derived_mentions(memdir: Memdir, forgotten: set[str]) -> list[str]:
+    """Generated files (documents/, the console ring) that still quote a forgotten memory or
+    turn: each quotes a record beside its id, so the id is enough to find it."""
+    found = []
+    files = [*sorted(memdir.documents_dir.glob("*.md")), memdir.state_dir / "ring.yaml"]
+    for path in files:
+        if not path.is_file() or not forgotten:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        named = sorted(record_id for record_id in forgotten if record_id in text)
+        if named:
+            where = path.relative_to(memdir.root)
+            found.append(f"{where} still quotes forgotten {named[0]}"
+                         f"{f' (and {len(named) - 1} more)' if len(named) > 1 else ''}; "
+                         "`memdir sleep` writes it again")  # fmt: skip
+    return found
 
 
 def _conflicting_decisions(events: list[tuple[str, dict[str, Any]]]) -> list[str]:

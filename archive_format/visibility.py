@@ -1,40 +1,33 @@
-"""Who may see a memory or a journal turn: the one visibility rule.
+"""The one policy for what a surface may show: for every (surface, record) pair, whether the
+record appears, with its text or masked, and how it is marked (docs/POLICY.md is generated
+from `SURFACES` below, and tests/test_policy.py checks every surface against it).
 
-A memory has a `visibility`; a turn has a `visibility` and a `secrecy` (docs/FORMAT.md):
+A memory has a status (fold.py) and a `visibility`; a turn has a `visibility` and a `secrecy`
+(docs/FORMAT.md). Both fold into one *exposure*, from least to most withheld:
 
-    visibility  normal   shown
-                private  shown only to a reader who asked for private material
-                sealed   never shown (kept in the files, which the owner can read anyway)
-    secrecy     public, sensitive   shown (as its visibility says)
-                secret              never shown, whatever its visibility
+    normal     shown
+    sensitive  (a turn's secrecy) shown to the owner; never quoted verbatim into a prompt
+    private    shown only to a reader who asked for private material
+    sealed     never shown (kept in the files, which the owner can read anyway, and exports)
+    secret     (a turn's secrecy) the same as sealed, whatever the turn's visibility
 
-A visibility outside the format (a hand-edited line, a later minor version's value) is never
-shown: the rule fails closed. (Before this module, recall and the MCP `show` tool let such a
-memory through while every other surface withheld it.) A secrecy other than `secret` does not
-withhold, as every surface has always read it.
+A visibility outside the format (a hand-edited line, a later minor version's value) counts as
+sealed: the rule fails closed. A secrecy other than `secret` or `sensitive` does not withhold.
 
-Which surface asks what (they differ only in `include_private`):
+A surface gives each status and each exposure one of four outcomes (`Show`); a record gets the
+stricter of its two. `ASKED` means "left out unless the reader asked for it" (an
+`--include-private`, `--include-expired` or `--status` flag, a tool's `include_private`); what
+appears with a status or exposure other than durable/normal carries it as a marker (a
+`[provisional]` tag in text output, the `status`/`visibility` fields in `--json`).
 
-- recall (`indexers/recall`: `memdir recall`, the MCP `recall` tool) — `withheld`, with
-  `include_private` from `--include-private` or the tool's flag; the reason goes to `--explain`;
-- MCP `search` — `shown`, `include_private` from the tool's flag;
-- MCP `show` (one memory by id) — `withheld` with `include_private=True`: naming the id is
-  asking, so only sealed (or unknown) memories are refused;
-- wake and boot documents (`cli/usecases/documents.shown`) — `shown`, never private: they go
-  into a system prompt;
-- dream summaries, the raw window, the emotional arc (`journal.Turn.summarisable`) — `shown`,
-  never private;
-- MCP `journal_read` — `shown`, `include_private` from the tool's flag;
-- `memdir journal read` — masks the text of a turn `Turn.summarisable` rejects, unless `--all`.
-
-What a summary of turns may be seen by is `summary_visibility`: a summary of any sensitive turn
-is private. `memdir show`, `list`, `search` and `similar` print everything: they are the owner
-reading the files at a terminal.
+`withheld` and `shown` are the exposure rule on its own, for the readers that predate the
+matrix (recall's filter stage names the reason in `--explain`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from enum import Enum
 
 VISIBILITIES = ("normal", "private", "sealed")
@@ -73,3 +66,231 @@ def shown(visibility: str, secrecy: str = "public", *, include_private: bool = F
 def summary_visibility(secrecies: Iterable[str]) -> str:
     """The visibility of a memory summarising turns: private when any of them is sensitive."""
     return "private" if "sensitive" in secrecies else "normal"
+
+
+# the matrix ------------------------------------------------------------------------------------
+class Show(str, Enum):
+    """What a surface does with a record."""
+
+    TEXT = "text"  # it appears with its text (and its marker)
+    ASKED = "asked"  # left out unless the reader asked for it; then as TEXT
+    MASKED = "masked"  # it appears (id, time, status) with its text replaced by `[why]`
+    OMITTED = "omitted"  # it does not appear
+
+
+STATUSES = ("durable", "provisional", "expired", "rejected", "superseded", "forgotten")
+EXPOSURES = ("normal", "sensitive", "private", "sealed", "secret")
+_RANK = {Show.OMITTED: 0, Show.MASKED: 1, Show.TEXT: 2}
+
+
+def exposure(visibility: str, secrecy: str = "public") -> str:
+    """A memory's or turn's place on the one axis of `EXPOSURES` (unknown visibility: sealed)."""
+    if secrecy == "secret":
+        return "secret"
+    if visibility not in VISIBILITIES:
+        return "sealed"
+    if visibility == "normal" and secrecy == "sensitive":
+        return "sensitive"
+    return visibility
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One surface: the commands and MCP tools that are it, and its outcome per status and
+    per exposure (a turn has no status)."""
+
+    name: str
+    cli: tuple[str, ...]
+    mcp: tuple[str, ...]
+    exposure: dict[str, Show]
+    status: dict[str, Show] = field(default_factory=dict)  # empty: a surface of turns
+    asked_by: str = ""
+    note: str = ""
+    persona: Show = Show.TEXT  # a memory scoped to other personas than the one the reader named
+    kinds: tuple[str, ...] = ("memories",)  # what it shows: memories, turns or both
+
+
+def _row(*outcomes: str) -> dict[str, Show]:
+    return {name: Show(value) for name, value in zip(STATUSES, outcomes, strict=True)}
+
+
+def _exposed(*outcomes: str) -> dict[str, Show]:
+    return {name: Show(value) for name, value in zip(EXPOSURES, outcomes, strict=True)}
+
+
+_RECALLED = _row("text", "text", "asked", "omitted", "omitted", "omitted")
+_RECALLED_EXPOSURE = _exposed("text", "text", "asked", "omitted", "omitted")
+_NAMED = _row("text", "text", "text", "text", "text", "masked")
+_NAMED_EXPOSURE = _exposed("text", "text", "text", "masked", "masked")
+_LISTED_EXPOSURE = _exposed("text", "text", "masked", "masked", "masked")
+_LIVE = _row("text", "text", "omitted", "omitted", "omitted", "omitted")
+_PROMPT_EXPOSURE = _exposed("text", "omitted", "omitted", "omitted", "omitted")
+_ARCHIVED = _row("text", "text", "text", "text", "text", "masked")
+
+SURFACES: dict[str, Surface] = {
+    surface.name: surface
+    for surface in (
+        Surface("recall", ("recall",), ("recall",), _RECALLED_EXPOSURE, _RECALLED,
+                "--include-expired, --include-private (the tool's include_private)",
+                "--explain's candidate pool masks the text of what the filters drop",
+                persona=Show.OMITTED),
+        Surface("search", ("search",), ("search",), _RECALLED_EXPOSURE, _RECALLED,
+                "--include-expired, --include-private (the tool's include_private)"),
+        Surface("similar", ("similar",), (), _RECALLED_EXPOSURE, _RECALLED,
+                "--include-expired, --include-private"),
+        Surface("list", ("list",), (), _LISTED_EXPOSURE,
+                _row("text", "text", "asked", "asked", "asked", "asked"), "--status",
+                "a forgotten memory has no text: asked for, its row shows `—`",
+                persona=Show.OMITTED),
+        Surface("show", ("show", "decay"), ("show",), _NAMED_EXPOSURE, _NAMED,
+                note="naming the id is asking for it: private text is shown"),
+        Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
+        Surface("annotate", ("annotate",), (), _LISTED_EXPOSURE,
+                _row("text", "text", "text", "omitted", "omitted", "omitted"),
+                note="the index's searchable memories (an expired inference stays searchable)"),
+        Surface("journal read", ("journal read",), (),
+                _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",)),
+        Surface("journal read --all", ("journal read --all",), (),
+                _exposed("text", "text", "text", "masked", "masked"), kinds=("turns",)),
+        Surface("journal_read (MCP)", (), ("journal_read",),
+                _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private",
+                kinds=("turns",)),
+        Surface("ring", ("ring",), ("ring",), _exposed("text", "omitted", "masked", "omitted", "omitted"),
+                _LIVE, note="state/ring.yaml never stores text the ring may not show"),
+        Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE, _LIVE,
+                note="also documents/wake.md; a provisional memory is in the review queue; "
+                "turns in the raw window", kinds=("memories", "turns")),
+        Surface("boot", ("boot",), ("boot",), _PROMPT_EXPOSURE,
+                _row("text", "text", "text", "text", "omitted", "omitted"),
+                note="also documents/boot.md; expired and rejected ones as recent events"),
+        Surface("dream", ("dream", "sleep"), (),
+                _exposed("text", "text", "omitted", "omitted", "omitted"),
+                note="what a summary may quote; a summary of a sensitive turn is private",
+                kinds=("turns",)),
+        Surface("export", ("export",), (), _exposed("text", "text", "text", "text", "text"),
+                _ARCHIVED, note="a copy of the canonical files: only the owner names its file; "
+                "a forgotten memory is its tombstone", kinds=("memories", "turns")),
+        Surface("export --encrypt", ("export --encrypt",), (),
+                _exposed("text", "text", "text", "text", "text"), _ARCHIVED,
+                kinds=("memories", "turns")),
+    )
+}  # fmt: skip
+
+# Commands and tools that show no stored record's text (they write, count, or report on files).
+NO_RECORDS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "init",
+            "teach",
+            "infer",
+            "confirm",
+            "reject",
+            "expire",
+            "forget",
+            "link",
+            "journal add",
+            "journal write",
+            "journal forget",
+            "import",
+            "restore",
+        ),
+        "writes; prints ids",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "stats",
+            "verify",
+            "index",
+            "watch",
+            "sync",
+            "mcp",
+            "doctor",
+            "bench locomo",
+            "bench safety",
+        ),
+        "counts and reports; no record text",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "teach (MCP)",
+            "infer (MCP)",
+            "confirm (MCP)",
+            "reject (MCP)",
+            "forget (MCP)",
+            "link (MCP)",
+            "journal_add (MCP)",
+        ),
+        "writes; echoes only the caller's input",
+    ),  # fmt: skip
+    **dict.fromkeys(("stats (MCP)",), "counts"),
+    **dict.fromkeys(
+        ("self_read (MCP)", "self_update (MCP)", "people_read (MCP)", "person_update (MCP)"),
+        "the self and people notes, not records",
+    ),  # fmt: skip
+}
+
+
+def decide(surface: str, status: str | None, exposed: str, asked: Iterable[str] = (),
+           other_persona: bool = False) -> Show:  # fmt: skip
+    """What `surface` does with a record of this status (None: a turn) and exposure, when the
+    reader asked for the statuses and exposures in `asked` (and named a persona the memory is
+    not scoped to, `other_persona`): TEXT, MASKED or OMITTED."""
+    rule = SURFACES[surface]
+    wanted = set(asked)
+    outcomes = [(exposed, rule.exposure.get(exposed, Show.OMITTED))]
+    if status is not None and rule.status:
+        outcomes.append((status, rule.status.get(status, Show.OMITTED)))
+    if other_persona:
+        outcomes.append(("persona", rule.persona))
+    resolved = [
+        (Show.TEXT if name in wanted else Show.OMITTED) if outcome is Show.ASKED else outcome
+        for name, outcome in outcomes
+    ]
+    return min(resolved, key=_RANK.__getitem__)
+
+
+def marker(status: str | None, exposed: str) -> str:
+    """The marker a shown record carries: its status and exposure when not durable/normal."""
+    return ", ".join(
+        part
+        for part in (
+            status if status != "durable" else None,
+            exposed if exposed != "normal" else None,
+        )
+        if part  # fmt: skip
+    )
+
+
+def present(surface: str, text: str, status: str | None, visibility: str,
+            secrecy: str = "public", asked: Iterable[str] = ()) -> str | None:  # fmt: skip
+    """The text `surface` may show for a record, `[why]` when masked, None when left out."""
+    exposed = exposure(visibility, secrecy)
+    outcome = decide(surface, status, exposed, asked)
+    if outcome is Show.OMITTED:
+        return None
+    if outcome is Show.MASKED:
+        return f"[{exposed if exposed != 'normal' else status}]"
+    return text
+
+
+def matrix_markdown() -> str:
+    """The matrix as markdown tables (docs/POLICY.md holds this; a test keeps it in step)."""
+    columns = [*STATUSES, *EXPOSURES, "other persona"]
+    out = ["| surface | commands | MCP tools | " + " | ".join(columns) + " | asked by |",
+           "|---|---|---|" + "---|" * len(columns) + "---|"]  # fmt: skip
+    for surface in SURFACES.values():
+        cells = [surface.status[name].value if surface.status else "·" for name in STATUSES]
+        cells += [surface.exposure[name].value for name in EXPOSURES]
+        cells.append(surface.persona.value if "memories" in surface.kinds else "·")
+        commands = ", ".join(f"`{name}`" for name in surface.cli) or "—"
+        tools = ", ".join(f"`{name}`" for name in surface.mcp) or "—"
+        out.append(f"| {surface.name} | {commands} | {tools} | " + " | ".join(cells)
+                   + f" | {surface.asked_by or '—'} |")  # fmt: skip
+    out += ["", "Notes:", ""]
+    out += [f"- **{s.name}**: {s.note}" for s in SURFACES.values() if s.note]
+    out += ["", "Showing no record's text:", ""]
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in NO_RECORDS.items():
+        by_reason.setdefault(reason, []).append(f"`{name}`")
+    out += [f"- {reason}: {', '.join(names)}" for reason, names in by_reason.items()]
+    return "\n".join(out) + "\n"

@@ -14,6 +14,7 @@ from memdir.archive_format.errors import ExitStatus, MemdirError
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
 from .commands import continuity as continuity_commands
+from .commands import doctor as doctor_commands
 from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
@@ -31,7 +32,7 @@ app = typer.Typer(
     name="memdir",
     help="Long-term memory for LLM assistants, kept as plain files you can read, grep and version.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -75,6 +76,7 @@ archive_commands.register(app)
 mcp_commands.register(app)
 imports_commands.register(app)
 sync_commands.register(app)
+doctor_commands.register(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

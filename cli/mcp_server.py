@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
-from memdir.archive_format import clock, journal, lifecycle, people, ring
+from memdir.archive_format import clock, journal, lifecycle, people
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
-from memdir.archive_format.visibility import shown, withheld
 
 from . import parameters
 from .usecases import provenance
@@ -190,7 +189,14 @@ class MemdirTools:
     ) -> dict[str, Any]:
         """Erase a memory's text for good (privacy), leaving a tombstone. Needs the user's
         request quoted from a recent trusted user turn (24 h by default)."""
-        return provenance.forget(self.memdir, memory_id, quote, self._now(), self.window).to_dict()
+        from .usecases.forgetting import documents_present, refresh_derived
+
+        now = self._now()
+        present = documents_present(self.memdir)
+        outcome = provenance.forget(self.memdir, memory_id, quote, now, self.window)
+        if outcome.done:
+            refresh_derived(self.memdir, now, present)
+        return outcome.to_dict()
 
     def link(
         self,
@@ -241,33 +247,21 @@ class MemdirTools:
         k: Annotated[int, Field(ge=1, le=100)] = 10,
         include_private: bool = False,
     ) -> dict[str, Any]:
-        """Plain full-text search (BM25) over live memories, with highlighted snippets."""
+        """Plain full-text search (BM25) over live memories, with highlighted snippets. Each
+        result says its status (a provisional inference is marked) and visibility."""
+        from .usecases.recall import search
+
         index = self._index()
-        try:
-            if index.needs_update():
-                index.update()
-                self._keep_models(index)
-            hits = index.search(query, k=k * 2)
-            lines = index.catalog.memories_by_id(hit.id for hit in hits)
-        finally:
-            index.close()
-        results = [
-            {"id": hit.id, "text": hit.text, "score": round(hit.score, 4), "snippet": hit.snippet,
-             "status": lines[hit.id].status, "source": lines[hit.id].line["source"]}
-            for hit in hits
-            if hit.id in lines
-            and shown(lines[hit.id].line.get("visibility", "normal"), include_private=include_private)
-        ][:k]  # fmt: skip
+        results = search(self.memdir, query, self._now(), k, "search",
+                         ("private",) if include_private else (), index)  # fmt: skip
+        self._keep_models(index)
         return {"query": query, "results": results}
 
     def show(self, memory_id: MemoryId) -> dict[str, Any]:
         """One memory with its current status, provenance and history of events."""
         state = lifecycle.load_view(self.memdir, self._now()).resolve(memory_id)
-        # naming the id is asking for it: private is shown, sealed never
-        hidden = withheld(state.memory.visibility, include_private=True) if state.memory else None
-        if hidden is not None:
-            raise _Refused(f"{state.id} is {hidden.value}: it is never shown")
-        return state.to_dict()
+        # naming the id is asking for it: private is shown, sealed never (masked)
+        return state.shown_on("show") or {"id": state.id, "status": state.status}
 
     def stats(self) -> dict[str, Any]:
         """Counts of memories by status, source and store, and of journal turns."""
@@ -324,19 +318,23 @@ class MemdirTools:
         import (true) or from an MCP client (false)."""
         now = self._now()
         start = clock.parse_time(since, "since") if since else None
+        asked = ("private",) if include_private else ()
         chosen = [
             turn
             for turn in journal.read_journal(self.memdir, until=now).turns
             if (session is None or turn.session == session)
             and (role is None or turn.role == role)
             and (start is None or turn.moment >= start)
-            and shown(turn.visibility, turn.secrecy, include_private=include_private)
+            and turn.text_on("journal_read (MCP)", asked) is not None
         ][-limit:]
         return {"turns": [{**turn.to_line(), "trusted": turn.trusted} for turn in chosen]}
 
     def ring(self) -> dict[str, Any]:
-        """The console ring: the last 30 things that were live (taught, confirmed, recalled)."""
-        return {"slots": ring.read_ring(self.memdir)}
+        """The console ring, newest first: the last 30 things that were live (taught, confirmed,
+        recalled) and still are; a private memory's text is masked."""
+        from .usecases.documents import ring_slots
+
+        return {"slots": ring_slots(self.memdir, self._now())}
 
     def wake(
         self,
@@ -442,15 +440,46 @@ def _serialised(method: F, lock: threading.Lock, tool_error: type[Exception]) ->
     return call  # type: ignore[return-value]
 
 
+def _argument_error(tool: str, error: Any) -> str:
+    """The first rejected argument of a validation error, as one readable line."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "arguments"
+    message = str(first.get("msg", "invalid")).replace("Input should be", "expected")
+    more = len(error.errors()) - 1
+    return f"{tool}: invalid argument {where}: {message}" + (f" (and {more} more)" if more else "")
+
+
 def build_server(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) -> Any:
     """The MCPServer with every tool registered (also used in-process by tests)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
+    from pydantic import ValidationError
 
     from memdir import __version__
 
-    server = MCPServer(
+    class StrictServer(MCPServer):
+        """Unknown arguments are refused (a misspelt field must not look like success), and a
+        rejected argument is one line naming it, without the validator's own report."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tool = self._tool_manager.get_tool(name)
+            if tool is not None:
+                known = set(tool.parameters.get("properties", {}))
+                unknown = sorted(set(arguments) - known)
+                if unknown:
+                    raise ToolError(
+                        f"{name}: unknown argument {', '.join(map(repr, unknown))}; "
+                        f"it takes {', '.join(sorted(known)) or 'none'}"
+                    )
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as error:
+                if isinstance(error.__cause__, ValidationError):
+                    raise ToolError(_argument_error(name, error.__cause__)) from None
+                raise
+
+    server = StrictServer(
         "memdir",
         title="memdir",
         version=__version__,

@@ -15,6 +15,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 # context.py; a module's own options stand at its top).
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
+IncludeExpiredOpt = Annotated[
+    bool,
+    typer.Option("--include-expired", help="Also expired inferences (recall weighs them 0.2)."),
+]
+IncludePrivateOpt = Annotated[
+    bool, typer.Option("--include-private", help="Also private memories.")
+]
 
 
 def group(name: str, declaration: Callable[..., Any]) -> Callable[[F], F]:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from .layout import Column, fit, width
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from memdir.archive_format.memdir import Memdir
 
 
 def emit_json(data: Any) -> None:
@@ -23,13 +29,50 @@ def note(message: str) -> None:
 def console() -> Console:
     from rich.console import Console
 
-    # Piped output is read by people in pagers and files: do not squeeze it to 80 columns.
-    width = None if sys.stdout.isatty() else 160
-    return Console(highlight=False, soft_wrap=False, width=width)
+    # rich honours $COLUMNS and the terminal's width; no width is forced on a pipe.
+    return Console(highlight=False, soft_wrap=False)
 
 
-def shorten(text: str | None, width: int = 70) -> str:
-    if text is None:
-        return "—"
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+def print_table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    memdir: Memdir | None = None,
+    header: bool = True,
+) -> None:
+    """A table on stdout laid out for the terminal (layout.py); ids give way to unique
+    prefixes when it is narrow."""
+    from memdir.archive_format.lifecycle import short_ids
+
+    room = width()
+    ids = [cell for row in rows for column, cell in zip(columns, row, strict=True) if column.ident]
+    short = (lambda: short_ids(memdir, ids)) if memdir is not None and ids else None
+    for line in fit(columns, rows, room, short, header).lines:
+        sys.stdout.write(line + "\n")
+
+
+def readable(value: Any) -> str:
+    """A field's value for people: no Python reprs (None, True, {…}, […])."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        if set(value) == {"type", "to"}:
+            return f"{value['type']} → {value['to']}"
+        return ", ".join(f"{key} {readable(item)}" for key, item in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return "; ".join(readable(item) for item in value) or "none"
+    return str(value)
+
+
+def print_fields(data: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
+    """`name:  value` lines, values made readable, empty ones left out."""
+    shown = {k: v for k, v in data.items() if v not in (None, [], {}, "") and k not in skip}
+    pad = max((len(name) for name in shown), default=0) + 2
+    room = width()
+    for name, value in shown.items():
+        text = readable(value)
+        lines = textwrap.wrap(text, room - pad, break_on_hyphens=False) if room else [text]
+        sys.stdout.write(f"{name + ':':<{pad}}{lines[0] if lines else ''}\n")
+        for line in lines[1:]:
+            sys.stdout.write(" " * pad + line + "\n")

@@ -126,6 +126,8 @@ class IndexReader:
                     {
                         "id": memory.id,
                         "text": memory.text,
+                        "status": memory.status,
+                        "visibility": memory.line.get("visibility", "normal"),
                         "valence": affect.get("valence", 0.0),
                         "arousal": affect.get("arousal", 0.0),
                         "chord": affect.get("chord", {}),

@@ -202,7 +202,7 @@ class SyncMachine(RuleBasedStateMachine):
         clone = self.clones[which]
         live = clone.live()
         source, target = self._pick(which, pick, live), self._pick(which, other, live)
-        if source is not None and target is not None:
+        if source is not None and target is not None and source != target:  # self: refused
             TALLY.count("link")
             lifecycle.link(clone.memdir, source, target, "related", self.now)
 

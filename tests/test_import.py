@@ -16,7 +16,7 @@ from memdir.archive_format.errors import FormatError, LifecycleError, NotFoundEr
 from memdir.archive_format.imports import read_manifest
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.usecases import provenance
-from memdir.cli.usecases.imports import import_file, source_id, undo
+from memdir.cli.usecases.imports import detect, import_file, source_id, undo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 NOW = T0_DT + timedelta(days=400)  # 2027: after every conversation in the fixtures
@@ -174,8 +174,46 @@ def test_the_command_line(md: Memdir, cli: Callable[..., Run]) -> None:
     bad = cli("--dir", str(md.root), "import", str(FIXTURES / "claude-malformed.json"),
               "--format", "claude")  # fmt: skip
     assert bad.code == 6 and "message 2: unknown sender" in bad.err.splitlines()[0]
-    missing = cli("--dir", str(md.root), "import", str(path))
+    detected = cli("--dir", str(md.root), "import", str(path))  # no --format: detected
+    assert detected.code == 0 and detected.out.strip() == source, detected
+    assert "0 added, 5 already present" in detected.err
+    unknown = md.root.parent / "notes.json"
+    unknown.write_text('[{"title": "not a conversation"}]')
+    missing = cli("--dir", str(md.root), "import", str(unknown))
     assert missing.code == 8 and "--format" in missing.err
     done = cli("--dir", str(md.root), "import", "--undo", source)
     assert done.code == 0 and "removed 5 turn(s)" in done.err
     assert turn_lines(md) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("chatgpt-conversations.json", "chatgpt"), ("claude-conversations.json", "claude"),
+     ("transcript.jsonl", "jsonl")],
+)  # fmt: skip
+def test_the_format_is_detected_from_the_content(
+    md: Memdir, tmp_path: Path, name: str, fmt: str
+) -> None:
+    renamed = tmp_path / "export.txt"  # no telling extension: the content decides
+    renamed.write_bytes((FIXTURES / name).read_bytes())
+    assert detect(renamed.read_bytes(), renamed.name) == fmt
+    report = import_file(md, renamed, None, NOW)
+    assert report.format == fmt and report.added > 0
+    assert read_manifest(md)[report.source]["format"] == fmt
+
+
+def test_skip_malformed_skips_a_bad_jsonl_line_and_keeps_its_session(
+    md: Memdir, cli: Callable[..., Run], tmp_path: Path
+) -> None:
+    lines = (FIXTURES / "transcript.jsonl").read_text().splitlines()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([lines[0], '{"role": "user", "content": oops', *lines[1:]]) + "\n")
+    refused = cli("--dir", str(md.root), "import", str(broken))
+    assert refused.code == 6 and "broken.jsonl:2" in refused.err and "not valid JSON" in refused.err
+    assert turn_lines(md) == []
+    done = cli("--dir", str(md.root), "import", str(broken), "--skip-malformed")
+    assert done.code == 0, done
+    assert "skipped broken.jsonl:2" in done.err
+    texts = [turn["text"] for turn in turn_lines(md)]
+    assert len(texts) == len(lines)  # every good line, the first session's included
+    assert "I'm moving to Lisbon in September." in texts

@@ -871,7 +871,10 @@ def test_search_snippets_and_json_shapes(md: Memdir) -> None:
     hits = cli_json("search", "Lisbon", root=md.root)
     assert len(hits) == 2
     for hit in hits:
-        assert set(hit) == {"id", "text", "score", "snippet"}
+        # each hit marked with its status and visibility (the policy's markers)
+        assert set(hit) == {"id", "text", "score", "snippet", "status", "visibility", "source",
+                            "marker"}  # fmt: skip
+        assert (hit["status"], hit["visibility"], hit["marker"]) == ("durable", "normal", "")
         assert re.fullmatch(r"m-[0-9a-f]{16}", hit["id"]) and isinstance(hit["score"], float)
         assert "[Lisbon]" in hit["snippet"] and "Lisbon" in hit["text"]
     assert hits[0]["score"] >= hits[1]["score"]
@@ -882,7 +885,8 @@ def test_search_snippets_and_json_shapes(md: Memdir) -> None:
     similar = cli_json("similar", "my sibling's music teaching", "--k", "4", root=md.root)
     assert len(similar) == 4 and similar[0]["text"] == TEXTS[1]
     for hit in similar:
-        assert set(hit) == {"id", "text", "score"} and -1.0 <= hit["score"] <= 1.0
+        assert set(hit) == {"id", "text", "score", "status", "visibility", "source", "marker"}
+        assert -1.0 <= hit["score"] <= 1.0
     assert [hit["score"] for hit in similar] == sorted((h["score"] for h in similar), reverse=True)
 
     plain = run_cli("search", "Lisbon", root=md.root)

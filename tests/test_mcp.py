@@ -110,6 +110,11 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
                                         values={"relation": "brother"})  # fmt: skip
             seen["people"] = await call("people_read")
             seen["missing"] = await call("show", memory_id="m-ffffffffffff")
+            seen["self_before"] = await call("self_read")
+            seen["misspelt"] = await call("self_update", field="tone", value="chatty")
+            seen["self_after"] = await call("self_read")
+            seen["extra"] = await call("recall", query="coffee", budjet=10)
+            seen["wrong_type"] = await call("wake", budget="lots")
         return seen
 
     seen = anyio.run(scenario)
@@ -136,7 +141,18 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
     assert quoted["session"] == "chat-1"  # the quoted turn's session
     assert "coffee black" in quoted["meta"]["evidence"]
     assert seen["stale"]["stored_as"] == "inference"  # the user said it, but years ago
-    assert "validation error" in seen["user_turn"]["error"]
+    # rejected arguments: one line that names them, no validator report
+    for name in ("user_turn", "misspelt", "extra", "wrong_type"):
+        error = seen[name]["error"]
+        assert "\n" not in error and "validation error" not in error, (name, error)
+        assert "pydantic" not in error and "type=" not in error, (name, error)
+    assert seen["user_turn"]["error"].startswith("journal_add: invalid argument role: expected")
+    assert seen["misspelt"]["error"] == (
+        "self_update: unknown argument 'field', 'value'; it takes remove, values"
+    )
+    assert seen["self_after"] == seen["self_before"]  # nothing changed
+    assert "unknown argument 'budjet'" in seen["extra"]["error"]
+    assert seen["wrong_type"]["error"].startswith("wake: invalid argument budget:")
     assert seen["teach_after_mcp_user_turn"]["stored_as"] == "inference"
     # confirm needs the user's later words
     assert seen["confirm_unbacked"]["done"] is False

@@ -7,11 +7,23 @@ from typing import Annotated, Any
 import typer
 
 from memdir.archive_format import ring as ring_file
+from memdir.archive_format import visibility
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
-from memdir.cli.render import console, emit_json, note, shorten
+from memdir.cli.layout import Column, flat
+from memdir.cli.render import console, emit_json, note, print_table
 
+RING_COLUMNS = (
+    Column("at", drop=1),
+    Column("what"),
+    Column("id", ident=True),
+    Column("text", text=True),
+)
+DREAM_COLUMNS = (
+    Column("memory", ident=True), Column("turns"), Column("withheld", drop=1),
+    Column("text", text=True),
+)  # fmt: skip
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what it would do; write nothing.")]
 
 
@@ -24,13 +36,19 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir ring --json
         """
-        slots = list(reversed(ring_file.read_ring(context.open_memdir(ctx))))
+        from memdir.cli.usecases.documents import ring_slots
+
+        slots = ring_slots(context.open_memdir(ctx), context.now(ctx, None))
         if json_:
             emit_json(slots)
             return
+        rows = []
         for slot in slots:
-            typer.echo(f"{slot.get('at')}  {slot.get('what', ''):<9} {slot.get('id')}  "
-                       f"{shorten(str(slot.get('text', '')), 90)}")  # fmt: skip
+            masked = slot["text"] == f"[{slot['visibility']}]"
+            tag = visibility.marker(slot["status"], "normal" if masked else slot["visibility"])
+            text = flat(str(slot.get("text", ""))) + (f"  [{tag}]" if tag else "")
+            rows.append((str(slot.get("at")), str(slot.get("what", "")), str(slot.get("id")), text))
+        print_table(RING_COLUMNS, rows, context.open_memdir(ctx), header=False)
         note(f"{len(slots)} of {ring_file.RING_SIZE} slots used")
 
     @app.command()
@@ -57,6 +75,9 @@ def register(app: typer.Typer) -> None:
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
             )
         data = describe(memdir, state.memory.to_line(), moment)
+        data.update(
+            text=state.text_on("show"), status=state.status, visibility=state.memory.visibility
+        )
         if json_:
             emit_json(data)
             return
@@ -79,9 +100,12 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(report.to_dict())
             return
-        for group in report.to_dict()["groups"]:
-            typer.echo(f"{group['memory'] or '(withheld)'}  {group['turns']} turns, "
-                       f"{group['withheld']} withheld  {shorten(group['text'], 90)}")  # fmt: skip
+        rows = [
+            (group["memory"] or "(withheld)", f"{group['turns']} turns",
+             f"{group['withheld']} withheld", flat(group["text"]))
+            for group in report.to_dict()["groups"]
+        ]  # fmt: skip
+        print_table(DREAM_COLUMNS, rows, context.open_memdir(ctx), header=False)
         note(f"{len(report.planned)} group(s){' (dry run)' if dry_run else ''}, "
              f"{report.open_groups} still open")  # fmt: skip
 
@@ -162,7 +186,7 @@ def render_sleep(data: dict[str, Any]) -> None:
 
 
 def render_decay(data: dict[str, Any]) -> None:
-    typer.echo(f"{data['id']}  {shorten(data['text'], 80)}")
+    typer.echo(f"{data['id']}  {flat(data['text'])}")
     typer.echo(
         f"fidelity {data['fidelity']:.3f}  (stability {data['stability_days']:.1f} d, "
         f"{data['elapsed_days']:.1f} d since {data['last_rehearsal']}, "

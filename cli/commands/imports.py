@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
             typer.Argument(metavar="FILE", help="The export: conversations.json or a .jsonl."),
         ] = None,
         format_: Annotated[
-            str | None, typer.Option("--format", "-f", help="chatgpt | claude | jsonl.")
+            str | None,
+            typer.Option("--format", "-f", help="chatgpt | claude | jsonl (default: detected)."),
         ] = None,
         undo: Annotated[
             str | None,
@@ -31,7 +32,8 @@ def register(app: typer.Typer) -> None:
         skip_malformed: Annotated[
             bool,
             typer.Option(
-                "--skip-malformed", help="Import the good conversations, skip malformed ones."
+                "--skip-malformed",
+                help="Import the rest; skip malformed conversations (and bad JSONL lines).",
             ),
         ] = False,
         visibility: Annotated[
@@ -48,7 +50,9 @@ def register(app: typer.Typer) -> None:
         Re-importing adds nothing; `--undo SOURCE` removes exactly what one import added. User
         turns are the user's (trusted); assistant text never becomes a teaching.
 
-        Example: memdir import ~/Downloads/conversations.json --format chatgpt
+        The format (chatgpt, claude, jsonl) is detected from the content; --format overrides.
+
+        Example: memdir import ~/Downloads/conversations.json
         """
         from memdir.archive_format.imports import read_manifest
         from memdir.cli.usecases.imports import FORMATS, import_file
@@ -74,8 +78,8 @@ def register(app: typer.Typer) -> None:
             note(f"removed {removed} turn(s) of import {undo}")
             return
         if file is None:
-            raise BadInputError("no FILE given", hint="memdir import FILE --format chatgpt")
-        if format_ not in FORMATS:
+            raise BadInputError("no FILE given", hint="memdir import FILE")
+        if format_ is not None and format_ not in FORMATS:
             raise BadInputError(
                 f"--format must be one of {', '.join(FORMATS)}"
                 + (f", not {format_!r}" if format_ else ""),

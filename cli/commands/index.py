@@ -8,13 +8,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from memdir.archive_format import visibility
+
 from .. import context
-from ..render import emit_json, note, shorten
+from ..layout import Column, flat
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
+from ..render import emit_json, note, print_fields, print_table
 
 if TYPE_CHECKING:
+    from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex, Progress
-    from memdir.indexers.reader import Hit
 
+HIT_COLUMNS = (Column("id", ident=True), Column("score", right=True), Column("text", text=True))
+AFFECT_COLUMNS = (
+    Column("id", ident=True), Column("valence"), Column("arousal"), Column("annotator", drop=1),
+    Column("text", text=True),
+)  # fmt: skip
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
 
 
@@ -48,17 +57,32 @@ def open_index(ctx: typer.Context) -> MemoryIndex:
         return fresh_index(context.open_memdir(ctx), advance)
 
 
-def show_hits(hits: list[Hit], json_: bool, snippets: bool) -> None:
-    """`search` and `similar` results: id, score and text (the highlighted snippet, if any)."""
+def show_hits(memdir: Memdir, rows: list[dict[str, Any]], json_: bool) -> None:
+    """`search` and `similar` results: id, score and text (the highlighted snippet, if any),
+    marked with a status or visibility other than durable/normal."""
     if json_:
-        rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4)} for h in hits]
-        if snippets:
-            rows = [{**row, "snippet": h.snippet} for row, h in zip(rows, hits, strict=True)]
         emit_json(rows)
         return
-    width = 7 if snippets else 6  # BM25 scores run to tens, cosines stay below one
-    for hit in hits:
-        typer.echo(f"{hit.id}  {hit.score:{width}.3f}  {shorten(hit.snippet or hit.text, 100)}")
+    if not rows:
+        note("no results")
+        return
+    table = []
+    for row in rows:
+        tag = f"  [{row['marker']}]" if row["marker"] else ""
+        text = flat(row.get("snippet") or row["text"]) + tag
+        table.append((row["id"], f"{row['score']:.3f}", text))
+    print_table(HIT_COLUMNS, table, memdir, header=False)
+
+
+def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired: bool,
+          include_private: bool, now: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    from memdir.cli.usecases.recall import search
+
+    asked = {
+        name for name, on in (("expired", include_expired), ("private", include_private)) if on
+    }
+    memdir = context.open_memdir(ctx)
+    return search(memdir, query, context.now(ctx, now), k, surface, asked, open_index(ctx))
 
 
 def register(app: typer.Typer) -> None:
@@ -85,8 +109,11 @@ def register(app: typer.Typer) -> None:
             if json_:
                 emit_json(data)
                 return
-            for name, value in data.items():
-                typer.echo(f"{name + ':':<20} {value}")
+            vectors = data["vector_base"]
+            data["vector_base"] = f"{vectors['kind']}, {vectors['size']} vectors"
+            if data.get("embedder_warning") is None:
+                data.pop("embedder_warning", None)
+            print_fields(data)
             return
         with progress_bar() as advance:
             report = memory_index.update(advance, rebuild=rebuild)
@@ -105,13 +132,17 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="Words to look for (full text, English stemming).")
         ],
         k: KOpt = 10,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
         Example: memdir search "coffee order" --k 5
         """
-        show_hits(open_index(ctx).search(query, k), json_, snippets=True)
+        rows = _hits(ctx, query, k, "search", include_expired, include_private, now)
+        show_hits(context.open_memdir(ctx), rows, json_)
 
     @app.command()
     def similar(
@@ -120,13 +151,17 @@ def register(app: typer.Typer) -> None:
             str, typer.Argument(help="A sentence; memories closest in meaning are shown.")
         ],
         k: KOpt = 10,
+        include_expired: IncludeExpiredOpt = False,
+        include_private: IncludePrivateOpt = False,
         json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
     ) -> None:
         """Vector search only: memories closest in meaning (cosine similarity).
 
         Example: memdir similar "what does the user drink in the morning"
         """
-        show_hits(open_index(ctx).similar(query, k), json_, snippets=False)
+        rows = _hits(ctx, query, k, "similar", include_expired, include_private, now)
+        show_hits(context.open_memdir(ctx), rows, json_)
 
     @app.command()
     def annotate(
@@ -148,12 +183,21 @@ def register(app: typer.Typer) -> None:
             note(
                 f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
             )
-        rows = memory_index.affects()
+        rows = [
+            {
+                **row,
+                "text": visibility.present(
+                    "annotate", row["text"], row["status"], row["visibility"]
+                ),
+            }
+            for row in memory_index.affects()
+        ]
         if json_:
             emit_json(rows)
             return
-        for row in rows:
-            typer.echo(
-                f"{row['id']}  v={row['valence']:+.2f} a={row['arousal']:.2f}  "
-                f"{row['annotator']:<12} {shorten(row['text'], 60)}"
-            )
+        table = [
+            (row["id"], f"v={row['valence']:+.2f}", f"a={row['arousal']:.2f}", row["annotator"],
+             flat(row["text"]))
+            for row in rows
+        ]  # fmt: skip
+        print_table(AFFECT_COLUMNS, table, context.open_memdir(ctx), header=False)

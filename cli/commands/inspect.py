@@ -14,8 +14,18 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.verify import verify as verify_memdir
 
 from .. import context
-from ..render import console, emit_json, note, shorten
+from ..layout import Column, flat, width, wrap
+from ..render import emit_json, note, print_fields, print_table
 
+LIST_COLUMNS = (
+    Column("id", ident=True),
+    Column("created", drop=2),
+    Column("status"),
+    Column("source", drop=3),
+    Column("type", drop=1),
+    Column("text", text=True),
+)
+LOG_COLUMNS = (Column("at"), Column("what"), Column("detail", text=True))
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")]
 
 
@@ -88,14 +98,11 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir show m-3f9a --json
         """
-        data = resolved(ctx, memory_id, now).to_dict()
+        data = resolved(ctx, memory_id, now).shown_on("show") or {}
         if json_:
             emit_json(data)
             return
-        for name, value in data.items():
-            if value in (None, [], {}) or name == "events":
-                continue
-            typer.echo(f"{name + ':':<14} {value}")
+        print_fields(data, skip=("events",))
 
     @app.command()
     def log(
@@ -110,12 +117,14 @@ def register(app: typer.Typer) -> None:
         """
         state = resolved(ctx, memory_id, now)
         steps = history(state)
+        text = state.text_on("log")
         if json_:
-            emit_json({"id": state.id, "status": state.status, "history": steps})
+            emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
             return
-        typer.echo(f"{state.id}  now {state.status}")
-        for step in steps:
-            typer.echo(f"  {step['at'] or '':<21} {step['what']:<11} {step['detail'] or ''}")
+        for line in wrap(f"{state.id}  now {state.status}: {flat(text)}", width()):
+            typer.echo(line)
+        rows = [(step["at"] or "", step["what"] or "", step["detail"] or "") for step in steps]
+        print_table(LOG_COLUMNS, rows, header=False)
 
     @app.command("list")
     def list_command(
@@ -161,32 +170,25 @@ def register(app: typer.Typer) -> None:
                 hint=f"use one of {', '.join(STATUSES)}, all",
             )
         view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)]
+        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)
+                  and s.text_on("list", wanted) is not None]  # fmt: skip
         chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
         chosen = chosen[:limit] if limit else chosen
         if json_:
-            emit_json([state.to_dict() for state in chosen])
+            emit_json([state.shown_on("list", wanted) for state in chosen])
             return
-        from rich.table import Table
-
-        table = Table(box=None, pad_edge=False)
-        for column, width in (
-            ("id", 18),
-            ("created", 16),
-            ("status", 11),
-            ("source", 11),
-            ("type", None),
-        ):
-            table.add_column(column, no_wrap=True, min_width=width, max_width=width or 18)
-        table.add_column("text", no_wrap=True, overflow="ellipsis", ratio=1)
-        for state in chosen:
-            memory = state.memory
-            table.add_row(
-                state.id, state.created[:16].replace("T", " "), state.status,
-                memory.source if memory else "—", (memory.type_label or "") if memory else "",
-                shorten(memory.text if memory else None),
-            )  # fmt: skip
-        console().print(table)
+        rows = [
+            (
+                state.id,
+                state.created[:16].replace("T", " "),
+                state.status,
+                state.memory.source if state.memory else "—",
+                (state.memory.type_label or "") if state.memory else "",
+                flat(state.text_on("list", wanted) if state.memory else None),
+            )
+            for state in chosen
+        ]
+        print_table(LIST_COLUMNS, rows, context.open_memdir(ctx))
         note(f"{len(chosen)} memories")
 
     @app.command()

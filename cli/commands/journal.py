@@ -11,7 +11,8 @@ import typer
 from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
-from memdir.cli.commands.lifecycle import read_text
+from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text
+from memdir.cli.layout import width, wrap
 from memdir.cli.parameters import SessionOpt, VisibilityOpt
 from memdir.cli.render import emit_json, note
 
@@ -120,9 +121,13 @@ def read(
     if json_:
         emit_json(rows)
         return
+    room = width()
     for row in rows:
         tags = f"  <- {', '.join(row['summarised_by'])}" if row["summarised_by"] else ""
-        typer.echo(f"{row['at']} [{row['session']}] {row['role']}: {row['text']}{tags}")
+        for line in wrap(
+            f"{row['at']} [{row['session']}] {row['role']}: {row['text']}{tags}", room
+        ):
+            typer.echo(line)
 
 
 def _since(value: str | None, now: datetime) -> datetime | None:
@@ -161,6 +166,39 @@ def write(
         emit_json(entry.to_dict())
         return
     typer.echo(str(entry.path.relative_to(memdir.root)))
+
+
+@journal_app.command("forget")
+def forget(
+    ctx: typer.Context,
+    turn_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="[ID]...", help="Turn ids (t-…) or prefixes.")
+    ] = None,
+    session: SessionOpt = None,
+    json_: context.JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """Forget journal turns: their text leaves every file under the memdir.
+
+    The turns give way to tombstones; digests naming them and the dream summaries those name
+    are removed (the next dream summarises the group's other turns again); the ring, boot and
+    wake documents and the index are refreshed in the same command. Prints what was forgotten.
+
+    Example: memdir journal forget --session s1
+    """
+    from memdir.cli.usecases.forgetting import forget_turns
+
+    if not turn_ids and session is None:
+        raise BadInputError("nothing to forget", hint="give turn ids or --session SESSION")
+    memdir = context.open_memdir(ctx)
+    done = forget_turns(memdir, turn_ids or [], session, context.now(ctx, now))
+    if json_:
+        emit_json(done.to_dict())
+        return
+    for forgotten in (*done.turns, *done.memories):
+        typer.echo(forgotten)
+    note(f"{len(done.turns)} turn(s), {len(done.digests)} digest(s) and {len(done.memories)} "
+         f"summary memory(ies) forgotten; {GIT_HISTORY_NOTE}")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

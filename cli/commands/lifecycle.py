@@ -62,6 +62,13 @@ MemoryIdArg = Annotated[
 ]
 
 
+GIT_HISTORY_NOTE = (
+    "the text is gone from every file under the memdir, but git history still holds it if the "
+    "memdir was committed; to purge it, rewrite history (e.g. `git filter-repo --replace-text "
+    "FILE`) and force-push every clone"
+)
+
+
 def read_text(text: str) -> str:
     """The argument itself, or standard input when it is '-'."""
     if text != "-":
@@ -255,18 +262,23 @@ def register(app: typer.Typer) -> None:
         memory_id: MemoryIdArg,
         now: context.NowOpt = None,
     ) -> None:
-        """Remove a memory's text from the shelves (atomic compaction), leaving a tombstone.
+        """Remove a memory's text from every file under the memdir, leaving a tombstone.
+
+        The shelves are compacted atomically; the ring, boot and wake documents and the index
+        are refreshed in the same command. A turn id (t-…) forgets that journal turn.
 
         Example: memdir forget m-3f9a
         """
-        memdir = context.open_memdir(ctx)
-        memory = lifecycle.forget(memdir, memory_id, context.now(ctx, now))
-        typer.echo(memory)
-        note(
-            f"{memory}: the text is gone from the shelves, but git history still holds it if the "
-            "memdir was committed; to purge it, rewrite history (e.g. `git filter-repo "
-            "--replace-text FILE`) and force-push every clone"
-        )
+        from memdir.cli.usecases.forgetting import forget_memory, forget_turns
+
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        if memory_id.startswith("t-"):
+            done = forget_turns(memdir, [memory_id], None, moment)
+        else:
+            done = forget_memory(memdir, memory_id, moment)
+        for forgotten in (*done.turns, *done.memories):
+            typer.echo(forgotten)
+        note(GIT_HISTORY_NOTE)
 
     @app.command()
     def link(

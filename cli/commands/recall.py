@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.lifecycle import short_ids
+from memdir.archive_format.visibility import marker
 
-from .. import context
-from ..render import console, emit_json, shorten
+from .. import context, layout
+from ..layout import Column, fit, flat, rule, wrap
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
+from ..render import emit_json
 from ..usecases.prompt import DEFAULT_BUDGET
 from .index import progress_bar
 from .lifecycle import read_text
@@ -28,12 +34,6 @@ ProfileOpt = Annotated[
 ]
 BudgetOpt = Annotated[
     int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
-]
-IncludeExpiredOpt = Annotated[
-    bool, typer.Option("--include-expired", help="Also recall expired inferences (weight 0.2).")
-]
-IncludePrivateOpt = Annotated[
-    bool, typer.Option("--include-private", help="Also recall private memories.")
 ]
 PersonaOpt = Annotated[str | None, typer.Option("--persona", help="Recall as this persona.")]
 NoCounterweightsOpt = Annotated[
@@ -55,6 +55,9 @@ SHOWN = {  # explain-table column → component
     "spk": "speaker", "sess": "session", "aff": "affect", "deg": "degree", "rec": "recency",
     "imp": "importance", "kw": "keyword", "decay": "decay",
 }  # fmt: skip
+# which components give way first when the explain table is short of width (last: first)
+DROP_ORDER = ("sem", "bm25", "rec", "decay", "aff", "deg", "imp", "kw", "spk", "sess",
+              "ctx·sem", "ctx·bm25")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
@@ -103,11 +106,19 @@ def register(app: typer.Typer) -> None:
             data = result.to_dict(explain=explain)
             emit_json({**data, "raw_window": turns} if window else data)
             return
+        room = layout.width()
+        ids = [c.id for c in result.results]
         if explain:
-            render_explain(result)
-        render_results(result)
+            ids += [row["id"] for stage in result.stages for row in stage.rows if "id" in row]
+        memdir = context.open_memdir(ctx)
+        short = functools.cache(lambda: short_ids(memdir, ids))  # asked only if ids do not fit
+        if explain:
+            render_explain(result, room, short)
+        render_results(result, room, short)
         for turn in turns or []:
-            typer.echo(f"   raw {turn['at']} [{turn['session']}] {shorten(turn['text'], 100)}")
+            for line in layout.wrap(f"raw {turn['at']} [{turn['session']}] {flat(turn['text'])}",
+                                    room, "   "):  # fmt: skip
+                typer.echo(line)
 
 
 def register_context(app: typer.Typer) -> None:
@@ -166,73 +177,110 @@ def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:
     return read_turns(context.open_memdir(ctx), context.now(ctx, now), window=True)
 
 
-def render_results(result: RecallResult) -> None:
-    out = console()
-    out.print(f"[bold]{result.verdict}[/bold]  {len(result.results)} memories  "
-              f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
+RESULT_COLUMNS = (
+    Column("#", right=True),
+    Column("score", right=True),
+    Column("id", ident=True),
+    Column("created", drop=1),
+    Column("text", text=True),
+)
+FILTER_COLUMNS = (Column("id", ident=True), Column("status"), Column("dropped because", text=True))
+
+
+def render_results(
+    result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
+) -> None:
+    typer.echo(f"{result.verdict}  {len(result.results)} memories  "
+               f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
+    if result.over_budget:
+        typer.echo(f"… {result.over_budget} more over the token budget (raise --budget)")
+    elif not result.results:
+        typer.echo("no results")
+    rows = []
     for rank, candidate in enumerate(result.results, start=1):
-        line = candidate.memory.line
-        tag = "" if candidate.status == "durable" else f" [{candidate.status} ×{candidate.weight}]"
-        out.print(f"{rank:>2}. {candidate.score:5.3f}  {candidate.id}  {line['created'][:10]}  "
-                  f"{shorten(candidate.memory.text, 90)}{tag}", markup=False)  # fmt: skip
+        fields = candidate.memory.line
+        mark = marker(candidate.status, fields.get("visibility", "normal"))
+        weight = f" ×{candidate.weight}" if candidate.status != "durable" else ""
+        tag = f" [{mark}{weight}]" if mark else ""
+        rows.append((f"{rank}.", f"{candidate.score:.3f}", candidate.id,
+                     fields["created"][:10], flat(candidate.memory.text) + tag))  # fmt: skip
+    for line in fit(RESULT_COLUMNS, rows, room, short, header=False).lines:
+        typer.echo(line)
 
 
-def render_explain(result: RecallResult) -> None:
-    from rich.table import Table
-
+def render_explain(
+    result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
+) -> None:
     from memdir.indexers.recall import Stage
 
-    out = console()
+    def say(text: str) -> None:
+        for line in wrap(text, room):
+            typer.echo(line)
+
     analysis = result.analysis.to_dict()
-    out.rule(f"1. {Stage.QUERY.value}")
+    typer.echo(rule(f"1. {Stage.QUERY.value}", room))
     affect = analysis["affect"]
-    out.print(f"affect: valence {affect['valence']:+.2f}, arousal {affect['arousal']:.2f}"
-              + ("  → strongly negative" if analysis["strongly_negative"] else ""))  # fmt: skip
+    say(f"affect: valence {affect['valence']:+.2f}, arousal {affect['arousal']:.2f}"
+        + ("  → strongly negative" if analysis["strongly_negative"] else ""))  # fmt: skip
     window = analysis["time_window"]
-    out.print(
+    say(
         f"time window: {window['phrase']!r} → {window['start']} … {window['end']}"
         if window
         else "time window: none"
     )
-    out.print(
-        f"names: {', '.join(analysis['names']) or 'none'}   keys named: {', '.join(analysis['keys']) or 'none'}"
-    )
+    say(f"names: {', '.join(analysis['names']) or 'none'}")
+    say(f"keys named: {', '.join(analysis['keys']) or 'none'}")
     stages = {stage.name: stage for stage in result.stages}
     pool = stages[Stage.POOL].rows
-    out.rule(f"2. {Stage.POOL.value} ({len(pool)})")
+    typer.echo(rule(f"2. {Stage.POOL.value} ({len(pool)})", room))
     counts: dict[str, int] = {}
     for row in pool:
         for channel in row["channels"]:
             counts[channel] = counts.get(channel, 0) + 1
-    out.print(", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "empty")
+    say(", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "empty")
     filters = stages[Stage.FILTERS]
-    out.rule(f"3. {Stage.FILTERS.value}")
-    dropped = [row for row in filters.rows if row["dropped"]]
+    typer.echo(rule(f"3. {Stage.FILTERS.value}", room))
     for note in filters.notes:
-        out.print(note)
+        say(note)
+    dropped = [(row["id"], row["status"], row["dropped"]) for row in filters.rows if row["dropped"]]
     if dropped:
-        table = Table("id", "status", "dropped because", box=None)
-        for row in dropped[:15]:
-            table.add_row(row["id"], row["status"], row["dropped"])
-        out.print(table)
-    out.rule(f"4. {Stage.SCORE.value} (top 15) = Σ weight × component, × provenance weight")
-    table = Table("id", "score", "×w", *SHOWN, "text", box=None)
+        for line in fit(FILTER_COLUMNS, dropped[:15], room, short).lines:
+            typer.echo(line)
+    typer.echo(rule(f"4. {Stage.SCORE.value} (top 15)", room))
+    say("score = Σ weight × component, × provenance weight (×w)")
+    scored = stages[Stage.SCORE].rows[:15]
+    shown = {
+        header: name
+        for header, name in SHOWN.items()
+        if any(round(row.get(name, 0.0), 2) for row in scored)
+    }
     texts = {row["id"]: row["text"] for row in pool}
-    for row in stages[Stage.SCORE].rows[:15]:
-        components = [f"{row.get(name, 0.0):.2f}" for name in SHOWN.values()]
-        text = shorten(texts.get(row["id"]), 40)
-        table.add_row(
-            row["id"][:12], f"{row['score']:.3f}", f"{row['weight']:g}", *components, text
-        )
-    out.print(table)
+    columns = (
+        Column("id", ident=True), Column("score", right=True), Column("×w", right=True),
+        *(Column(header, drop=DROP_ORDER.index(header) + 1, right=True) for header in shown),
+        Column("text", text=True),
+    )  # fmt: skip
+    rows = [
+        (row["id"], f"{row['score']:.3f}", f"{row['weight']:g}",
+         *(f"{row.get(name, 0.0):.2f}" for name in shown.values()), flat(texts.get(row["id"])))
+        for row in scored
+    ]  # fmt: skip
+    laid = fit(columns, rows, room, short)
+    for line in laid.lines:
+        typer.echo(line)
+    zero = [header for header in SHOWN if header not in shown]
+    if zero:
+        say(f"0.00 for every memory shown: {', '.join(zero)}")
+    if laid.dropped:
+        say(f"not shown at this width: {', '.join(laid.dropped)} (wider terminal or --json)")
     for number, name in ((5, Stage.COUNTERWEIGHTS), (6, Stage.DIVERSITY), (7, Stage.BUDGET)):
         stage = stages[name]
-        out.rule(f"{number}. {name.value}")
+        typer.echo(rule(f"{number}. {name.value}", room))
         for note in stage.notes:
-            out.print(note)
+            say(note)
         for row in stage.rows:
-            out.print(_row_text(row), markup=False)
-    out.rule(Stage.VERDICT.value)
+            say(_row_text(row))
+    typer.echo(rule(Stage.VERDICT.value, room))
 
 
 def _row_text(row: dict[str, Any]) -> str:

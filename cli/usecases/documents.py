@@ -24,7 +24,7 @@ from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import recent_view
+from memdir.archive_format.lifecycle import recent_view, view_of
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
 
@@ -150,9 +150,49 @@ def _emotional_arc(memdir: Memdir, book: journal.Journal, now: datetime, zone: A
 
 
 def shown(state: MemoryState) -> bool:
-    """Whether a memory may go into a document meant for a system prompt: the visibility rule
-    without private ones (those are recalled only when asked for; sealed ones never)."""
-    return state.memory is not None and visibility.shown(state.memory.visibility)
+    """Whether a memory may go into a document meant for a system prompt (visibility.py's boot
+    row; each wake section also keeps only durable or provisional memories)."""
+    return state.memory is not None and state.text_on("boot") is not None
+
+
+def ring_slots(
+    memdir: Memdir, now: datetime, view: ArchiveView | None = None
+) -> list[dict[str, Any]]:
+    """The console ring, newest first, as visibility.py lets it show: entries of memories no
+    longer live (or sealed) are left out, a private one's text is masked; each entry says the
+    memory's status and visibility now."""
+    slots = ring.read_ring(memdir)
+    # the ring is this machine's recent past: fold at its newest entry when that is later
+    newest = max((parse_time(str(slot["at"])) for slot in slots if slot.get("at")), default=now)
+    ids = {str(slot.get("id", "")) for slot in slots}
+    view = view or view_of(memdir, ids, max(now, newest))
+    shown_slots = []
+    for slot in reversed(slots):
+        state = view.states.get(str(slot.get("id", "")))
+        if state is None or state.memory is None:
+            continue
+        visible = state.memory.visibility
+        text = visibility.present("ring", str(slot.get("text", "")), state.status, visible)
+        if text is not None:
+            shown_slots.append(
+                {**slot, "text": text, "status": state.status, "visibility": visible}
+            )
+    return shown_slots
+
+
+def scrub_ring(memdir: Memdir, now: datetime) -> bool:
+    """Rewrite state/ring.yaml with only what the ring may show (an older memdir's ring may hold
+    sealed or private text); `sleep` runs it. Returns whether anything changed."""
+    with memdir.lock():
+        slots = ring.read_ring(memdir)
+        kept = [
+            {name: slot[name] for name in ("at", "what", "id", "text") if name in slot}
+            for slot in reversed(ring_slots(memdir, now))
+        ]
+        changed = kept != slots
+        if changed:
+            ring.replace_slots(memdir, kept)
+    return changed
 
 
 def _hard_facts(view: ArchiveView) -> Section:
@@ -246,11 +286,12 @@ def _threads(memdir: Memdir, view: ArchiveView, zone: Any) -> Section:
         seen.add(memory_id)
         when = _local(parse_time(str(slot["at"])), zone)
         text = str(slot.get("text", "")).removeprefix("recall: ")
+        unconfirmed = " — unconfirmed" if state.status == "provisional" else ""
         section.lines.append(
-            f"- {when} {slot.get('what')}: {short_text(str(text), 100)} ({memory_id})"
+            f"- {when} {slot.get('what')}: {short_text(str(text), 100)} ({memory_id}){unconfirmed}"
         )
         section.items.append({"at": slot["at"], "what": slot.get("what"), "id": memory_id,
-                              "text": text})  # fmt: skip
+                              "text": text, "status": state.status})  # fmt: skip
         if len(section.items) >= LIST_LIMIT:
             break
     return section
@@ -279,7 +320,7 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
                       more="memdir journal read --window")  # fmt: skip
     for turn in journal.raw_window(book.turns, now, count, hours):
         section.lines.append(
-            f"- {_local(turn.moment, zone)} [{turn.session}] {short_text(turn.text, 240)}"
+            f"- {_local(turn.moment, zone)} [{turn.session}] {short_text(turn.text, 240)} ({turn.id})"
         )
         section.items.append({"id": turn.id, "at": turn.at, "session": turn.session,
                               "text": turn.text})  # fmt: skip
@@ -410,6 +451,16 @@ def wake(
         kept_items[name] = section.items[: len([c for c in chosen if c.startswith("- ")])]
         used += _cost(kept[name])
     body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+    left_out = _left_out(briefing, kept, _cost(header + body_lines), limit)
+    while left_out and kept and _cost(header + body_lines + left_out) > limit:
+        # the note that whole sections were left out matters more than the last kept one
+        last = next(name for name in reversed(WAKE_PRIORITY) if name in kept)
+        kept.pop(last)
+        kept_items.pop(last, None)
+        body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+        left_out = _left_out(briefing, kept, _cost(header + body_lines), limit)
+    if _cost(header + body_lines + left_out) <= limit:  # a budget too small for any note
+        body_lines += left_out
     markdown = "\n".join(header + body_lines) + "\n"
     sections = {
         name: {
@@ -420,6 +471,22 @@ def wake(
         for name in WAKE_ORDER
     }
     return Wake(markdown, estimate_tokens(markdown), limit, sections, briefing.header_data)
+
+
+def _left_out(briefing: Briefing, kept: dict[str, list[str]], used: int, limit: int) -> list[str]:
+    """The closing note for whole sections the budget left out (those with something in
+    them): with their names and counts when that fits in `limit - used`, else shorter."""
+    gone = [
+        f"{name} {max(section.total, len(section.items))}"
+        for name in WAKE_ORDER
+        if name not in kept and (section := briefing.sections[name]).items
+    ]
+    if not gone:
+        return []
+    full = ["", f"_… {len(gone)} more sections ({', '.join(gone)}): raise --budget_"]
+    if used + _cost(full) <= limit:
+        return full
+    return ["", f"_… {len(gone)} more sections: raise --budget_"]
 
 
 def write_wake(

@@ -35,6 +35,7 @@ from memdir.archive_format import imports, journal
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.errors import BadInputError, FormatError, MemdirError, NotFoundError
 from memdir.archive_format.journal import Turn
+from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
 
 log = logging.getLogger("memdir")
@@ -273,14 +274,17 @@ def _jsonl(data: bytes, name: str, source: str) -> Iterator[Conversation | Malfo
         try:
             item = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise FormatError(
-                f"{where}:{error.colno}: not valid JSON ({error.msg}); nothing was imported"
-            ) from None
+            # a line that is not an object names no session: refused by default, skipped alone
+            # with skip_malformed
+            yield Malformed(f"{where}:{error.colno}", f"not valid JSON ({error.msg})")
+            continue
         if not isinstance(item, dict):
-            raise FormatError(f"{where}: expected a JSON object; nothing was imported")
+            yield Malformed(where, "expected a JSON object")
+            continue
         session = item.get("session") if item.get("session") is not None else default
         if not isinstance(session, str) or not session.strip():
-            raise FormatError(f"{where}: session must be a non-empty string")
+            yield Malformed(where, "session must be a non-empty string")
+            continue
         conversation = sessions.setdefault(
             session, Conversation(session, f"{name} session {session!r}")
         )
@@ -288,7 +292,7 @@ def _jsonl(data: bytes, name: str, source: str) -> Iterator[Conversation | Malfo
             continue
         try:
             conversation.messages.append(_jsonl_message(item, where))
-        except Malformed as problem:
+        except Malformed as problem:  # like a broken conversation: its session contributes nothing
             broken[session] = Malformed(f"{problem.where} (session {session!r})", problem.problem)
     for session, conversation in sessions.items():
         yield broken.get(session) or conversation
@@ -309,6 +313,33 @@ def _jsonl_message(item: dict[str, Any], where: str) -> Message:
 
 
 # the use case ---------------------------------------------------------------------------------
+def detect(data: bytes, name: str) -> str:
+    """The export's format from its content: a JSON list of conversations with `mapping`
+    (ChatGPT) or `chat_messages` (Claude), else one JSON object per line (jsonl)."""
+    if name.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    try:
+        found = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        first = next((line for line in data.split(b"\n") if line.strip()), b"")
+        if first.lstrip().startswith(b"{"):
+            return "jsonl"
+        found = None
+    if isinstance(found, dict) and isinstance(found.get("conversations"), list):
+        found = found["conversations"]
+    if isinstance(found, dict):
+        return "jsonl"  # a single line holding one object
+    first_conversation = next((c for c in found if isinstance(c, dict)), {}) if found else {}
+    if "mapping" in first_conversation:
+        return "chatgpt"
+    if "chat_messages" in first_conversation:
+        return "claude"
+    raise BadInputError(
+        f"{name}: cannot tell the export's format",
+        hint="pass --format chatgpt, claude or jsonl",
+    )
+
+
 def parse(data: bytes, fmt: str, name: str, source: str) -> list[Conversation | Malformed]:
     if fmt == "chatgpt":
         return list(_export(data, name, "ChatGPT", _chatgpt_conversation))
@@ -343,7 +374,7 @@ def _turns(conversation: Conversation, channel: str, visibility: str, secrecy: s
 def import_file(
     memdir: Memdir,
     path: Path,
-    fmt: str,
+    fmt: str | None,
     now: datetime,
     skip_malformed: bool = False,
     visibility: str = "normal",
@@ -360,6 +391,7 @@ def import_file(
         ) from None
     source = source_id(data)
     channel = imports.channel(source)
+    fmt = fmt or detect(data, path.name)
     report = ImportReport(source, fmt)
     batches: list[list[Turn]] = []
     problems: list[Malformed] = []
@@ -413,8 +445,5 @@ def undo(memdir: Memdir, source: str, now: datetime) -> int:
         )
     from .documents import refresh_boot
 
-    try:
-        refresh_boot(memdir, now)
-    except MemdirError as error:
-        log.warning("boot document not refreshed: %s", error.message)
+    follow_up("the boot refresh", lambda: refresh_boot(memdir, now))
     return removed

@@ -10,8 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from memdir.archive_format import journal
-from memdir.archive_format.errors import BadInputError, MemdirError
+from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.journal import Entry, Turn
+from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.usecases import documents
 
@@ -86,10 +87,7 @@ def write_entry(memdir: Memdir, text: str, now: datetime, author: str) -> Entry:
 
 def _refresh_boot(memdir: Memdir, now: datetime) -> None:
     # The journal write has happened; a boot document that cannot be rendered must not undo it.
-    try:
-        documents.refresh_boot(memdir, now)
-    except MemdirError as error:
-        log.warning("boot document not refreshed: %s", error.message)
+    follow_up("the boot refresh", lambda: documents.refresh_boot(memdir, now))
 
 
 def read_turns(
@@ -103,7 +101,8 @@ def read_turns(
 ) -> list[dict[str, Any]]:
     """Turns as of `now` (oldest first), filtered, each with the memories that summarise it.
 
-    Private, sealed and secret text is masked unless `everything` (the files hold it anyway)."""
+    Private, sealed and secret text is masked; `everything` (--all) shows private text too,
+    never sealed or secret text (visibility.py; the files hold it anyway)."""
     book = journal.read_journal(memdir, until=now)
     turns = book.turns
     if window:
@@ -116,8 +115,9 @@ def read_turns(
             continue
         if since is not None and turn.moment < since:
             continue
-        hidden = not turn.summarisable and not everything
-        label = "secret" if turn.secrecy == "secret" else turn.visibility
-        row = {**turn.to_line(), "text": f"[{label}]" if hidden else turn.text}
+        text = turn.text_on("journal read --all" if everything else "journal read")
+        if text is None:
+            continue
+        row = {**turn.to_line(), "text": text}
         rows.append({**row, "trusted": turn.trusted, "summarised_by": summaries.get(turn.id, [])})
     return rows

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from memdir.archive_format import visibility
 from memdir.archive_format.errors import LockedError
 from memdir.archive_format.lifecycle import record_recall
 from memdir.archive_format.memdir import Memdir
@@ -69,3 +71,41 @@ def recall(
         except LockedError:
             log.warning("the memdir is busy; this recall was not recorded")
     return result
+
+
+def search(
+    memdir: Memdir,
+    query: str,
+    now: datetime,
+    k: int = 10,
+    surface: str = "search",
+    asked: Iterable[str] = (),
+    index: MemoryIndex | None = None,
+) -> list[dict[str, Any]]:
+    """`search` (full text, with snippets) or `similar` (vectors) as the policy lets them show:
+    each hit with its status and visibility at `now`, what the reader did not ask for left out.
+    `asked` holds "private" and "expired" when the reader asked for those."""
+    from memdir.archive_format.lifecycle import view_of
+
+    index = index or fresh_index(memdir)
+    if index.needs_update():
+        index.update()
+    try:
+        hits = index.search(query, k * 3) if surface == "search" else index.similar(query, k * 3)
+    finally:
+        index.close()
+    states = view_of(memdir, [hit.id for hit in hits], now).states
+    rows: list[dict[str, Any]] = []
+    for hit in hits:
+        state = states.get(hit.id)
+        memory = state.memory if state else None
+        if state is None or memory is None:
+            continue
+        text = visibility.present(surface, hit.text, state.status, memory.visibility, asked=asked)
+        if text is None:
+            continue
+        row = {"id": hit.id, "text": text, "score": round(hit.score, 4), "status": state.status,
+               "visibility": memory.visibility, "source": memory.source,
+               "marker": visibility.marker(state.status, memory.visibility)}  # fmt: skip
+        rows.append({**row, "snippet": hit.snippet} if surface == "search" else row)
+    return rows[:k]

@@ -226,6 +226,7 @@ def sleep(memdir: Memdir, now: datetime, dry_run: bool = False) -> SleepReport:
         if not dry_run:
             if links:
                 add_links(memdir, links, now)
+            documents.scrub_ring(memdir, now)
             briefing = documents.gather(memdir, now)
             report.boot = str(
                 documents.refresh_boot(memdir, now, briefing).relative_to(memdir.root)

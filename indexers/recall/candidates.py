@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memdir.archive_format.visibility import withheld
+from memdir.archive_format.visibility import exposure, present
 
 from ..catalog import CatalogMemory
 from .options import RecallOptions
@@ -57,10 +57,13 @@ def gather(
 
 def _shown_text(candidate: Candidate, options: RecallOptions) -> str:
     """A pool member's text for --explain, or why it is withheld: the pool comes before the
-    filters, and --explain (also through MCP) must not show what the filters would drop."""
-    visibility = candidate.memory.line.get("visibility", "normal")
-    hidden = withheld(visibility, include_private=options.include_private)
-    return candidate.memory.text if hidden is None else f"[{hidden.value}]"
+    filters, and --explain (also through MCP) must not show what the filters would drop
+    (the filters mask by status too: policy.mask_pool)."""
+    line = candidate.memory.line
+    exposed = exposure(line.get("visibility", "normal"))
+    text = present("recall", candidate.memory.text, None, line.get("visibility", "normal"),
+                   asked=options.asked)  # fmt: skip
+    return f"[{exposed}]" if text is None else text
 
 
 def _add(pool: dict[int, Candidate], memory: CatalogMemory, channel: str) -> Candidate:

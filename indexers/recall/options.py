@@ -46,6 +46,12 @@ class RecallOptions:
     guaranteed_slots: int = 2
     perfect: bool = False  # ignore decay (`memdir recall --perfect`)
 
+    @property
+    def asked(self) -> frozenset[str]:
+        """What the caller asked to see beyond the defaults, in visibility.py's words."""
+        flags = (("private", self.include_private), ("expired", self.include_expired))
+        return frozenset(name for name, on in flags if on)
+
 
 @dataclass(frozen=True)
 class RecallConfig:

@@ -55,6 +55,7 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     traces.append(trace)
 
     survivors, trace = policy.screen(index, pool, now, options, settings.cutoffs)
+    policy.mask_pool(traces[-1], pool, options)
     traces.append(trace)
 
     score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives)
@@ -71,7 +72,8 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     results, trace = selection.fit_budget(chosen, options.budget)
     traces.append(trace)
 
+    # the verdict is about what memory holds: a budget too small to show it is said apart
     return RecallResult(
-        analysis, now, settings.profile, verdict(results, settings.verdict), results, traces,
-        (time.perf_counter() - began) * 1000,
+        analysis, now, settings.profile, verdict(chosen, settings.verdict), results, traces,
+        (time.perf_counter() - began) * 1000, over_budget=len(chosen) - len(results),
     )  # fmt: skip

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.fold import fold
-from memdir.archive_format.visibility import Withheld, withheld
+from memdir.archive_format.visibility import Withheld, present, withheld
 
 from .options import RecallOptions
 from .result import Candidate, Stage, Trace
@@ -43,6 +43,23 @@ def screen(
             if candidate.status == "durable":
                 candidate.channels.add("hard-fact")
     return survivors, trace
+
+
+def mask_pool(pool_trace: Trace, pool: list[Candidate], options: RecallOptions) -> None:
+    """Once the filters know each candidate's status, --explain's candidate pool masks the text
+    of those recall may not show (visibility.py) or that belong to another persona."""
+    by_id = {candidate.id: candidate for candidate in pool}
+    for row in pool_trace.rows:
+        candidate = by_id.get(row["id"])
+        if candidate is None or row["text"].startswith("["):
+            continue
+        line = candidate.memory.line
+        shown = present("recall", candidate.memory.text, candidate.status,
+                        line.get("visibility", "normal"), asked=options.asked)  # fmt: skip
+        if shown is None:
+            row["text"] = f"[{candidate.status}]"
+        elif (candidate.dropped or "").startswith("persona"):
+            row["text"] = "[another persona]"
 
 
 def weigh(candidates: list[Candidate], provisional_weight: float) -> None:

@@ -70,6 +70,7 @@ class Candidate:
             "components": {name: round(value, 4) for name, value in self.components.items()},
             "raw": {name: round(value, 4) for name, value in self.raw.items()},
             "status": self.status,
+            "visibility": line.get("visibility", "normal"),
             "weight": self.weight,
             "source": line["source"],
             "created": line["created"],
@@ -89,6 +90,7 @@ class RecallResult:
     results: list[Candidate]
     stages: list[Trace]
     milliseconds: float = 0.0
+    over_budget: int = 0  # memories the verdict counted that the token budget left out
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -99,6 +101,7 @@ class RecallResult:
             "results": [candidate.to_dict() for candidate in self.results],
             "analysis": self.analysis.to_dict(),
             "milliseconds": round(self.milliseconds, 2),
+            "over_budget": self.over_budget,
         }
         if explain:
             data["stages"] = [trace.to_dict() for trace in self.stages]

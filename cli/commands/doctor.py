@@ -1,0 +1,54 @@
+"""`memdir doctor`: check the install and the memdir, and say how to fix what is wrong."""
+
+from __future__ import annotations
+
+import textwrap
+
+import typer
+
+from memdir.archive_format.errors import ExitStatus
+
+from .. import context
+from ..layout import width
+from ..render import emit_json
+
+MARKS = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def doctor(ctx: typer.Context, json_: context.JsonOpt = False) -> None:
+        """Check the embedder weights, affect lexicons, index, lock, git rules, watch daemon and
+        schedule; print the command that fixes each problem. Exits 1 if a check is a problem.
+
+        Example: memdir doctor || memdir doctor --json
+        """
+        from memdir.cli.usecases.doctor import diagnose
+
+        checks = diagnose(context.open_memdir(ctx, lenient=True))
+        problems = [check for check in checks if check.status == "problem"]
+        if json_:
+            emit_json({"healthy": not problems, "checks": [c.to_dict() for c in checks]})
+        else:
+            room = width()
+            for check in checks:
+                head = f"{MARKS[check.status]}  {check.name:<9} {check.detail}"
+                lines = (
+                    [head]
+                    if room is None
+                    else textwrap.wrap(
+                        head,
+                        room,
+                        subsequent_indent=" " * 19,
+                        break_long_words=False,
+                        break_on_hyphens=False,
+                    )
+                )
+                if check.fix and check.status != "ok":
+                    # the fix stays one line, so it can be copied whole
+                    lines.append(f"{'':<7}  {'':<9} fix: {check.fix}")
+                for line in lines:
+                    typer.echo(line)
+            typer.echo(f"{len(problems)} problem(s)" if problems else "no problems")
+        if problems:
+            raise typer.Exit(int(ExitStatus.PROBLEMS))

@@ -1,0 +1,429 @@
+"""The policy matrix (archive_format/visibility.py, docs/POLICY.md) on every surface, through
+the real `memdir` console script and the MCP SDK's own stdio client.
+
+One record of each class is planted — a memory per status (durable teaching, provisional,
+expired and rejected inferences, superseded, forgotten), per visibility (private, sealed) and
+one scoped to another persona; a user turn per exposure (normal, sensitive, private, sealed,
+secret). Every surface is read in its plain and `--json` forms (and with each opt-in flag),
+and each record must appear with its text and marker, masked, or not at all, as
+`visibility.decide` says. A command or MCP tool in neither the matrix nor `NO_RECORDS` fails
+`test_every_command_and_tool_has_a_row`: a new surface cannot be added without a row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from conftest import MEMDIR_BIN, T0_DT, clean_env, configure, memdir_cli
+
+from memdir.archive_format import journal, lifecycle, visibility
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.visibility import NO_RECORDS, SURFACES, Show, decide
+
+NOW = T0_DT + timedelta(hours=3)
+NOW_TEXT = format_time(NOW)
+PASSPHRASE = "correct horse battery staple"
+
+
+@dataclass
+class Planted:
+    name: str
+    kind: str  # "memories" or "turns"
+    status: str | None
+    visibility: str
+    secrecy: str = "public"
+    persona: str | None = None
+    id: str = ""
+
+    @property
+    def token(self) -> str:
+        """A word only this record's text holds."""
+        return f"qk{self.name.replace(' ', '')}word"
+
+    @property
+    def text(self) -> str:
+        return f"the quokka {self.token} note"
+
+    @property
+    def exposure(self) -> str:
+        return visibility.exposure(self.visibility, self.secrecy)
+
+
+RECORDS = [
+    Planted("durable", "memories", "durable", "normal"),
+    Planted("provisional", "memories", "provisional", "normal"),
+    Planted("expired", "memories", "expired", "normal"),
+    Planted("rejected", "memories", "rejected", "normal"),
+    Planted("superseded", "memories", "superseded", "normal"),
+    Planted("current", "memories", "durable", "normal"),  # what superseded it
+    Planted("forgotten", "memories", "forgotten", "normal"),
+    Planted("private", "memories", "durable", "private"),
+    Planted("sealed", "memories", "durable", "sealed"),
+    Planted("persona", "memories", "durable", "normal", persona="work"),
+    Planted("turn normal", "turns", None, "normal"),
+    Planted("turn sensitive", "turns", None, "normal", "sensitive"),
+    Planted("turn private", "turns", None, "private"),
+    Planted("turn sealed", "turns", None, "sealed"),
+    Planted("turn secret", "turns", None, "normal", "secret"),
+]
+BY_NAME = {record.name: record for record in RECORDS}
+
+
+def plant(root: Path) -> Memdir:
+    """Every record class, written through the library at fixed times."""
+    memdir, _ = init(root, T0_DT)
+    memdir = configure(memdir, embedder={"kind": "hashing"})
+    at = T0_DT
+    for record in RECORDS:
+        at += timedelta(seconds=1)
+        if record.kind == "turns":
+            turn = journal.new_turn(at + timedelta(hours=1), "user", "s1", record.text, "cli",
+                                    record.visibility, record.secrecy)  # fmt: skip
+            journal.add_turns(memdir, [turn])
+            record.id = turn.id
+            continue
+        options: dict[str, Any] = {"visibility": record.visibility}
+        if record.persona:
+            options["personas"] = [record.persona]
+        if record.name in ("superseded", "current"):
+            options["key"] = "quokka-home"
+        if record.name in ("provisional", "expired", "rejected"):
+            ttl = timedelta(hours=1) if record.name == "expired" else timedelta(days=7)
+            record.id = lifecycle.infer(memdir, record.text, at, ttl, **options).id
+        else:
+            record.id = lifecycle.teach(memdir, record.text, at, **options).id
+    lifecycle.reject(memdir, BY_NAME["rejected"].id, "the user said no", at)
+    lifecycle.forget(memdir, BY_NAME["forgotten"].id, at)
+    lifecycle.expire(memdir, NOW)
+    return memdir
+
+
+@dataclass
+class View:
+    """One surface read one way: its output and what it may be checked for."""
+
+    surface: str
+    label: str
+    output: str
+    asked: frozenset[str] = frozenset()
+    persona: str | None = None  # the persona the reader named
+    ids: bool = True  # the output names the records it shows (and only those)
+    json: bool = False
+    only: str | None = None  # the one record a view of one id shows
+    marks: bool = False  # plain output marks a record on its line
+
+
+def _cli(memdir: Memdir, *args: str) -> str:
+    done = memdir_cli("--dir", str(memdir.root), *args, now=NOW_TEXT,
+                      env=clean_env(MEMDIR_PASSPHRASE=PASSPHRASE))  # fmt: skip
+    assert done.code == 0, done
+    return done.out
+
+
+def _forms(memdir: Memdir, surface: str, args: tuple[str, ...], marks: bool = False,
+           plain_ids: bool = True, **view: Any) -> list[View]:  # fmt: skip
+    """The plain and the --json form of one command."""
+    label = " ".join(args)
+    return [
+        View(surface, label, _cli(memdir, *args), marks=marks, ids=plain_ids, **view),
+        View(surface, f"{label} --json", _cli(memdir, *args, "--json"), json=True, **view),
+    ]
+
+
+def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
+    views: list[View] = []
+    private, expired = frozenset({"private"}), frozenset({"expired"})
+    for surface in ("recall", "search", "similar"):
+        base = (surface, "quokka", "--k", "30") + (("--no-record",) if surface == "recall" else ())
+        views += _forms(memdir, surface, base, marks=True)
+        views += _forms(memdir, surface, (*base, "--include-private"), True, asked=private)
+        views += _forms(memdir, surface, (*base, "--include-expired"), True, asked=expired)
+    views += _forms(memdir, "recall", ("recall", "quokka", "--k", "30", "--no-record",
+                                       "--persona", "home"), True, persona="home")  # fmt: skip
+    views += _forms(memdir, "list", ("list",))
+    views += _forms(
+        memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES)
+    )
+    views += _forms(memdir, "list", ("list", "--persona", "home"), persona="home")
+    for record in RECORDS:
+        if record.kind == "memories":
+            views += _forms(memdir, "show", ("show", record.id), only=record.name)
+            views += _forms(memdir, "log", ("log", record.id), only=record.name)
+            if record.status != "forgotten":  # a forgotten memory has nothing to decay
+                # (its --json form only: the plain one prints the same text, and CI stays quick)
+                views.append(
+                    View(
+                        "show",
+                        f"decay {record.id} --json",
+                        json=True,
+                        only=record.name,
+                        output=_cli(memdir, "decay", record.id, "--json"),
+                    )
+                )
+    views += _forms(memdir, "annotate", ("annotate",))
+    views += _forms(memdir, "journal read", ("journal", "read"), plain_ids=False)
+    views += _forms(memdir, "journal read --all", ("journal", "read", "--all"), plain_ids=False)
+    views += _forms(memdir, "ring", ("ring",), marks=True)
+    views += _forms(memdir, "wake", ("wake",), plain_ids=False)  # turns are quoted without ids
+    views.append(View("boot", "boot", _cli(memdir, "boot")))
+    dreamt = _cli(
+        memdir, "dream", "--dry-run", "--json", "--now", format_time(NOW + timedelta(days=1))
+    )
+    views.append(View("dream", "dream --dry-run --json", dreamt, ids=False, json=True))
+    for encrypt in (False, True):
+        out = tmp / f"export-{encrypt}.tar.gz"
+        _cli(memdir, "export", "--out", str(out), *(["--encrypt"] if encrypt else []))
+        views.append(View("export --encrypt" if encrypt else "export", f"export {encrypt}",
+                          _unpacked(out, tmp / f"restored-{encrypt}", encrypt)))  # fmt: skip
+    return views
+
+
+def _unpacked(archive: Path, into: Path, encrypted: bool) -> str:
+    """Every file an export holds, as text (an encrypted one restored through the CLI)."""
+    if encrypted:
+        done = memdir_cli("restore", str(archive), str(into), now=NOW_TEXT,
+                          env=clean_env(MEMDIR_PASSPHRASE=PASSPHRASE))  # fmt: skip
+        assert done.code == 0, done
+        return "\n".join(p.read_text(errors="replace") for p in into.rglob("*") if p.is_file())
+    with tarfile.open(archive) as tar:
+        members = [tar.extractfile(m) for m in tar.getmembers() if m.isfile()]
+        return "\n".join(f.read().decode("utf-8", "replace") for f in members if f)
+
+
+def mcp_views(memdir: Memdir) -> list[View]:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=str(MEMDIR_BIN), args=["--dir", str(memdir.root), "mcp"],
+                                   env=clean_env(MEMDIR_NOW=NOW_TEXT))  # fmt: skip
+
+    async def scenario() -> list[View]:
+        found: list[View] = []
+        async with Client(params, read_timeout_seconds=60) as client:
+
+            async def call(surface: str, tool: str, asked: frozenset[str] = frozenset(),
+                           only: str | None = None, **arguments: Any) -> None:  # fmt: skip
+                result = await client.call_tool(tool, arguments)
+                assert not result.is_error, result
+                text = json.dumps(result.structured_content, ensure_ascii=False)
+                # --explain's filter stage names what it drops; documents quote turns by text
+                ids = not arguments.get("explain") and tool != "wake"
+                found.append(View(surface, f"MCP {tool} {arguments}", text, asked, ids=ids,
+                                  json=True, only=only))  # fmt: skip
+
+            private = frozenset({"private"})
+            await call("recall", "recall", query="quokka", k=30)
+            await call("recall", "recall", private, query="quokka", k=30, include_private=True)
+            await call("recall", "recall", query="quokka", k=30, explain=True)
+            await call("search", "search", query="quokka", k=30)
+            await call("search", "search", private, query="quokka", k=30, include_private=True)
+            for record in RECORDS:
+                if record.kind == "memories":
+                    await call("show", "show", only=record.name, memory_id=record.id)
+            await call("journal_read (MCP)", "journal_read")
+            await call("journal_read (MCP)", "journal_read", private, include_private=True)
+            await call("ring", "ring")
+            await call("wake", "wake")
+            await call("boot", "boot")
+        return found
+
+    return anyio.run(scenario)
+
+
+def write_an_old_ring(memdir: Memdir) -> None:
+    """A ring as an earlier memdir wrote it: every memory's text, sealed and private too (the
+    ring must filter what it reads, not only what it writes)."""
+    slots = [{"at": format_time(T0_DT), "what": "taught", "id": r.id, "text": r.text}
+             for r in RECORDS if r.kind == "memories" and r.status != "forgotten"]  # fmt: skip
+    (memdir.state_dir / "ring.yaml").write_text(yaml.safe_dump({"size": 30, "slots": slots}))
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> list[View]:
+    tmp = tmp_path_factory.mktemp("policy")
+    memdir = plant(tmp / "memory")
+    ring_file = (memdir.state_dir / "ring.yaml").read_text()
+    # the ring stores only what it may show: no sealed text at all, a private one masked
+    assert BY_NAME["sealed"].token not in ring_file
+    assert BY_NAME["private"].token not in ring_file
+    write_an_old_ring(memdir)
+    return cli_views(memdir, tmp) + mcp_views(memdir)
+
+
+def test_sleep_scrubs_a_ring_an_older_memdir_wrote(tmp_path: Path) -> None:
+    """state/ring.yaml holds only what the ring may show, also after an older version wrote it."""
+    memdir = plant(tmp_path / "memory")
+    write_an_old_ring(memdir)
+    done = memdir_cli("--dir", str(memdir.root), "sleep", now=NOW_TEXT)
+    assert done.code == 0, done
+    text = (memdir.state_dir / "ring.yaml").read_text()
+    for record in RECORDS:
+        if record.kind == "memories":
+            shown = decide("ring", record.status, record.exposure) is Show.TEXT
+            assert (record.token in text) is shown, record.name
+    assert BY_NAME["private"].id in text and "[private]" in text
+
+
+def _records_with(output: str, token: str) -> list[dict[str, Any]]:
+    """The JSON objects in `output` whose own string values hold `token`."""
+    found: list[dict[str, Any]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if any(isinstance(v, str) and token in v for v in value.values()):
+                found.append(value)
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(json.loads(output))
+    return found
+
+
+def expected(view: View, record: Planted) -> Show:
+    other = bool(view.persona and record.persona and record.persona != view.persona)
+    return decide(view.surface, record.status, record.exposure, view.asked, other)
+
+
+@pytest.mark.parametrize("surface", sorted(SURFACES))
+def test_every_surface_follows_the_matrix(observed: list[View], surface: str) -> None:
+    views = [view for view in observed if view.surface == surface]
+    assert views, f"no view reads the surface {surface!r}: add one to this test"
+    kinds = SURFACES[surface].kinds
+    for view in views:
+        for record in RECORDS:
+            if view.only and record.name != view.only:
+                continue
+            where = f"{view.label}: {record.name}"
+            has_text = record.token in view.output
+            has_id = record.id in view.output
+            if record.status == "forgotten":
+                assert not has_text, where  # its text is nowhere
+            if record.kind not in kinds:
+                assert not has_text, f"{where}: this surface shows no {record.kind}"
+                continue
+            outcome = expected(view, record)
+            if outcome is Show.TEXT and record.status != "forgotten":
+                assert has_text, f"{where}: the matrix shows it"
+                _check_marker(view, record, where)
+            elif outcome is Show.MASKED:
+                assert not has_text, f"{where}: the matrix masks it"
+                if view.ids:
+                    assert has_id, f"{where}: a masked record still appears"
+            elif outcome is Show.OMITTED:
+                assert not has_text, f"{where}: the matrix leaves it out"
+                if view.ids:
+                    assert not has_id, f"{where}: the matrix leaves it out"
+            elif view.ids:
+                assert has_id, where
+
+
+DOCUMENTS = {
+    "wake": {"provisional": ("unconfirmed",)},
+    "boot": {"provisional": ("unconfirmed", "inferred"), "expired": ("expired", "inferred"),
+             "rejected": ("rejected", "inferred")},
+}  # fmt: skip
+
+
+def _check_marker(view: View, record: Planted, where: str) -> None:
+    """A shown record that is not durable and normal carries its status and exposure."""
+    mark = visibility.marker(record.status, record.exposure)
+    if not mark:
+        return
+    if view.surface in DOCUMENTS:
+        # a document marks by section: the review queue, or a recent event's verb
+        text = json.loads(view.output)["markdown"] if view.json else view.output
+        lines = [line for line in text.splitlines() if record.token in line]
+        assert lines and all(any(word in line for word in DOCUMENTS[view.surface][record.status or ""])
+                             for line in lines), f"{where}: not marked"  # fmt: skip
+    elif (
+        view.json
+        and record.kind == "memories"
+        and view.surface not in ("export", "export --encrypt")
+    ):
+        rows = [row for row in _records_with(view.output, record.token) if "id" in row]
+        assert rows, where
+        for row in rows:
+            if "status" in row and record.status:
+                assert row["status"] == record.status, where
+            if "visibility" in row:
+                assert row["visibility"] == record.visibility, where
+        assert any("status" in row for row in rows), f"{where}: no status marker"
+    elif view.marks:
+        lines = [line for line in view.output.splitlines() if record.token in line]
+        for part in mark.split(", "):
+            assert all(part in line for line in lines), f"{where}: not marked {part!r}"
+
+
+def test_sealed_and_secret_text_only_where_the_matrix_allows(observed: list[View]) -> None:
+    """The target: sealed or secret text on any other surface, 0 occurrences."""
+    allowed = {name for name, s in SURFACES.items() if s.exposure["sealed"] is Show.TEXT}
+    assert allowed == {"export", "export --encrypt"}
+    withheld = [r.token for r in RECORDS if r.exposure in ("sealed", "secret")]
+    leaks = [(view.label, token) for view in observed if view.surface not in allowed
+             for token in withheld if token in view.output]  # fmt: skip
+    assert leaks == []
+
+
+def _cli_commands() -> set[str]:
+    import typer.main
+
+    from memdir.cli.main import app
+
+    root = typer.main.get_command(app)
+    names: set[str] = set()
+
+    def walk(command: Any, prefix: str) -> None:
+        if hasattr(command, "list_commands"):
+            for name in command.list_commands(None):
+                walk(command.get_command(None, name), f"{prefix} {name}".strip())
+        else:
+            names.add(prefix)
+
+    walk(root, "")
+    return names
+
+
+def test_every_command_and_tool_has_a_row(hashed: Memdir) -> None:
+    """A new command or MCP tool must be given a row in the matrix (or be listed as showing no
+    record), and every row must name commands and tools that exist."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=str(MEMDIR_BIN), args=["--dir", str(hashed.root), "mcp"],
+                                   env=clean_env())  # fmt: skip
+
+    async def listed() -> set[str]:
+        async with Client(params, read_timeout_seconds=60) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    tools = anyio.run(listed)
+    commands = _cli_commands()
+    in_rows = {re.sub(r" --\S+$", "", name) for s in SURFACES.values() for name in s.cli}
+    tool_rows = {name for s in SURFACES.values() for name in s.mcp}
+    plain = {name for name in NO_RECORDS if not name.endswith(" (MCP)")}
+    quiet_tools = {name.removesuffix(" (MCP)") for name in NO_RECORDS if name.endswith(" (MCP)")}
+    assert sorted(commands - in_rows - plain) == [], "commands with no row in the policy matrix"
+    assert sorted(tools - tool_rows - quiet_tools) == [], "MCP tools with no row in the matrix"
+    assert sorted((in_rows | plain) - commands) == [], "rows naming commands that do not exist"
+    assert sorted((tool_rows | quiet_tools) - tools) == [], "rows naming tools that do not exist"
+
+
+def test_docs_hold_the_matrix() -> None:
+    """docs/POLICY.md holds the matrix the code enforces (regenerate it from matrix_markdown)."""
+    doc = (Path(__file__).parents[1] / "docs" / "POLICY.md").read_text(encoding="utf-8")
+    assert visibility.matrix_markdown() in doc, (
+        "paste visibility.matrix_markdown() into docs/POLICY.md"
+    )
