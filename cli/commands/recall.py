@@ -17,7 +17,7 @@ from .. import context, layout
 from ..layout import Column, fit, flat, rule, wrap
 from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 from ..render import emit_json
-from ..usecases.prompt import DEFAULT_BUDGET
+from ..usecases.prompt import CANDIDATES, DEFAULT_BUDGET
 from .index import progress_bar
 from .lifecycle import read_text
 
@@ -138,6 +138,9 @@ def register_context(app: typer.Typer) -> None:
                 "(what `memdir journal add --role user` does), in the same process.",
             ),
         ] = None,
+        k: Annotated[
+            int, typer.Option("--k", "-k", min=1, help="How many memories recall considers.")
+        ] = CANDIDATES,
         no_record: NoRecordOpt = False,
         now: context.NowOpt = None,
         json_: context.JsonOpt = False,
@@ -163,7 +166,7 @@ def register_context(app: typer.Typer) -> None:
             # boot.md is left to the next sleep or journal write: folding the whole archive
             # for it on every prompt would be most of the hook's time
             record_turns(memdir, [turn_from_fields(fields, moment, "cli")], moment, refresh=False)
-        found = prompt_context(memdir, text, moment, budget, record=not no_record)
+        found = prompt_context(memdir, text, moment, budget, record=not no_record, k=k)
         if json_:
             emit_json(found.to_dict())
         else:

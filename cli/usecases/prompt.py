@@ -135,12 +135,17 @@ def within_budget(candidates: list[Entry], budget: int) -> tuple[list[Entry], in
 
 
 def prompt_context(
-    memdir: Memdir, prompt: str, now: datetime, budget: int = DEFAULT_BUDGET, record: bool = True
+    memdir: Memdir,
+    prompt: str,
+    now: datetime,
+    budget: int = DEFAULT_BUDGET,
+    record: bool = True,
+    k: int = CANDIDATES,
 ) -> PromptContext:
     """The context block for `prompt` at `now` (see the module doc)."""
     from memdir.indexers.recall import RecallOptions
 
-    result = recall(memdir, prompt[:QUERY_CHARS], now, RecallOptions(k=CANDIDATES), record=False)
+    result = recall(memdir, prompt[:QUERY_CHARS], now, RecallOptions(k=k), record=False)
     found = PromptContext(result.verdict, budget)
     if result.verdict != "GROUNDED":
         return found
