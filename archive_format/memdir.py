@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,16 +14,17 @@ import yaml
 from . import gitrules
 from .clock import format_time
 from .errors import FormatError, NotAMemdirError
+from .location import CACHE_NAME, CONFIG_NAME, is_memdir
+from .location import MEMDIR_ENV as MEMDIR_ENV  # re-exported: callers find them here too
+from .location import find_root as find_root
 from .lock import WriterLock
 from .paths import check_no_links
 from .settings import INIT_KEYS, Settings, default_yaml, load_settings
 from .state import write_yaml
 from .validate import load_schema, problems
 
-CONFIG_NAME = "memdir.yaml"
 FORMAT_VERSION = "1.0"
 SUPPORTED_MAJOR = 1
-MEMDIR_ENV = "MEMDIR"
 log = logging.getLogger("memdir")
 
 
@@ -86,7 +86,7 @@ class Memdir:
     state_dir = _Below("state")
     documents_dir = _Below("documents")
     quarantine_dir = _Below("quarantine")
-    cache_dir = _Below(".memdir")  # derived: indexes, caches, locks
+    cache_dir = _Below(CACHE_NAME)  # derived: indexes, caches, locks
 
     def shelves(self) -> list[Path]:
         """Every shelf file, in a stable order."""
@@ -124,31 +124,6 @@ class Memdir:
         for warning in warnings:
             log.warning(warning)
         return cls(root.resolve(), config, settings)
-
-
-def is_memdir(path: Path) -> bool:
-    return (path / CONFIG_NAME).is_file()
-
-
-def find_root(explicit: str | None = None, start: Path | None = None) -> Path:
-    """--dir, else $MEMDIR, else the nearest memdir upward from `start` (as git does)."""
-    for given, origin in ((explicit, "--dir"), (os.environ.get(MEMDIR_ENV), f"${MEMDIR_ENV}")):
-        if given:
-            path = Path(given).expanduser()
-            if not is_memdir(path):
-                raise NotAMemdirError(
-                    f"{origin} {given} is not a memdir (no {CONFIG_NAME})",
-                    hint=f"create one with `memdir init {given}`",
-                )
-            return path.resolve()
-    here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if is_memdir(candidate):
-            return candidate
-    raise NotAMemdirError(
-        "no memdir here or in any parent directory",
-        hint=f"create one with `memdir init PATH`, or pass --dir PATH or set ${MEMDIR_ENV}",
-    )
 
 
 def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> tuple[Memdir, bool]:

@@ -228,6 +228,12 @@ NO_RECORDS: dict[str, str] = {
     ),  # fmt: skip
     **dict.fromkeys(("stats (MCP)",), "counts"),
     **dict.fromkeys(
+        ("serve",), "answers other commands (their rows apply); shows no record itself"
+    ),
+    # context is a recall for the prompt (never private, nothing unless GROUNDED): the recall
+    # row applies; it wants a row of its own, with a view in tests/test_policy.py (issue 16)
+    **dict.fromkeys(("context",), "a recall for the prompt: the recall row applies"),
+    **dict.fromkeys(
         (
             "self_read (MCP)",
             "self_update (MCP)",

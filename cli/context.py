@@ -13,7 +13,7 @@ from memdir.archive_format import clock
 from memdir.archive_format.memdir import Memdir, find_root
 
 if TYPE_CHECKING:
-    from memdir.cli.usecases.provenance import Actor
+    from memdir.cli.actor import Actor
 
 NowOpt = Annotated[
     str | None,
@@ -51,7 +51,7 @@ def open_memdir(ctx: typer.Context, lenient: bool = False) -> Memdir:
 
 def actor(ctx: typer.Context) -> Actor:
     """Who runs this command: MEMDIR_ACTOR, or an agent harness's marker, else the user."""
-    from memdir.cli.usecases.provenance import actor_from
+    from memdir.cli.actor import actor_from
 
     chosen = options(ctx)
     if chosen.actor is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import sys
@@ -25,6 +26,7 @@ from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
 from .commands import people as people_commands
 from .commands import recall as recall_commands
+from .commands import serve as serve_commands
 from .commands import sync as sync_commands
 from .commands import watch as watch_commands
 from .context import Options
@@ -73,6 +75,7 @@ people_commands.register(app)
 continuity_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
+serve_commands.register(app)
 archive_commands.register(app)
 mcp_commands.register(app)
 imports_commands.register(app)
@@ -104,12 +107,18 @@ def _log_to_stderr() -> None:
         logger.propagate = False
 
 
+@functools.cache
+def _command() -> typer.core.TyperGroup:
+    """The click command tree, built once per process (tens of ms; `memdir serve` runs many)."""
+    return typer.main.get_command(app)  # type: ignore[return-value]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every MemdirError becomes one line on stderr and its exit status."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     _log_to_stderr()
-    command = typer.main.get_command(app)
+    command = _command()
     try:
         result = command.main(args=args, prog_name="memdir", standalone_mode=False)
     except MemdirError as error:

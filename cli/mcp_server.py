@@ -513,3 +513,61 @@ def serve(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) -> None
     server = build_server(memdir, window)
     log.info("serving %s over MCP (stdio)", memdir.root)
     server.run("stdio")
+
+
+MAX_HTTP_BODY = 1 << 20  # bytes of one HTTP request
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def bearer_guard(app: Any, token_file: Any) -> Any:
+    """The ASGI app behind a bearer-token check: 401 (with WWW-Authenticate) without the token
+    in `token_file`, which is read on each request (so a rotation applies at once)."""
+    from .usecases.mcp_token import authorised
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {key.decode("latin-1").lower(): value.decode("latin-1")
+                       for key, value in scope.get("headers", [])}  # fmt: skip
+            if not authorised(headers.get("authorization"), token_file):
+                body = b'{"error": "a bearer token is required (memdir mcp --show-token)"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="memdir"'),
+                    (b"content-length", str(len(body)).encode()),
+                ]})  # fmt: skip
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def http_app(memdir: Memdir, host: str, port: int, window: timedelta) -> Any:
+    """The streamable-HTTP app: the SDK's (body size limit, DNS-rebinding protection with this
+    host and port only, no CORS middleware at all) behind the bearer guard."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from .usecases.mcp_token import token_path
+
+    names = {host, *(LOOPBACK if host in LOOPBACK else ())}
+    hosts = [f"[{name}]:{port}" if ":" in name else f"{name}:{port}" for name in names]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{name}" for name in hosts],
+    )
+    app = build_server(memdir, window).streamable_http_app(
+        max_request_body_size=MAX_HTTP_BODY, transport_security=security, host=host
+    )
+    return bearer_guard(app, token_path(memdir))
+
+
+def serve_http(memdir: Memdir, host: str, port: int,
+               window: timedelta = provenance.DEFAULT_WINDOW) -> None:  # fmt: skip
+    """Serve over streamable HTTP at http://HOST:PORT/mcp until SIGTERM or Ctrl-C."""
+    import uvicorn
+
+    app = http_app(memdir, host, port, window)
+    log.info("serving %s over MCP (streamable HTTP) at http://%s:%d/mcp", memdir.root, host, port)
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on",
+                limit_concurrency=64, timeout_graceful_shutdown=5)  # fmt: skip

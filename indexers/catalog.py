@@ -195,6 +195,12 @@ class SqliteCatalog:
     def close(self) -> None:
         self.db.close()
 
+    def data_version(self) -> int:
+        """Changes whenever another connection (another process, or another index object) has
+        committed to the catalog since this connection last asked: a resident index that sees
+        it change reopens (storage.py)."""
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
     def transaction(self) -> _Transaction:
         """`with catalog.transaction():` commits on success, rolls back on error (and forgets
         what was read inside it, which may have been rolled back too)."""

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +43,46 @@ log = logging.getLogger("memdir")
 
 FULLTEXT_NAMES = ("tantivy", "sessions")
 GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
+
+# A long-lived process (`memdir serve`) loads each model once and lends it to every index it
+# opens (the model's settings → the loaded embedder or annotator), and keeps one open index
+# per memdir (root → index; see `resident_index`). None: every index loads its own models.
+_resident: dict[tuple[str, ...], Any] | None = None
+_resident_lock = threading.Lock()
+
+
+def keep_models_resident() -> None:
+    """From now on, indexes in this process share their embedder and annotator (per setting),
+    and `resident_index` keeps indexes open between commands."""
+    global _resident
+    with _resident_lock:
+        if _resident is None:
+            _resident = {}
+
+
+def resident_index(memdir: Memdir, make: Callable[[Memdir], IndexStorage]) -> Any:
+    """The index this process keeps open for `memdir` (made with `make` when there is none),
+    or None when indexes are not kept. It is reopened when the memdir's settings changed or
+    another connection wrote to the catalog since (an update or rebuild by another process, or
+    by the index keeper): its caches (the scoring table, the generation's parts) would be stale.
+    Its own updates keep its caches right. Callers run one command at a time (serve.py)."""
+    if _resident is None:
+        return None
+    key = ("index", str(memdir.root))
+    with _resident_lock:
+        index = _resident.get(key)
+        if index is not None:
+            version = index.foreign_writes()
+            if index.memdir.settings != memdir.settings or version != index.seen_writes:
+                index.resident = False
+                index.close()
+                index = None
+        if index is None:
+            index = make(memdir)
+            index.resident = True
+            _resident[key] = index
+        index.seen_writes = index.foreign_writes()
+        return index
 
 
 class IndexParts(Protocol):
@@ -168,6 +210,8 @@ class IndexStorage:
         # recall's table of every memory (scoring.py), built by the reader; None: not built,
         # False: the archive is too large for one. Any update or rebuild drops it.
         self.cached_scoring_table: Any = None
+        self.resident = False  # kept open between commands (resident_index): close() keeps it
+        self.seen_writes: object = None
 
     def _open_catalog(self) -> Catalog:
         """The catalog; a damaged or foreign one (or one missing a table) is thrown away with
@@ -210,9 +254,15 @@ class IndexStorage:
             from .embedding import load_embedder
 
             config = self.memdir.settings.embedder
+            key = ("embedder", str(config.path), config.kind)
+            if _resident is not None and key in _resident:
+                self._embedder = _resident[key]
+                return _resident[key]
             self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
             if self.embedder_warning:
                 log.warning(self.embedder_warning.removeprefix("memdir: "))
+            if _resident is not None:
+                _resident[key] = self._embedder
         return self._embedder
 
     @property
@@ -221,7 +271,13 @@ class IndexStorage:
             from .affect import load_annotator
 
             # memdir.yaml's settings allow only the annotators load_annotator knows
-            self._annotator = load_annotator(self.memdir.settings.affect.annotator)
+            name = self.memdir.settings.affect.annotator
+            if _resident is not None and ("annotator", name) in _resident:
+                self._annotator = _resident["annotator", name]
+                return self._annotator
+            self._annotator = load_annotator(name)
+            if _resident is not None:
+                _resident["annotator", name] = self._annotator
         return self._annotator
 
     def annotator_label(self) -> str:
@@ -262,8 +318,15 @@ class IndexStorage:
         return self.parts.store(self.embedder.model_id, self.embedder.dim)
 
     def close(self) -> None:
-        self.catalog.close()
-        self.parts.close()
+        if not self.resident:
+            self.catalog.close()
+            self.parts.close()
+
+    def foreign_writes(self) -> object:
+        """A token that changes when another connection wrote to the catalog; a backend that
+        cannot tell gives a new token each time (so its index is never kept)."""
+        probe = getattr(self.catalog, "data_version", None)
+        return probe() if probe is not None else object()
 
     # generations ----------------------------------------------------------------------------
     def _drop_generation(self) -> None:

@@ -285,15 +285,21 @@ class IndexUpdater:
             if reset:
                 self._reset_catalog()
                 storage.memory_table.clear()
+            # recall lines alone touch only the catalog's rehearsals: no Tantivy commit (8–90
+            # ms each) and the in-process scoring table (no rehearsals in it) still matches
+            touched = bool(reset or new_memories or new_events or tombstoned)
             try:
                 self._ingest(new_memories, new_events, recalls, tombstoned, report, progress)
-                storage.fulltext.commit()
-                storage.sessions.commit()
+                if touched:
+                    storage.fulltext.commit()
+                    storage.sessions.commit()
             except BaseException:
-                storage.fulltext.rollback()
-                storage.sessions.rollback()
+                if touched:
+                    storage.fulltext.rollback()
+                    storage.sessions.rollback()
                 raise
-            storage.cached_scoring_table = None  # the in-process scoring table no longer matches
+            if touched:
+                storage.cached_scoring_table = None  # it no longer matches
             for checkpoint in positions:
                 self.catalog.set_checkpoint(checkpoint)
             self.catalog.set_manifest(self._expected_manifest())

@@ -1,6 +1,6 @@
 """`python -m memdir`: the same command as `memdir`."""
 
-from memdir.cli.main import run
+from memdir.cli.launch import run
 
 if __name__ == "__main__":
     run()

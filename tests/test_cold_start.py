@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,49 @@ def test_lifecycle_commands_load_no_heavy_module(md: Memdir, args: tuple[str, ..
     assert code == 0
     assert "memdir.archive_format.lifecycle" in modules
     assert heavy_in(modules) == []
+
+
+RUN_LAUNCH = (
+    "import sys; sys.argv = ['memdir', *{args!r}]; from memdir.cli.launch import run; run()"
+)
+
+
+def test_the_client_of_a_running_service_loads_no_heavy_module_and_not_the_cli(
+    hashed: Memdir, tmp_path: Path
+) -> None:
+    from memdir.archive_format import lifecycle
+    from memdir.cli.service import socket_path
+
+    from conftest import MEMDIR_BIN, T0_DT  # isort: skip
+
+    lifecycle.teach(hashed, "cold clients ask the warm service", T0_DT)
+    log = tmp_path / "serve.log"
+    service = subprocess.Popen(
+        [str(MEMDIR_BIN), "--dir", str(hashed.root), "serve", "--no-watch", "--log", str(log)],
+        env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (log.exists() and "serving " in log.read_text()):
+            assert service.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        assert socket_path(hashed.cache_dir).exists()
+        for args in (("recall", "warm service"), ("search", "warm"), ("context", "warm service")):
+            done = subprocess.run(
+                [sys.executable, "-X", "importtime", "-c",
+                 RUN_LAUNCH.format(args=["--dir", str(hashed.root), *args])],
+                cwd=tmp_path, env=clean_env(MEMDIR_NOW=T0), capture_output=True, text=True,
+                timeout=60,
+            )  # fmt: skip
+            modules = {
+                line.rsplit("|", 1)[1].strip()
+                for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line
+            }
+            assert done.returncode == 0 and "warm" in done.stdout, done.stderr[-2000:]
+            assert "memdir.cli.service" in modules, "the import log is read correctly"
+            assert heavy_in(modules) == []
+            assert not {"typer", "yaml", "memdir.cli.main"} & modules, "answered by the service"
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=30)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from memdir.archive_format import clock, journal
-from memdir.archive_format.errors import BadInputError, LifecycleError
+from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
 from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text, refuse_turn_forget
 from memdir.cli.layout import width, wrap
@@ -72,7 +72,12 @@ def add(
 
     Example: memdir journal add --role user --session s1 "I planted tomatoes today"
     """
-    from memdir.cli.usecases.journal import record_turns, turn_from_fields, turns_from_jsonl
+    from memdir.cli.usecases.journal import (
+        record_turns,
+        refuse_user_turns,
+        turn_from_fields,
+        turns_from_jsonl,
+    )
 
     memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
     channel = "cli:assistant" if actor.assistant else "cli"  # who wrote it, on every turn
@@ -82,13 +87,7 @@ def add(
         raise BadInputError("no TEXT given", hint="pass the turn, '-' for stdin, or --jsonl")
     else:
         turns = [turn_from_fields({**defaults, "text": read_text(text)}, moment, channel)]
-    if actor.assistant and any(turn.role == "user" for turn in turns):
-        raise LifecycleError(
-            f"an assistant cannot record user turns ({actor.reason}): the journal's user turns "
-            "are what the teaching guard trusts",
-            hint="record your own turn with --role assistant; the user's turns come from the "
-            "client's prompt hook (it runs memdir with MEMDIR_ACTOR=user)",
-        )
+    refuse_user_turns(actor, turns)
     results = record_turns(memdir, turns, moment)
     if json_:
         emit_json([{"id": turn.id, "added": added} for turn, added in results])

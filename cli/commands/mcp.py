@@ -1,4 +1,4 @@
-"""`memdir mcp`: serve the memdir to MCP clients over stdio."""
+"""`memdir mcp`: serve the memdir to MCP clients over stdio, or streamable HTTP with a token."""
 
 from __future__ import annotations
 
@@ -7,7 +7,22 @@ from typing import Annotated
 import typer
 
 from memdir.archive_format import clock
+from memdir.archive_format.errors import BadInputError
 from memdir.cli import context
+from memdir.cli.render import note
+
+DEFAULT_HOST = "127.0.0.1"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'[HOST:]PORT' → (host, port); the host is loopback unless given ('[::1]:8080' too)."""
+    host, colon, port = text.rpartition(":")
+    host = host.strip("[]") if colon else DEFAULT_HOST
+    if not port.isdigit() or not 0 < int(port) < 65536 or (colon and not host):
+        raise BadInputError(
+            f"{text!r} is not [HOST:]PORT", hint="e.g. --http 8765 or --http 127.0.0.1:8765"
+        )
+    return host, int(port)
 
 
 def register(app: typer.Typer) -> None:
@@ -22,19 +37,63 @@ def register(app: typer.Typer) -> None:
                 "(default: mcp.quote_window in memdir.yaml, else 24h).",
             ),
         ] = None,
+        http: Annotated[
+            str | None,
+            typer.Option(
+                "--http",
+                metavar="[HOST:]PORT",
+                help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST "
+                "defaults to 127.0.0.1); clients must send the bearer token.",
+            ),
+        ] = None,
+        show_token: Annotated[
+            bool, typer.Option("--show-token", help="Print the HTTP bearer token and exit.")
+        ] = False,
+        rotate_token: Annotated[
+            bool,
+            typer.Option(
+                "--rotate-token", help="Replace the HTTP bearer token (the old one stops working)."
+            ),
+        ] = False,
     ) -> None:
-        """Serve this memdir over MCP (stdio) to Claude Desktop, Claude Code, Codex, Cursor….
+        """Serve this memdir over MCP to Claude Desktop, Claude Code, Codex, Cursor…: over
+        stdio, or with --http over streamable HTTP on loopback with a bearer token (made on
+        first use in .memdir/mcp-token, mode 0600; --show-token prints it, --rotate-token
+        replaces it).
 
         Tools: teach, infer, confirm, reject, forget, link, recall, search, show, stats,
         journal_add, journal_read, ring, wake, boot, self_read/self_update, people_read/
         person_update. No shell or file tools. See docs/MCP.md for client registration.
 
         Example: claude mcp add memdir -- memdir --dir ~/memory mcp
+        Example: memdir --dir ~/memory mcp --http 8765
         """
-        from memdir.cli.mcp_server import serve
+        from memdir.cli.usecases.mcp_token import ensure_token, token_path
 
         memdir = context.open_memdir(ctx)
-        if quote_window is None:
-            serve(memdir, memdir.settings.mcp.quote_window)
-        else:
-            serve(memdir, clock.parse_duration(quote_window))
+        if show_token or rotate_token:
+            token, _ = ensure_token(memdir, rotate=rotate_token)
+            if rotate_token:
+                note(f"new bearer token in {token_path(memdir)}")
+            typer.echo(token)
+            if http is None:
+                return
+        window = (
+            memdir.settings.mcp.quote_window
+            if quote_window is None
+            else clock.parse_duration(quote_window)
+        )
+        if http is None:
+            from memdir.cli.mcp_server import serve
+
+            serve(memdir, window)
+            return
+        host, port = parse_address(http)
+        from memdir.cli.mcp_server import LOOPBACK, serve_http
+
+        _, made = ensure_token(memdir)
+        if made:
+            note(f"made a bearer token in {token_path(memdir)} (memdir mcp --show-token)")
+        if host not in LOOPBACK:
+            note(f"serving on {host}, not loopback: anyone who can reach it needs only the token")
+        serve_http(memdir, host, port, window)

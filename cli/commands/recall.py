@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,6 +17,7 @@ from .. import context, layout
 from ..layout import Column, fit, flat, rule, wrap
 from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 from ..render import emit_json
+from ..usecases.prompt import CANDIDATES, DEFAULT_BUDGET
 from .index import progress_bar
 from .lifecycle import read_text
 
@@ -59,6 +61,8 @@ DROP_ORDER = ("sem", "bm25", "rec", "decay", "aff", "deg", "imp", "kw", "spk", "
 
 
 def register(app: typer.Typer) -> None:
+    register_context(app)
+
     @app.command()
     def recall(
         ctx: typer.Context,
@@ -115,6 +119,64 @@ def register(app: typer.Typer) -> None:
             for line in layout.wrap(f"raw {turn['at']} [{turn['session']}] {flat(turn['text'])}",
                                     room, "   "):  # fmt: skip
                 typer.echo(line)
+
+
+def register_context(app: typer.Typer) -> None:
+    @app.command("context")
+    def context_command(
+        ctx: typer.Context,
+        prompt: Annotated[str, typer.Argument(help="The user's prompt, or '-' for stdin.")],
+        budget: Annotated[
+            int, typer.Option("--budget", min=1, help="Token budget for the whole block.")
+        ] = DEFAULT_BUDGET,
+        journal: Annotated[
+            str | None,
+            typer.Option(
+                "--journal",
+                metavar="SESSION",
+                help="Also store the prompt as the user's turn in this journal session "
+                "(what `memdir journal add --role user` does), in the same process.",
+            ),
+        ] = None,
+        k: Annotated[
+            int, typer.Option("--k", "-k", min=1, help="How many memories recall considers.")
+        ] = CANDIDATES,
+        no_record: NoRecordOpt = False,
+        now: context.NowOpt = None,
+        json_: context.JsonOpt = False,
+    ) -> None:
+        """The block an assistant should see before answering a prompt: hard facts, relevant
+        memories and unconfirmed inferences, each with its id and provenance — or nothing,
+        when recall's verdict is not GROUNDED. For per-prompt hooks (examples/, docs/MCP.md).
+
+        Example: memdir context "what should I pack for Lisbon?" --budget 300
+        Hook: memdir context --journal "$SESSION" --budget 400 - < prompt.txt
+        """
+        from memdir.cli.usecases.prompt import prompt_context
+
+        given = read_text(prompt)
+        text = given.strip()
+        if not text:
+            raise BadInputError("the prompt is empty")
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        if journal is not None:
+            from memdir.cli.usecases.journal import (
+                record_turns,
+                refuse_user_turns,
+                turn_from_fields,
+            )
+
+            fields = {"role": "user", "session": journal, "text": given}
+            turn = turn_from_fields(fields, moment, "cli")
+            refuse_user_turns(context.actor(ctx), [turn])
+            # boot.md is left to the next sleep or journal write: folding the whole archive
+            # for it on every prompt would be most of the hook's time
+            record_turns(memdir, [turn], moment, refresh=False)
+        found = prompt_context(memdir, text, moment, budget, record=not no_record, k=k)
+        if json_:
+            emit_json(found.to_dict())
+        else:
+            sys.stdout.write(found.markdown())
 
 
 def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:

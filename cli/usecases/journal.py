@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from memdir.archive_format import journal
-from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.archive_format.journal import Entry, Turn
 from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
+from memdir.cli.actor import Actor
 from memdir.cli.usecases import documents
 
 log = logging.getLogger("memdir")
@@ -66,6 +67,18 @@ def turn_from_fields(fields: dict[str, Any], now: datetime, channel: str) -> Tur
         secrecy=str(fields.get("secrecy") or "public"),
         topic=fields.get("topic"),
     )
+
+
+def refuse_user_turns(actor: Actor, turns: Iterable[Turn]) -> None:
+    """An assistant (MEMDIR_ACTOR, an agent harness's shell) may not record the user's turns:
+    they are what the teaching guard trusts. Every command that stores a turn asks this."""
+    if actor.assistant and any(turn.role == "user" for turn in turns):
+        raise LifecycleError(
+            f"an assistant cannot record user turns ({actor.reason}): the journal's user turns "
+            "are what the teaching guard trusts",
+            hint="record your own turn with --role assistant; the user's turns come from the "
+            "client's prompt hook (it runs memdir with MEMDIR_ACTOR=user)",
+        )
 
 
 def record_turns(

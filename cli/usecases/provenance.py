@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,9 +55,9 @@ from memdir.archive_format.fold import MemoryState
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import McpSettings
+from memdir.cli.actor import ACTORS, ASSISTANT, HARNESS_MARKERS, Actor, actor_from  # noqa: F401
 
 DEFAULT_WINDOW = McpSettings().quote_window  # the default of mcp.quote_window, declared once
-ASSISTANT = "assistant"
 _WORD = re.compile(r"\w+(?:'\w+)*")
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "“": '"', "”": '"'})
 
@@ -256,47 +256,6 @@ def asks_to_forget(quote: str) -> bool:
 # who runs the command line -------------------------------------------------------------------
 # Environment variables agent harnesses set in the shells they give a model (docs/MCP.md,
 # "An actor for every command-line write"): their presence means an assistant is typing.
-HARNESS_MARKERS = (
-    ("CLAUDECODE", "Claude Code"),
-    ("CODEX_SANDBOX", "Codex CLI"),
-    ("CODEX_SANDBOX_NETWORK_DISABLED", "Codex CLI"),
-    ("CODEX_THREAD_ID", "Codex CLI"),
-)
-ACTORS = ("user", ASSISTANT)
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is running the command line: the user, or an assistant (and how that is known)."""
-
-    name: str
-    reason: str
-
-    @property
-    def assistant(self) -> bool:
-        return self.name == ASSISTANT
-
-
-def actor_from(environ: Mapping[str, str]) -> Actor:
-    """MEMDIR_ACTOR (user | assistant) when set, else an agent harness's marker variable makes
-    the actor the assistant, else the user. MEMDIR_ACTOR=user is what a client's prompt hook
-    sets (the words it records come from the client, not the model)."""
-    from memdir.archive_format.errors import BadInputError
-
-    declared = environ.get("MEMDIR_ACTOR", "").strip().casefold()
-    if declared:
-        if declared not in ACTORS:
-            raise BadInputError(
-                f"MEMDIR_ACTOR={declared!r} is neither 'user' nor 'assistant'",
-                hint="set MEMDIR_ACTOR=assistant in an agent's shell, or unset it",
-            )
-        return Actor(declared, f"MEMDIR_ACTOR={declared}")
-    for variable, harness in HARNESS_MARKERS:
-        if environ.get(variable):
-            return Actor(ASSISTANT, f"{variable} is set ({harness})")
-    return Actor("user", "the command line")
-
-
 def _cite(quote: str, turn: Turn) -> str:
     flat = " ".join(quote.split())
     return f'the user: "{flat}" (journal turn {turn.id}, {turn.at}, via {turn.channel})'

@@ -20,10 +20,12 @@ log = logging.getLogger("memdir")
 
 
 def fresh_index(memdir: Memdir, progress: Progress | None = None) -> MemoryIndex:
-    """The memdir's index, updated from the shelf checkpoints when they moved."""
+    """The memdir's index, updated from the shelf checkpoints when they moved (in `memdir
+    serve`, the one it keeps open)."""
     from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.storage import resident_index
 
-    index = MemoryIndex(memdir)
+    index = resident_index(memdir, MemoryIndex) or MemoryIndex(memdir)
     if index.needs_update():
         index.update(progress)
     return index
