@@ -105,3 +105,66 @@ def test_values_are_bound_never_spliced(database: Callable[[], Database]) -> Non
     assert list(fulltext.scores(HOSTILE, 10)) == [1]
     assert [hit.id for hit in fulltext.search(HOSTILE, 10, snippets=True)] == ["m-000001"]
     assert catalog.counts()["memories"] == 1
+
+
+def test_meta_fields_and_distillations_are_bound_too(database: Callable[[], Database]) -> None:
+    """The meta-memory fields and the distillations take hostile text as text as well."""
+    from contracts import document
+
+    db = database()
+    fulltext = PostgresFullText(db, "fulltext_0")
+    fulltext.create()
+    fulltext.upsert([document(1, "plain words", rationale=HOSTILE, intent=HOSTILE)])
+    fulltext.commit()
+    for field in ("rationale", "intent", "meta"):
+        assert list(fulltext.scores(HOSTILE, 10, field=field)) == [1]
+    assert fulltext.scores(HOSTILE, 10, field="evidence") == {}
+    hits = fulltext.search(HOSTILE, 10, snippets=True, field="rationale")
+    assert [hit.id for hit in hits] == ["m-000001"] and "[" in hits[0].snippet
+    with pytest.raises(ValueError, match="no full-text field"):
+        fulltext.scores("words", 10, field=HOSTILE)
+    catalog = PostgresCatalog(db)
+    with catalog.transaction():
+        catalog.set_distilled([(HOSTILE, {HOSTILE: HOSTILE})])
+    assert catalog.distilled_for([HOSTILE]) == {HOSTILE: {HOSTILE: HOSTILE}}
+
+
+def test_an_older_fulltext_table_starts_again_empty(database: Callable[[], Database]) -> None:
+    """A table from before the meta-memory fields (no `meta_terms`) is a cache of an older
+    layout: opening it drops it and creates the current one, empty (the updater then sees
+    fewer documents than searchable memories and rebuilds)."""
+    from contracts import document
+
+    db = database()
+    fulltext = PostgresFullText(db, "fulltext_0")
+    fulltext.create()
+    fulltext.upsert([document(1, "coffee every morning")])
+    fulltext.commit()
+    db.execute("ALTER TABLE {s}.{table} DROP COLUMN meta_terms", table="fulltext_0")
+    reopened = PostgresFullText(database(), "fulltext_0")
+    reopened.create()
+    assert reopened.count() == 0
+    reopened.upsert([document(2, "shellfish", evidence="she said shellfish")])
+    reopened.commit()
+    assert list(reopened.scores("shellfish", 10, field="evidence")) == [2]
+
+
+def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) -> None:
+    """A catalog written by a version without the `distilled` table (another schema id):
+    the mirror tables are dropped, the manifest's version removed (the next update
+    rebuilds), and the new table is there."""
+    from contracts import memory_line
+
+    db = database()
+    catalog = PostgresCatalog(db)
+    with catalog.transaction():
+        catalog.add_memory(memory_line(1, "coffee"), 0, "h1")
+        catalog.set_manifest({"version": "1", "generation": "3"})
+    db.execute("DROP TABLE {s}.distilled")
+    db.execute("UPDATE {s}.layout SET value = 'older' WHERE name = 'schema'")
+    reopened = PostgresCatalog(database())
+    assert reopened.counts()["memories"] == 0
+    assert reopened.manifest() == {"generation": "3"}
+    with reopened.transaction():
+        reopened.set_distilled([("h1", {"type": "FACT"})])
+    assert reopened.distilled_for(["h1"]) == {"h1": {"type": "FACT"}}

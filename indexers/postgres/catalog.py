@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..backends import CatalogMemory, Checkpoint, link_degrees, speaker_of
+from ..backends import CatalogMemory, Checkpoint, link_degrees, speaker_of, typed_links
 from ..names import addressed_names, aliases
 from .database import Database
 
@@ -53,6 +53,9 @@ CREATE INDEX IF NOT EXISTS rehearsals_memory ON {s}.rehearsals(memory);
 CREATE TABLE IF NOT EXISTS {s}.affect (
     content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL, value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS {s}.distilled (
+    content_hash TEXT PRIMARY KEY, value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS {s}.vector_rows (
     content_hash TEXT PRIMARY KEY, number BIGINT NOT NULL
 );
@@ -79,6 +82,7 @@ class PostgresCatalog:
         # read caches for long-lived processes, as in SqliteCatalog
         self._memories: dict[int, CatalogMemory] = {}
         self._degrees: dict[str, int] | None = None
+        self._links: list[tuple[str, str, str]] | None = None
         self._speakers: list[str] | None = None
         self._aliases: dict[str, str] | None = None
 
@@ -111,6 +115,7 @@ class PostgresCatalog:
     def _forget_cache(self) -> None:
         self._memories.clear()
         self._degrees = None
+        self._links = None
         self._speakers = None
         self._aliases = None
 
@@ -311,17 +316,27 @@ class PostgresCatalog:
             self._aliases = aliases(named, [tuple(row) for row in authors])
         return self._aliases
 
+    def _link_lines(self) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+        """Link events (target, line) and memories with written links (id, line), parsed."""
+        events = self.db.rows("SELECT target, line FROM {s}.events WHERE op = 'link'")
+        written = self.db.rows(
+            "SELECT id, line FROM {s}.memories WHERE line LIKE %s", ('%"links":%',)
+        )
+        return (
+            [(target, json.loads(line)) for target, line in events],
+            [(memory_id, json.loads(line)) for memory_id, line in written],
+        )
+
     def link_degrees(self) -> dict[str, int]:
         if self._degrees is None:
-            events = self.db.rows("SELECT target, line FROM {s}.events WHERE op = 'link'")
-            written = self.db.rows(
-                "SELECT id, line FROM {s}.memories WHERE line LIKE %s", ('%"links":%',)
-            )
-            self._degrees = link_degrees(
-                ((target, json.loads(line)) for target, line in events),
-                ((memory_id, json.loads(line)) for memory_id, line in written),
-            )
+            self._degrees = link_degrees(*self._link_lines())
         return self._degrees
+
+    def links(self) -> list[tuple[str, str, str]]:
+        """Every link between two memories as (from, to, type): backends.typed_links."""
+        if self._links is None:
+            self._links = typed_links(*self._link_lines())
+        return self._links
 
     def counts(self) -> dict[str, int]:
         total, searchable, delta = self.db.one(
@@ -406,6 +421,26 @@ class PostgresCatalog:
             )
         else:
             self.db.execute("DELETE FROM {s}.affect")
+
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted:
+            return {}
+        rows = self.db.rows(
+            "SELECT content_hash, value FROM {s}.distilled WHERE content_hash = ANY(%s)",
+            (wanted,),
+        )
+        return {digest: json.loads(value) for digest, value in rows}
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.db.executemany(
+            "INSERT INTO {s}.distilled(content_hash, value) VALUES (%s, %s)"
+            " ON CONFLICT (content_hash) DO UPDATE SET value = EXCLUDED.value",
+            ((digest, json.dumps(value)) for digest, value in items),
+        )
+
+    def clear_distilled(self) -> None:
+        self.db.execute("DELETE FROM {s}.distilled")
 
     def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(hashes))

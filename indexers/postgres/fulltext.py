@@ -1,6 +1,10 @@
 """Full text (backends.FullTextIndex) in PostgreSQL: one table per index and generation
 (`fulltext_N`, `sessions_N` in the memdir's schema) with the Tantivy index's fields and a
-`tsvector` of `text` and of `context` in the English configuration, each under a GIN index.
+`tsvector` in the English configuration, each under a GIN index, for every searchable field
+(backends.TEXT_FIELDS): `text`, `context`, the meta-memory fields `intent`, `rationale` and
+`evidence`, and `meta`, the three of them together. `meta` is one tsvector of the three joined,
+ranked by BM25 as one field (as the memory backend does; Tantivy sums the three fields' BM25
+instead), so its scores are close to, not equal to, the local index's.
 
 Ranking is BM25 (k1 = 1.2, b = 0.75, as Tantivy) computed in SQL, not `ts_rank_cd`: cover
 density has no inverse document frequency, so a rare word counts no more than a common one,
@@ -23,11 +27,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..backends import Document, Iids, Span, TextHit
+from ..backends import META_FIELDS, TEXT_FIELDS, Document, Iids, Span, TextHit
 from .database import Database
 
 _WORDS = re.compile(r"\w+")
-_COLUMNS = {"text": ("text_terms", "text_length"), "context": ("context_terms", "context_length")}
+# each searchable field: its tsvector and its length in words (the statistics table's row)
+_COLUMNS = {field: (f"{field}_terms", f"{field}_length") for field in TEXT_FIELDS}
 K1, B = 1.2, 0.75
 
 # BM25 of the documents matching the query: `matched` has one row per (document, query lexeme
@@ -61,20 +66,69 @@ GROUP BY m.iid, m.id ORDER BY score DESC, m.iid LIMIT %(limit)s
 """
 _HEADLINE = "StartSel=[, StopSel=], MinWords=12, MaxWords=30, ShortWord=2"
 
-_TABLE = """
+_TABLE = (
+    """
 CREATE TABLE IF NOT EXISTS {s}.{table} (
     id TEXT PRIMARY KEY, iid BIGINT NOT NULL, text TEXT NOT NULL, type TEXT, source TEXT,
     status TEXT, persona TEXT[], session TEXT, time BIGINT NOT NULL,
-    text_terms TSVECTOR NOT NULL, context_terms TSVECTOR NOT NULL,
-    text_length INTEGER NOT NULL, context_length INTEGER NOT NULL
+    intent TEXT, rationale TEXT, evidence TEXT,
+"""
+    + ",\n".join(
+        f"    {terms} TSVECTOR NOT NULL, {length} INTEGER NOT NULL"
+        for terms, length in _COLUMNS.values()
+    )
+    + """
 );
 CREATE TABLE IF NOT EXISTS {s}.{stats} (
     field TEXT PRIMARY KEY, documents BIGINT NOT NULL, length BIGINT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS {text_index} ON {s}.{table} USING GIN (text_terms);
-CREATE INDEX IF NOT EXISTS {context_index} ON {s}.{table} USING GIN (context_terms);
-CREATE INDEX IF NOT EXISTS {iid_index} ON {s}.{table} (iid);
 """
+    + "".join(
+        f"CREATE INDEX IF NOT EXISTS {{{field}_index}} ON {{s}}.{{table}} USING GIN"
+        f" ({field}_terms);\n"
+        for field in TEXT_FIELDS
+    )
+    + "CREATE INDEX IF NOT EXISTS {iid_index} ON {s}.{table} (iid);\n"
+)
+# A table written before the last field was added (an older memdir) lacks its column: it is a
+# cache, so create() drops it and starts it empty, and the updater, seeing fewer documents
+# than the catalog has searchable memories, rebuilds the index.
+_NEWEST_COLUMN = _COLUMNS["meta"][0]
+
+# the statistics of every field, refreshed by each commit
+_STATS = (
+    "INSERT INTO {s}.{stats} (field, documents, length) "
+    + " UNION ALL ".join(
+        f"SELECT '{terms}', COUNT(*), COALESCE(SUM({length}), 0) FROM {{s}}.{{table}}"
+        for terms, length in _COLUMNS.values()
+    )
+    + " ON CONFLICT (field) DO UPDATE SET documents = EXCLUDED.documents,"
+    " length = EXCLUDED.length"
+)
+
+_INSERT = (
+    "INSERT INTO {s}.{table} (id, iid, text, type, source, status, persona, session, time,"
+    " intent, rationale, evidence, "
+    + ", ".join(f"{terms}, {length}" for terms, length in _COLUMNS.values())
+    + ") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+    + ", ".join("to_tsvector('english', %s), %s" for _ in _COLUMNS)
+    + ") ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(
+        f"{name} = EXCLUDED.{name}"
+        for name in (
+            "iid",
+            "text",
+            "type",
+            "source",
+            "status",
+            "persona",
+            "session",
+            "time",
+            *META_FIELDS,
+            *(column for pair in _COLUMNS.values() for column in pair),
+        )
+    )
+)
 
 
 def or_query(text: str) -> str:
@@ -92,16 +146,32 @@ class PostgresFullText:
         self._created = False
 
     def _names(self) -> dict[str, str]:
-        return {"table": self.table, "text_index": f"{self.table}_text",
-                "context_index": f"{self.table}_context", "iid_index": f"{self.table}_iid",
-                "stats": f"{self.table}_stats"}  # fmt: skip
+        names = {"table": self.table, "iid_index": f"{self.table}_iid",
+                 "stats": f"{self.table}_stats"}  # fmt: skip
+        names.update({f"{field}_index": f"{self.table}_{field}" for field in TEXT_FIELDS})
+        return names
+
+    def _layout(self) -> tuple[bool, bool]:
+        """Whether the table exists, and whether it has every field's column."""
+        found = self.db.one(
+            "SELECT to_regclass(%s) IS NOT NULL, EXISTS (SELECT 1 FROM pg_attribute"
+            " WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped)",
+            (f'"{self.db.schema}"."{self.table}"',) * 2 + (_NEWEST_COLUMN,),
+        )
+        return bool(found[0]), bool(found[1])
 
     def create(self) -> None:
-        if self._created or self.db.table_exists(self.table):
+        if self._created:
+            return
+        exists, current = self._layout()
+        if exists and current:
             self._created = True
             return
         with self.db.transaction():
             self.db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.db.schema,))
+            exists, current = self._layout()  # another process may have just done it
+            if exists and not current:  # an older layout: a cache, so start it empty
+                self.wipe(self.db, self.table)
             for statement in _TABLE.split(";"):
                 if statement.strip():
                     self.db.execute(statement, **self._names())
@@ -143,39 +213,24 @@ class PostgresFullText:
                     )
                 else:
                     self._insert(items)
-            self.db.execute(
-                "INSERT INTO {s}.{stats} (field, documents, length)"
-                " SELECT 'text_terms', COUNT(*), COALESCE(SUM(text_length), 0) FROM {s}.{table}"
-                " UNION ALL SELECT 'context_terms', COUNT(*), COALESCE(SUM(context_length), 0)"
-                " FROM {s}.{table} ON CONFLICT (field) DO UPDATE"
-                " SET documents = EXCLUDED.documents, length = EXCLUDED.length",
-                **self._names(),
-            )
+            self.db.execute(_STATS, **self._names())
 
     def _insert(self, documents: list[Document]) -> None:
         rows = []
         for fields in documents:
-            text = fields["text"]
-            context = fields.get("context") or text
+            meta = {name: str(fields.get(name) or "") or None for name in META_FIELDS}
+            bodies = {"text": fields["text"], "context": fields.get("context") or fields["text"]}
+            bodies.update({name: value or "" for name, value in meta.items()})
+            bodies["meta"] = " ".join(value for value in meta.values() if value)
+            searched = []
+            for field in _COLUMNS:
+                searched += [bodies[field].lower(), len(_WORDS.findall(bodies[field]))]
             rows.append((
-                fields["id"], int(fields.get("iid", -1)), text, fields.get("type"),
+                fields["id"], int(fields.get("iid", -1)), fields["text"], fields.get("type"),
                 fields.get("source"), fields.get("status"), list(fields.get("persona") or ()),
-                fields.get("session"), int(fields["time"]), text.lower(), context.lower(),
-                len(_WORDS.findall(text)), len(_WORDS.findall(context)),
+                fields.get("session"), int(fields["time"]), *meta.values(), *searched,
             ))  # fmt: skip
-        self.db.executemany(
-            "INSERT INTO {s}.{table} (id, iid, text, type, source, status, persona, session,"
-            " time, text_terms, context_terms, text_length, context_length)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " to_tsvector('english', %s), to_tsvector('english', %s), %s, %s)"
-            " ON CONFLICT (id) DO UPDATE SET iid = EXCLUDED.iid, text = EXCLUDED.text,"
-            " type = EXCLUDED.type, source = EXCLUDED.source, status = EXCLUDED.status,"
-            " persona = EXCLUDED.persona, session = EXCLUDED.session, time = EXCLUDED.time,"
-            " text_terms = EXCLUDED.text_terms, context_terms = EXCLUDED.context_terms,"
-            " text_length = EXCLUDED.text_length, context_length = EXCLUDED.context_length",
-            rows,
-            table=self.table,
-        )
+        self.db.executemany(_INSERT, rows, table=self.table)
 
     # reading --------------------------------------------------------------------------------
     def count(self) -> int:
@@ -188,6 +243,8 @@ class PostgresFullText:
         words = or_query(text)
         if not words or limit <= 0 or within == [] or not self.exists():
             return []
+        if field not in _COLUMNS:
+            raise ValueError(f"no full-text field {field!r} (one of {', '.join(TEXT_FIELDS)})")
         column, length = _COLUMNS[field]
         params: dict[str, Any] = {"words": words, "column": column, "limit": limit}
         filters = ""
@@ -211,17 +268,23 @@ class PostgresFullText:
         rows = self._ranked(text, limit, field, within, between)
         return {int(iid): float(score) for iid, _, score in rows}
 
-    def search(self, text: str, k: int, snippets: bool = False) -> list[TextHit]:
-        rows = self._ranked(text, k, "text", None, None)
+    def search(
+        self, text: str, k: int, snippets: bool = False, field: str = "text"
+    ) -> list[TextHit]:
+        """As `scores`, by memory id; a snippet is of `field` (of the text for "context" and
+        "meta", as the Tantivy index shows them)."""
+        rows = self._ranked(text, k, field, None, None)
         if not snippets or not rows:
             return [TextHit(memory_id, float(score), "") for _, memory_id, score in rows]
+        shown = field if field in META_FIELDS else "text"
         found = dict(
             self.db.rows(
-                "SELECT d.id, ts_headline('english', d.text,"
+                "SELECT d.id, ts_headline('english', COALESCE(d.{shown}, d.text),"
                 " websearch_to_tsquery('english', %s), %s) FROM {s}.{table} AS d"
                 " WHERE d.id = ANY(%s)",
                 (or_query(text), _HEADLINE, [memory_id for _, memory_id, _ in rows]),
                 table=self.table,
+                shown=shown,
             )
         )
         return [
