@@ -99,3 +99,22 @@ class WriterLock:
         del _held[key]
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+class InstanceLock(WriterLock):
+    """A pid file under `.memdir/` held by the one running process of a kind (the watch
+    daemon, the service): a second one is refused at once, naming the holder."""
+
+    def __init__(self, path: Path, what: str, root: Path, hint: str) -> None:
+        super().__init__(path, timeout=0)
+        self.what, self.root, self.hint = what, root, hint  # hint may name the pid as {pid}
+
+    def __enter__(self) -> WriterLock:
+        try:
+            return super().__enter__()
+        except LockedError as error:
+            holder = error.message.removeprefix("the memdir is locked by ").split(" (")[0]
+            raise LockedError(
+                f"{self.what} is already running for {self.root} ({holder})",
+                hint=self.hint.format(pid=holder.removeprefix("pid ")),
+            ) from None

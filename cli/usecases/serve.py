@@ -40,7 +40,7 @@ from types import FrameType
 from typing import Any
 
 from memdir.archive_format.errors import ExitStatus, LockedError
-from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.actor import ACTORS, ASSISTANT
 
@@ -55,22 +55,12 @@ MAX_CONNECTIONS = 32  # handled at once; the next client waits in the listen que
 STOP_WAIT = 30.0  # seconds SIGTERM waits for the command that is running
 
 
-class ServeLock(WriterLock):
+class ServeLock(InstanceLock):
     """`.memdir/serve.pid`: held by the one running service of a memdir."""
 
     def __init__(self, memdir: Memdir) -> None:
-        super().__init__(memdir.cache_dir / PID_FILE, timeout=0)
-        self.memdir = memdir
-
-    def __enter__(self) -> WriterLock:
-        try:
-            return super().__enter__()
-        except LockedError as error:
-            holder = error.message.removeprefix("the memdir is locked by ").split(" (")[0]
-            raise LockedError(
-                f"memdir serve is already running for {self.memdir.root} ({holder})",
-                hint="one service per memdir; `memdir serve --status` shows it",
-            ) from None
+        super().__init__(memdir.cache_dir / PID_FILE, "memdir serve", memdir.root,
+                         "one service per memdir; `memdir serve --status` shows it")  # fmt: skip
 
 
 class Capture(io.TextIOBase):

@@ -22,8 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from memdir.archive_format.errors import LockedError, MemdirError
-from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.errors import MemdirError
+from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import WatchSettings
 
@@ -38,22 +38,12 @@ PID_FILE = "watch.pid"
 WATCHED = ("shelves", "journal")
 
 
-class WatchLock(WriterLock):
+class WatchLock(InstanceLock):
     """`.memdir/watch.pid`: held by the one running daemon of a memdir."""
 
     def __init__(self, memdir: Memdir) -> None:
-        super().__init__(memdir.cache_dir / PID_FILE, timeout=0)
-        self.memdir = memdir
-
-    def __enter__(self) -> WriterLock:
-        try:
-            return super().__enter__()
-        except LockedError as error:
-            holder = error.message.removeprefix("the memdir is locked by ").split(" (")[0]
-            raise LockedError(
-                f"memdir watch is already running for {self.memdir.root} ({holder})",
-                hint=f"stop it first (kill {holder.removeprefix('pid ')}); one daemon per memdir",
-            ) from None
+        super().__init__(memdir.cache_dir / PID_FILE, "memdir watch", memdir.root,
+                         "stop it first (kill {pid}); one daemon per memdir")  # fmt: skip
 
 
 class _Changes:
