@@ -178,10 +178,14 @@ class Bench:
         )
         self.time("confirm by 8-character prefix", lambda: lifecycle.confirm(md, guess[:10], now))
         self.time("reject by id", lambda: lifecycle.reject(md, guess, "benchmark", now))
-        self.time(
-            "link two prefixes",
-            lambda: lifecycle.link(md, guess[:10], self.inferred[-1 - n][:10], "related", now),
-        )
+        other = self.inferred[-1 - n]
+        if other == guess:  # the middle one (link refuses a self-link)
+            other = self.inferred[(n + 1) % len(self.inferred)]
+        if other != guess:
+            self.time(
+                "link two prefixes",
+                lambda: lifecycle.link(md, guess[:10], other[:10], "related", now),
+            )
         self.time(
             "journal turn, no boot refresh", lambda: journal.add_turns(md, [self.turn(2 * n)])
         )
