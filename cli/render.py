@@ -29,8 +29,10 @@ def note(message: str) -> None:
 def console() -> Console:
     from rich.console import Console
 
-    # rich honours $COLUMNS and the terminal's width; no width is forced on a pipe.
-    return Console(highlight=False, soft_wrap=False)
+    # The same width as layout.py's tables: $COLUMNS, else the terminal's; a pipe without
+    # $COLUMNS is unbounded (rich would assume 80), so a table keeps its natural width there.
+    room = width()
+    return Console(highlight=False, soft_wrap=False, width=room if room is not None else 100_000)
 
 
 def print_table(
