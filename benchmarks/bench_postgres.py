@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,10 +22,9 @@ from typing import Any
 import yaml
 
 from benchmarks.bench_index import generated, sentence
-from benchmarks.common import machine, table
+from benchmarks.common import machine, table, timed_recalls
 from memdir.archive_format.memdir import Memdir
 from memdir.indexers.index import MemoryIndex
-from memdir.indexers.recall import RecallOptions, recall
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 
@@ -46,19 +44,9 @@ def measure(memdir: Memdir, embedder: Any, queries: list[str]) -> dict[str, Any]
     began = time.perf_counter()
     index.update()
     build = time.perf_counter() - began
-    for query in queries[:10]:
-        recall(index, query + " (warm-up)", NOW)
-    samples = []
-    for query in queries:
-        began = time.perf_counter()
-        recall(index, query, NOW, RecallOptions(k=10))
-        samples.append((time.perf_counter() - began) * 1000)
-    samples.sort()
     found = {
         "build": build,
-        "p50": statistics.median(samples),
-        "p95": samples[int(len(samples) * 0.95) - 1],
-        "mode": "exact" if index.scoring_table() is not None else "pool",
+        **timed_recalls(index, queries, NOW),
         "bytes": index.size_bytes(),
     }
     index.parts.drop()

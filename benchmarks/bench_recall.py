@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_index import build, sentence
-from benchmarks.common import machine, memdir_command, table, wall_time
+from benchmarks.common import machine, memdir_command, table, timed_recalls, wall_time
 from memdir.archive_format import lifecycle, shelf
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line
 from memdir.indexers.index import MemoryIndex
-from memdir.indexers.recall import RecallOptions, recall
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 
@@ -33,21 +32,9 @@ def warm(root: Path, queries: list[str]) -> dict[str, Any]:
     index = MemoryIndex(Memdir.open(root))
     if index.needs_update():
         index.update()
-    for query in queries[:10]:
-        recall(index, query + " (warm-up)", NOW)
-    samples = []
-    for query in queries:
-        began = time.perf_counter()
-        recall(index, query, NOW, RecallOptions(k=10))
-        samples.append((time.perf_counter() - began) * 1000)
-    samples.sort()
-    mode = "exact" if index.scoring_table() is not None else "pool"
+    found = timed_recalls(index, queries, NOW)
     index.close()
-    return {
-        "p50": statistics.median(samples),
-        "p95": samples[int(len(samples) * 0.95) - 1],
-        "mode": mode,
-    }
+    return found
 
 
 def with_history(root: Path, records: int) -> tuple[Path, float]:

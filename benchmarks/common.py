@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from memdir.archive_format.memdir import Memdir, init
 
@@ -68,3 +69,23 @@ def generated_once(
     fill(memdir, random.Random(seed))
     marker.write_text(json.dumps({"seed": seed}))
     return root
+
+
+def timed_recalls(index: Any, queries: Sequence[str], now: datetime) -> dict[str, Any]:
+    """Warm recall on an up-to-date index: ten warm-up queries (page cache, the model's first
+    run), then one timed recall per query (k=10); p50/p95 in ms and the scoring mode."""
+    from memdir.indexers.recall import RecallOptions, recall
+
+    for query in queries[:10]:
+        recall(index, query + " (warm-up)", now)
+    samples = []
+    for query in queries:
+        began = time.perf_counter()
+        recall(index, query, now, RecallOptions(k=10))
+        samples.append((time.perf_counter() - began) * 1000)
+    samples.sort()
+    return {
+        "p50": statistics.median(samples),
+        "p95": samples[int(len(samples) * 0.95) - 1],
+        "mode": "exact" if index.scoring_table() is not None else "pool",
+    }
