@@ -197,6 +197,13 @@ class PostgresFullText:
     def delete(self, ids: Sequence[str]) -> None:
         self._staged.append(("delete", list(ids)))
 
+    def replace_all(self, documents: Sequence[Document]) -> None:
+        self._staged.append(("clear", []))
+        self.upsert(documents)
+
+    def replaced(self) -> int:
+        return 0  # the statistics table is recomputed from the live rows at each commit
+
     def rollback(self) -> None:
         self._staged = []
 
@@ -207,7 +214,9 @@ class PostgresFullText:
         self.create()
         with self.db.transaction():
             for action, items in staged:
-                if action == "delete":
+                if action == "clear":
+                    self.db.execute("DELETE FROM {s}.{table}", table=self.table)
+                elif action == "delete":
                     self.db.execute(
                         "DELETE FROM {s}.{table} WHERE id = ANY(%s)", (items,), table=self.table
                     )
