@@ -453,6 +453,34 @@ def test_bench_command_takes_several_files(tmp_path: Path, cli, minilm) -> None:
     assert len(lines) == 4 and lines[2]["question"] == "Which cat is called Miso?"
 
 
+def test_bench_weight_overrides_change_the_profile_measured(tmp_path: Path, cli, minilm) -> None:
+    """`--weight NAME=VALUE` changes the profile's weights in the scratch memdirs: with every
+    relevance component and prior that these turns have set to 0, every candidate scores 0;
+    the report names the overrides; a name recall does not weigh, or a value that is not a
+    number, is one line of error."""
+    path = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+
+    def measured(*extra: str) -> tuple[dict, list[dict]]:
+        out = tmp_path / "questions.jsonl"
+        done = cli("bench", "locomo", str(path), "--json", "--per-question", str(out), *extra)
+        assert done.code == 0, done.err
+        report = json.loads(done.out)["files"][str(path)]
+        return report, [json.loads(line) for line in out.read_text().splitlines()]
+
+    report, rows = measured()
+    assert report["weights"] == {} and report["overall"]["recall@1"] == 1.0
+    assert all(row["candidates"][0]["score"] > 0 for row in rows)
+    silenced = ("semantic", "context_semantic", "bm25", "context_bm25", "session", "speaker",
+                "importance", "degree")  # fmt: skip
+    report, rows = measured(*(f"--weight={name}=0" for name in silenced))
+    assert report["weights"] == dict.fromkeys(silenced, 0.0)
+    assert all(c["score"] == 0 for row in rows for c in row["candidates"])
+    for wrong, said in (("loudness=1", "not COMPONENT=NUMBER"), ("bm25", "not COMPONENT=NUMBER"),
+                        ("bm25=lots", "is not a number")):  # fmt: skip
+        done = cli("bench", "locomo", str(path), "--weight", wrong)
+        assert done.code != 0 and said in done.err and "Traceback" not in done.err
+
+
 def chat(memdir: Memdir, session: str, turns: list[tuple[str, str]], at: datetime) -> list[str]:
     """A conversation's turns as speaker-prefixed memories (as `memdir bench locomo` and chat
     imports store them); their ids."""

@@ -127,11 +127,36 @@ def _sample(raw: dict[str, Any]) -> Sample:
     return Sample(str(raw.get("sample_id", "sample")), turns, questions, counts)
 
 
-def build_memdir(sample: Sample, root: Path, index: dict[str, Any] | None = None) -> dict[str, str]:
-    """A memdir holding the sample's turns (its index where `index` settings say); returns
-    memory id → dia_id."""
+def weight_overrides(items: list[str]) -> dict[str, float]:
+    """`--weight NAME=VALUE` items as {component: weight}; a name recall does not weigh, or a
+    value that is not a number, is refused."""
+    from memdir.indexers.recall.score import WEIGHTED
+
+    known = (*WEIGHTED, "half_life_days")
+    found: dict[str, float] = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or name.strip() not in known:
+            raise BadInputError(
+                f"--weight {item!r} is not COMPONENT=NUMBER for a recall component",
+                hint=f"components: {', '.join(known)}; e.g. --weight session=0.25",
+            )
+        try:
+            found[name.strip()] = float(value)
+        except ValueError:
+            raise BadInputError(
+                f"--weight {item!r}: {value!r} is not a number", hint="e.g. --weight session=0.25"
+            ) from None
+    return found
+
+
+def build_memdir(sample: Sample, root: Path, index: dict[str, Any] | None = None,
+                 recall: dict[str, Any] | None = None) -> dict[str, str]:  # fmt: skip
+    """A memdir holding the sample's turns (its index where `index` settings say, its
+    `recall` settings as given); returns memory id → dia_id."""
     first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
-    memdir, _ = init(root, first, settings={"index": index} if index else None)
+    settings = {name: value for name, value in (("index", index), ("recall", recall)) if value}
+    memdir, _ = init(root, first, settings=settings or None)
     memories = []
     by_id: dict[str, str] = {}
     for turn in sample.turns:
@@ -251,6 +276,7 @@ def _run_file(
     decay: bool,
     per_question: list[dict[str, Any]] | None,
     index_settings: dict[str, Any] | None,
+    weights: dict[str, float],
 ) -> tuple[dict[str, Any], list[Measured]]:
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
@@ -263,11 +289,15 @@ def _run_file(
     options = RecallOptions(k=10, profile=profile, perfect=not decay)
     total = sum(len(sample.questions) for sample in samples)
     done = 0
+    # the weight overrides change the chosen profile in each scratch memdir's memdir.yaml
+    recall_settings = {"profiles": {profile or "default": weights}} if weights else None
     for sample in samples:
         for name, count in sample.repairs.items():
             repairs[name] = repairs.get(name, 0) + count
         with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
-            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, index_settings)
+            by_id = build_memdir(
+                sample, Path(scratch) / sample.sample_id, index_settings, recall_settings
+            )
             index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
             index.update(progress)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
@@ -295,6 +325,7 @@ def _run_file(
         "evidence_repairs": {**repairs, "questions_without_evidence": no_evidence},
         "samples": len(samples),
         "profile": profile or "default",
+        "weights": weights,
         "decay": decay,
     }
     return report, measured
@@ -308,6 +339,7 @@ def run(
     decay: bool = False,
     per_question: list[dict[str, Any]] | None = None,
     index: dict[str, Any] | None = None,
+    weights: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark on each file; returns the report `memdir bench locomo --json` prints:
     each file's figures under `files` (by path, in the order given) and, over every question of
@@ -315,13 +347,15 @@ def run(
 
     Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
     only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md). `index`
-    is the scratch memdirs' `settings.index` (the local files when None).
+    is the scratch memdirs' `settings.index` (the local files when None); `weights` change
+    the profile's weights there (`--weight NAME=VALUE`: a profile variant measured without
+    editing the code), and the report names them.
     """
     files: dict[str, dict[str, Any]] = {}
     pooled: list[Measured] = []
     for path in paths:
         files[str(path)], measured = _run_file(
-            path, profile, limit, progress, decay, per_question, index
+            path, profile, limit, progress, decay, per_question, index, weights or {}
         )
         pooled.extend(measured)
     return {"files": files, "pooled": summarise(pooled)}

@@ -42,23 +42,34 @@ def locomo(
             help="Build each sample's index on this PostgreSQL server (index.backend: postgres).",
         ),
     ] = None,
+    weight: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--weight",
+            metavar="NAME=VALUE",
+            help="Change one weight of the profile (repeatable), e.g. --weight session=0.25.",
+        ),
+    ] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Turn-level recall@k on LoCoMo-style conversations, no LLM, through `memdir recall`:
     each file's figures, and pooled over all of them when there are several.
 
-    Example: memdir bench locomo ../shared/bench/locomo/locomo-dev.json --json
+    Example: memdir bench locomo ../shared/bench/locomo/locomo-dev.json --json;
+    memdir bench locomo FILE --weight session=0.25 --weight bm25=0.75 (a profile variant)
     """
     from memdir.archive_format.settings import load_settings
-    from memdir.cli.bench.locomo import run
+    from memdir.cli.bench.locomo import run, weight_overrides
 
     index = {"backend": "postgres", "dsn": postgres} if postgres is not None else None
     if index is not None:
         load_settings({"index": index}, "--postgres")  # a DSN with a password fails here
+    weights = weight_overrides(weight or [])
 
     rows: list[dict[str, Any]] | None = [] if per_question is not None else None
     with progress_bar() as advance:
-        report = run(files, profile, limit, advance, decay=decay, per_question=rows, index=index)
+        report = run(files, profile, limit, advance, decay=decay, per_question=rows, index=index,
+                     weights=weights)  # fmt: skip
     if per_question is not None and rows is not None:
         write_lines(per_question, rows)
     if json_:
