@@ -16,12 +16,12 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def write_yaml(path: Path, data: Any) -> None:
+def write_yaml(path: Path, data: Any, sync_directory: bool = True) -> None:
     """Write YAML atomically (`atomic.write_text`), so a reader never sees half a file."""
     text = yaml.dump(
         data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False
     )
-    write_text(path, text)
+    write_text(path, text, sync_directory=sync_directory)
 
 
 def read_yaml(path: Path, default: Any = None) -> Any:
