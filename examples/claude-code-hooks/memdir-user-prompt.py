@@ -21,7 +21,9 @@ block it): with --client cursor the hook only journals the prompt and answers
 {"continue": true}; the model recalls through memdir's MCP tools there.
 
 The hook never blocks a prompt: on any failure it says why on stderr, prints nothing else,
-and exits 0 (Cursor: {"continue": true}).
+and exits 0 (Cursor: {"continue": true}). It pins the clock ($MEMDIR_NOW, unless set) for the
+service and for the `memdir` it may run after giving up on it, so a prompt the service was
+still handling is journalled and recorded once (the same time makes the same content ids).
 
 It runs memdir with MEMDIR_ACTOR=user: Claude Code marks the shells it starts (CLAUDECODE=1,
 and the recipe's settings.json sets MEMDIR_ACTOR=assistant for the model's own commands), and
@@ -39,6 +41,7 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 
 def client() -> str:
@@ -59,7 +62,7 @@ def ask_service(args: list, prompt: str) -> "str | None":
     if len(os.fsencode(path)) > 107 or not os.path.exists(path):
         return None  # (a long path: `memdir` knows how to reach it)
     request = {"v": 1, "root": root, "command": args[0], "args": args[1:], "stdin": prompt,
-               "now": os.environ.get("MEMDIR_NOW") or None}  # fmt: skip
+               "now": os.environ["MEMDIR_NOW"], "actor": "user"}  # fmt: skip
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(float(os.environ.get("MEMDIR_HOOK_TIMEOUT", "8")))
@@ -109,6 +112,7 @@ def run(event: dict, kind: str) -> str:
 
 def main() -> int:
     kind = client()
+    os.environ["MEMDIR_NOW"] = os.environ.get("MEMDIR_NOW") or datetime.now(timezone.utc).isoformat()
     try:
         event = json.load(sys.stdin)
         if not isinstance(event, dict):
