@@ -410,3 +410,44 @@ def test_a_bad_service_timeout_is_named_and_the_default_applies(
         assert done.code == 0 and "coffee" in done.out
         assert f"$MEMDIR_SERVICE_TIMEOUT={value!r} is not a number of seconds" in done.err
     assert running.status()["requests"] == 4, "still served"
+
+
+def test_concurrent_reads_and_writes_are_answered_as_in_process(
+    stocked: Memdir, server: Callable[..., Server]
+) -> None:
+    """Clients at once: reads run side by side (each reader thread with its own index), recorded
+    recalls one at a time; every read says what the in-process path says, every write lands."""
+    running = server(stocked, "--no-watch")
+    root = str(stocked.root)
+    reads = [("search", "coffee", "--json"), ("similar", "coffee grinder", "--json"),
+             ("recall", "coffee", "--no-record", "--json")]  # fmt: skip
+    expected = {args: memdir_cli("--dir", root, *args, env=clean_env(**IN_PROCESS)).out
+                for args in reads[:2]}  # fmt: skip
+    before = len([line for line in shelf_lines(stocked) if line.get("kind") == "recall"])
+    failures: list[str] = []
+
+    def client(number: int) -> None:
+        for turn in range(6):
+            args = (
+                reads[(number + turn) % 3]
+                if (number + turn) % 4
+                else ("recall", f"sugar {number} {turn}")
+            )
+            request = {"v": PROTOCOL, "root": root, "command": args[0], "args": list(args[1:]),
+                       "now": f"2026-05-02T10:{number:02d}:{turn:02d}Z"}  # fmt: skip
+            answer = raw_exchange(running.socket, (json.dumps(request) + "\n").encode())
+            if answer.get("status") != 0 or (
+                args in expected and answer["stdout"] != expected[args]
+            ):
+                failures.append(f"{args}: {answer}")
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    writes = sum(1 for n in range(6) for t in range(6) if not (n + t) % 4)
+    after = len([line for line in shelf_lines(stocked) if line.get("kind") == "recall"])
+    assert after == before + writes
+    assert running.status()["requests"] == 36
