@@ -39,9 +39,16 @@ hook waits (default 8).
 import json
 import os
 import socket
-import subprocess
 import sys
-from datetime import datetime, timezone
+import time
+
+
+def utc_now() -> str:
+    """The current time in ISO 8601 with microseconds (time, not datetime: a few ms less to
+    import, on every prompt)."""
+    seconds = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{int(seconds % 1 * 1_000_000):06d}+00:00"
 
 
 def client() -> str:
@@ -97,6 +104,8 @@ def run(event: dict, kind: str) -> str:
         served = ask_service(command[1:], prompt)
         if served is not None:
             return served
+    import subprocess  # only here: the served path does without it (~5 ms to import)
+
     try:
         done = subprocess.run(command, input=prompt.encode("utf-8"), capture_output=True,
                               timeout=float(os.environ.get("MEMDIR_HOOK_TIMEOUT", "8")),
@@ -112,7 +121,7 @@ def run(event: dict, kind: str) -> str:
 
 def main() -> int:
     kind = client()
-    os.environ["MEMDIR_NOW"] = os.environ.get("MEMDIR_NOW") or datetime.now(timezone.utc).isoformat()
+    os.environ["MEMDIR_NOW"] = os.environ.get("MEMDIR_NOW") or utc_now()
     try:
         event = json.load(sys.stdin)
         if not isinstance(event, dict):
