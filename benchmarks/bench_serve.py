@@ -56,9 +56,9 @@ def hook_time(root: Path, prompts: list[str], runs: int, env: dict[str, str]) ->
     for run in range(runs + 1):
         event = json.dumps({"session_id": "bench", "prompt": prompts[run % len(prompts)]})
         began = time.perf_counter()
-        # this interpreter, as `python -c pass` is timed: a `python3` found on PATH may be a
-        # launcher (pyenv's shim is a bash script costing ~150 ms) that no hook needs
-        done = subprocess.run([sys.executable, str(HOOK)], input=event.encode(), env=merged,
+        # this interpreter, as `python -c pass` is timed (a `python3` found on PATH may be a
+        # launcher: pyenv's shim is a bash script costing ~150 ms), with -S as the recipes
+        done = subprocess.run([sys.executable, "-S", str(HOOK)], input=event.encode(), env=merged,
                               capture_output=True, check=True)  # fmt: skip
         if run:  # the first is a warm-up
             samples.append(time.perf_counter() - began)

@@ -294,7 +294,7 @@ HOOK = Path(__file__).parents[1] / "examples" / "claude-code-hooks" / "memdir-us
 def run_hook(memdir: Memdir, event: object, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = clean_env(**{"MEMDIR": str(memdir.root), "MEMDIR_BIN": str(MEMDIR_BIN), **env})
     given = event if isinstance(event, str) else json.dumps(event)  # a str: sent as it is
-    return subprocess.run(["python3", str(HOOK), *args], input=given, env=environment,
+    return subprocess.run(["python3", "-S", str(HOOK), *args], input=given, env=environment,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
 
 

@@ -20,6 +20,9 @@ as is. Cursor's beforeSubmitPrompt cannot add context (it may only let the promp
 block it): with --client cursor the hook only journals the prompt and answers
 {"continue": true}; the model recalls through memdir's MCP tools there.
 
+The recipes run it as `python3 -S`: it needs only the standard library, and skipping
+site-packages (and the .pth files of whatever is installed there) saves 10-30 ms per prompt.
+
 The hook never blocks a prompt: on any failure it says why on stderr, prints nothing else,
 and exits 0 (Cursor: {"continue": true}). It pins the clock ($MEMDIR_NOW, unless set) for the
 service and for the `memdir` it may run after giving up on it, so a prompt the service was
