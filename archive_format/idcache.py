@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import sqlite3
+import threading
 import zlib
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
@@ -597,9 +598,10 @@ class IdCache:
         return handle
 
 
-# path -> (pid, cache, the file's inode): a forked child opens its own, and a cache file
-# deleted or replaced behind this process's back is opened again.
-_open: dict[Path, tuple[int, IdCache, int]] = {}
+# (path, thread) -> (pid, cache, the file's inode): a forked child opens its own, a cache file
+# deleted or replaced behind this process's back is opened again, and each thread has its own
+# connection (`memdir serve` answers on several; SQLite arbitrates between connections).
+_open: dict[tuple[Path, int], tuple[int, IdCache, int]] = {}
 
 
 def _common(one: str, other: str | None) -> int:
@@ -646,7 +648,7 @@ def open_cache(memdir: Memdir) -> IdCache:
     files for this call: as slow as reading every shelf, and as right.
     """
     path = memdir.cache_dir / CACHE_NAME
-    held = _open.get(path)
+    held = _open.get(_key(path))
     cache = held[1] if held is not None and held[0] == os.getpid() else None
     if cache is not None and held is not None and _inode(path) != held[2]:
         _close(path)  # deleted or replaced since this process opened it
@@ -656,7 +658,7 @@ def open_cache(memdir: Memdir) -> IdCache:
             if cache is None:
                 memdir.cache_dir.mkdir(parents=True, exist_ok=True)
                 cache = IdCache(memdir, _connect(path))
-                _open[path] = (os.getpid(), cache, _inode(path))
+                _open[_key(path)] = (os.getpid(), cache, _inode(path))
             cache.sync()
             return cache
         except (sqlite3.DatabaseError, OSError) as error:
@@ -671,8 +673,12 @@ def open_cache(memdir: Memdir) -> IdCache:
     return scratch
 
 
+def _key(path: Path) -> tuple[Path, int]:
+    return path, threading.get_ident()
+
+
 def _close(path: Path) -> None:
-    held = _open.pop(path, None)
+    held = _open.pop(_key(path), None)
     if held is not None and held[0] == os.getpid():
         held[1].db.close()
 

@@ -403,9 +403,15 @@ def recall_line(ids: list[str], now: datetime, actor: str = "user") -> dict[str,
 def record_recall(
     memdir: Memdir, ids: list[str], now: datetime, actor: str = "user", label: str = ""
 ) -> str:
-    """Append what a recall surfaced (rehearsal statistics) and push the top one into the ring."""
+    """Append what a recall surfaced (rehearsal statistics) and push the top one into the ring.
+
+    The same line (the same memories at the same second by the same actor: one content id)
+    is appended once: a command that ran in `memdir serve` and again in-process, because its
+    client gave up waiting, records one recall (the client pins the clock for both)."""
     line = recall_line(ids, now, actor)
     with memdir.lock(timeout=2.0):
+        if shelf.tail_holds(memdir.recall_shelf, f'"id":"{line["id"]}"'.encode("ascii")):
+            return str(line["id"])
         shelf.append(memdir.recall_shelf, [encode_line(line)], memdir.quarantine_dir)
         if ids:
             what = label or f"{len(ids)} memories"

@@ -1,13 +1,16 @@
 """One writer at a time per memdir: an flock on .memdir/lock, with a timeout and the holder's pid.
 
 flock is released by the kernel when a process dies, so a crashed writer never leaves a stale
-lock behind. The lock is re-entrant within a process so use cases can nest.
+lock behind. The lock is re-entrant within a thread so use cases can nest; the threads of one
+process (`memdir serve` answers requests on several) take turns through a per-path RLock in
+front of the flock, which the process holds for the one thread inside.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +22,9 @@ from .paths import open_fd
 LOCK_TIMEOUT_ENV = "MEMDIR_LOCK_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
 
-_held: dict[str, tuple[int, int]] = {}  # path -> (fd, depth)
+_held: dict[str, tuple[int, int]] = {}  # path -> (fd, depth) of the thread inside
+_turns: dict[str, threading.RLock] = {}  # path -> the threads' turn at it
+_turns_guard = threading.Lock()
 
 
 def _default_timeout() -> float:
@@ -50,15 +55,30 @@ class WriterLock:
         self.timeout = _default_timeout() if timeout is None else timeout
         self.on_acquire = on_acquire  # run once the outermost holder has the lock
 
+    def _busy(self) -> LockedError:
+        return LockedError(
+            f"the memdir is locked by {_holder(self.path)} ({self.path})",
+            hint=f"wait for it to finish, or raise ${LOCK_TIMEOUT_ENV} (seconds)",
+        )
+
     def __enter__(self) -> WriterLock:
         key = str(self.path)
-        if key in _held:
+        deadline = time.monotonic() + self.timeout
+        with _turns_guard:
+            turn = _turns.setdefault(key, threading.RLock())
+        waited = turn.acquire(timeout=self.timeout) if self.timeout > 0 else turn.acquire(False)
+        if not waited:
+            raise self._busy()  # another thread of this process holds it
+        if key in _held:  # this thread, nested
             fd, depth = _held[key]
             _held[key] = (fd, depth + 1)
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
-        deadline = time.monotonic() + self.timeout
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
+        except BaseException:
+            turn.release()
+            raise
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -66,10 +86,8 @@ class WriterLock:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     os.close(fd)
-                    raise LockedError(
-                        f"the memdir is locked by {_holder(self.path)} ({self.path})",
-                        hint=f"wait for it to finish, or raise ${LOCK_TIMEOUT_ENV} (seconds)",
-                    ) from None
+                    turn.release()
+                    raise self._busy() from None
                 time.sleep(0.005)
         # Overwrite, then cut to length: truncating to zero first makes ext4 flush the file
         # when it is closed (its replace-by-truncate heuristic), a few ms on every write.
@@ -93,12 +111,15 @@ class WriterLock:
     ) -> None:
         key = str(self.path)
         fd, depth = _held[key]
-        if depth > 1:
-            _held[key] = (fd, depth - 1)
-            return
-        del _held[key]
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        try:
+            if depth > 1:
+                _held[key] = (fd, depth - 1)
+                return
+            del _held[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        finally:
+            _turns[key].release()
 
 
 class InstanceLock(WriterLock):

@@ -20,7 +20,7 @@ from .location import find_root as find_root
 from .lock import WriterLock
 from .paths import check_no_links
 from .settings import INIT_KEYS, Settings, default_yaml, load_settings
-from .state import write_yaml
+from .state import parse_yaml, write_yaml
 from .validate import load_schema, problems
 
 FORMAT_VERSION = "1.0"
@@ -32,7 +32,7 @@ def read_config(path: Path) -> dict[str, Any]:
     """memdir.yaml, validated; an unknown major format version is refused."""
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)  # libyaml's loader: memdir.yaml is read by every command
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8", hint="memdir.yaml must be UTF-8 YAML") from None
     except yaml.YAMLError as error:

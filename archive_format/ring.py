@@ -1,6 +1,9 @@
 """The console ring: the last 30 things that were live (taught, confirmed, recalled).
 
 Kept in state/ring.yaml, replaced atomically; the oldest entry falls out when a new one comes.
+It is rewritten by every recorded recall, so a push skips the directory fsync (atomic.py):
+after a power cut the ring may be one push behind — what it lists is in the shelves, which are
+synced. Dropping or scrubbing entries is synced in full (their text must not return).
 The ring is this machine's working memory: git-ignored, never merged (docs/FORMAT.md "Sync");
 a forget that arrives through a merge drops its entries (archive_format/tombstones.py).
 """
@@ -40,7 +43,7 @@ def push(memdir: Memdir, now: datetime, what: str, memory_id: str, text: str,
         return
     slots = read_ring(memdir)
     slots.append({"at": format_time(now), "what": what, "id": memory_id, "text": _short(shown)})
-    write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})
+    write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]}, sync_directory=False)
 
 
 def drop(memdir: Memdir, memory_id: str) -> None:
@@ -50,11 +53,13 @@ def drop(memdir: Memdir, memory_id: str) -> None:
     kept = [slot for slot in slots if slot.get("id") != memory_id]
     if len(kept) != len(slots):
         size = data.get("size", RING_SIZE) if isinstance(data, dict) else RING_SIZE
+        # fully synced: after a power cut the forgotten text must not come back
         write_yaml(ring_path(memdir), {"size": size, "slots": kept})
 
 
 def replace_slots(memdir: Memdir, slots: list[dict[str, Any]]) -> None:
-    """Write the ring with these entries, oldest first (caller holds the writer lock)."""
+    """Write the ring with these entries, oldest first (caller holds the writer lock); synced
+    in full, like `drop` (it scrubs what the ring may not show)."""
     data = read_yaml(ring_path(memdir), {}) or {}
     size = data.get("size", RING_SIZE) if isinstance(data, dict) else RING_SIZE
     write_yaml(ring_path(memdir), {"size": size, "slots": slots[-size:]})

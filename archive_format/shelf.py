@@ -93,6 +93,25 @@ def append(path: Path, payloads: Iterable[bytes], quarantine_dir: Path) -> int:
     return start
 
 
+RETRY_WINDOW = 1 << 18  # bytes at a shelf's end where a line written just before is looked for
+
+
+def tail_holds(path: Path, needle: bytes, window: int = RETRY_WINDOW) -> bool:
+    """Whether the last `window` bytes of the file hold `needle` (e.g. a line's `"id":"…"`):
+    a line appended moments ago, by a retry of the same command, is found without reading the
+    whole shelf. False when the file does not exist."""
+    try:
+        fd = open_fd(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - window)
+        return needle in os.pread(fd, size - start, start)
+    finally:
+        os.close(fd)
+
+
 MAX_DEPTH = 32  # nesting of objects and arrays in one line (a memory's meta is two deep)
 HINT = "fix or remove that line; `memdir verify` lists every problem"
 

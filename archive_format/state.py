@@ -16,12 +16,17 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def write_yaml(path: Path, data: Any) -> None:
+def write_yaml(path: Path, data: Any, sync_directory: bool = True) -> None:
     """Write YAML atomically (`atomic.write_text`), so a reader never sees half a file."""
     text = yaml.dump(
         data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False
     )
-    write_text(path, text)
+    write_text(path, text, sync_directory=sync_directory)
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML text as data, with the fast loader (a yaml.YAMLError when it is not YAML)."""
+    return yaml.load(text, Loader=_LOADER)
 
 
 def read_yaml(path: Path, default: Any = None) -> Any:
@@ -33,7 +38,7 @@ def read_yaml(path: Path, default: Any = None) -> Any:
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8", hint="state files are UTF-8 YAML") from None
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = parse_yaml(text)
     except yaml.YAMLError:
         raise FormatError(f"{path}: invalid YAML", hint="fix it or delete the state file") from None
     return default if data is None else data

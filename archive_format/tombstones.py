@@ -159,7 +159,8 @@ def _write_stamp(
     data = {"shelves": sizes, "git": _git_index(memdir.root), "forgotten": sorted(forgotten)}
     if data == before:
         return  # nothing moved: no write on the way to every append
-    atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")))
+    # a cache (a lost or empty one means a full scan): no fsync on the way to every append
+    atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")), durable=False)
 
 
 def compact(path: Path, memory_id: str, now: datetime) -> None:

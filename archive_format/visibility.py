@@ -161,6 +161,10 @@ SURFACES: dict[str, Surface] = {
                 kinds=("turns",)),
         Surface("ring", ("ring",), ("ring",), _exposed("text", "omitted", "masked", "omitted", "omitted"),
                 _LIVE, note="state/ring.yaml never stores text the ring may not show"),
+        Surface("context", ("context",), (), _PROMPT_EXPOSURE, _LIVE,
+                note="the block for one prompt (the per-prompt hook's): one recall that never "
+                "includes private or expired memories, nothing unless its verdict is GROUNDED; "
+                "a provisional memory is shown as a question for the user"),
         Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE, _LIVE,
                 note="also documents/wake.md; a provisional memory is in the review queue; "
                 "turns in the raw window", kinds=("memories", "turns")),
@@ -230,9 +234,6 @@ NO_RECORDS: dict[str, str] = {
     **dict.fromkeys(
         ("serve",), "answers other commands (their rows apply); shows no record itself"
     ),
-    # context is a recall for the prompt (never private, nothing unless GROUNDED): the recall
-    # row applies; it wants a row of its own, with a view in tests/test_policy.py (issue 16)
-    **dict.fromkeys(("context",), "a recall for the prompt: the recall row applies"),
     **dict.fromkeys(
         (
             "self_read (MCP)",

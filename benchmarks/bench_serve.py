@@ -47,14 +47,18 @@ def start_service(root: Path, log: Path) -> subprocess.Popen[bytes]:
     return process
 
 
-def hook_time(root: Path, prompt: str, runs: int, env: dict[str, str]) -> float:
-    """Median wall time of the prompt hook (journal + context) as a client would run it."""
-    event = json.dumps({"session_id": "bench", "prompt": prompt})
+def hook_time(root: Path, prompts: list[str], runs: int, env: dict[str, str]) -> float:
+    """Median wall time of the prompt hook (journal + context) as a client would run it; each
+    run a different prompt (the same prompt at the same --now would be the same journal turn and
+    recall line, which are written once)."""
     merged = {**os.environ, **env, "MEMDIR": str(root), "MEMDIR_BIN": memdir_command()[0]}
     samples = []
     for run in range(runs + 1):
+        event = json.dumps({"session_id": "bench", "prompt": prompts[run % len(prompts)]})
         began = time.perf_counter()
-        done = subprocess.run(["python3", str(HOOK)], input=event.encode(), env=merged,
+        # this interpreter, as `python -c pass` is timed (a `python3` found on PATH may be a
+        # launcher: pyenv's shim is a bash script costing ~150 ms), with -S as the recipes
+        done = subprocess.run([sys.executable, "-S", str(HOOK)], input=event.encode(), env=merged,
                               capture_output=True, check=True)  # fmt: skip
         if run:  # the first is a warm-up
             samples.append(time.perf_counter() - began)
@@ -111,12 +115,12 @@ def measure(built: Path, workdir: Path, args: argparse.Namespace, queries: list[
     out["pass"] = wall_time([sys.executable, "-c", "pass"], args.runs)
     out["help"] = wall_time([*memdir_command(), "--help"], args.runs)
     out["recall_in_process"] = wall_time(recall, args.runs, {**env, "MEMDIR_NO_SERVICE": "1"})
-    out["hook_in_process"] = hook_time(scratch, queries[2], args.runs,
+    out["hook_in_process"] = hook_time(scratch, queries[2:], args.runs,
                                        {**env, "MEMDIR_NO_SERVICE": "1"})  # fmt: skip
     service = start_service(scratch, workdir / f"serve-{built.name}.log")
     try:
         out["recall_served"] = wall_time(recall, args.runs, env)
-        out["hook_served"] = hook_time(scratch, queries[2], args.runs, env)
+        out["hook_served"] = hook_time(scratch, queries[2:][::-1], args.runs, env)
         out["pass_after"] = wall_time([sys.executable, "-c", "pass"], args.runs)
         out["load"] = concurrent(scratch, queries, args.clients, args.requests)
         status = exchange(socket_path(Memdir.open(scratch).cache_dir),

@@ -2,9 +2,16 @@
 
 `memdir recall/search/similar/context/wake` ask the service of their memdir first (when one
 runs, and when stdout is not a terminal) and print exactly what it answers; when there is no
-service, or it does not answer within `ANSWER_TIMEOUT`, they run in-process as before. This
-module runs before the CLI is imported, so it uses the standard library only: the whole point
-is a process that starts in a few tens of milliseconds.
+service, or it does not answer within `$MEMDIR_SERVICE_TIMEOUT` seconds (default
+`ANSWER_TIMEOUT`), they run in-process as before. This module runs before the CLI is imported,
+so it uses the standard library only: the whole point is a process that starts in a few tens
+of milliseconds.
+
+A request the client gave up on may still be running in the service. So that it is not
+recorded twice (a recall line, a `context --journal` turn), the client pins the clock: without
+a `--now` or $MEMDIR_NOW it sends its own time, and runs the fallback at that same time. Both
+runs then make the same lines with the same content ids, and the second is not appended (the
+journal skips a turn it holds; lifecycle.record_recall a recall line at the shelf's end).
 
 The protocol (docs/MCP.md "The resident service"): one JSON line each way over the Unix socket
 `.memdir/serve.sock`.
@@ -25,8 +32,9 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 PROTOCOL = 1
@@ -35,8 +43,29 @@ SOCKET_NAME = "serve.sock"
 MAX_REQUEST = 1 << 20  # bytes of one request line
 CONNECT_TIMEOUT = 0.5  # seconds
 ANSWER_TIMEOUT = 3.0  # seconds; then the command runs in-process
+TIMEOUT_ENV = "MEMDIR_SERVICE_TIMEOUT"  # seconds, overriding ANSWER_TIMEOUT
+MAX_TIMEOUT = 3600.0
+NOW_ENV = "MEMDIR_NOW"
 MAX_ADDRESS = 107  # bytes in sun_path, less its terminating NUL
 DISABLE_ENV = "MEMDIR_NO_SERVICE"  # set (non-empty): never ask the service
+
+
+def answer_timeout(environ: Mapping[str, str]) -> float:
+    """How long the client waits for the service's answer: $MEMDIR_SERVICE_TIMEOUT seconds
+    (above 0, at most an hour), else ANSWER_TIMEOUT; a value that is not one says so on stderr
+    and the default applies."""
+    given = environ.get(TIMEOUT_ENV, "").strip()
+    if not given:
+        return ANSWER_TIMEOUT
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if 0 < seconds <= MAX_TIMEOUT:
+        return seconds
+    sys.stderr.write(f"memdir: warning: ${TIMEOUT_ENV}={given!r} is not a number of seconds "
+                     f"between 0 and {MAX_TIMEOUT:g}; waiting {ANSWER_TIMEOUT:g} s\n")  # fmt: skip
+    return ANSWER_TIMEOUT
 
 
 def socket_path(cache_dir: Path) -> Path:
@@ -113,9 +142,10 @@ def request_for(args: list[str]) -> tuple[Path, dict[str, object]] | None:
         actor = actor_from(os.environ)
     except MemdirError:
         return None  # a bad MEMDIR_ACTOR: the in-process path says so
+    # the clock is pinned for the service and for a fallback alike (see the module doc)
+    pinned = now or os.environ.get(NOW_ENV) or datetime.now(timezone.utc).isoformat()
     request = {"v": PROTOCOL, "root": str(root), "command": command, "args": rest,
-               "now": now or os.environ.get("MEMDIR_NOW") or None,
-               "actor": actor.name}  # fmt: skip
+               "now": pinned, "actor": actor.name}  # fmt: skip
     if "-" in rest:  # the text comes from stdin: send it along, or keep it for the CLI
         data = sys.stdin.buffer.read()
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
@@ -160,8 +190,10 @@ def forward(args: list[str]) -> int | None:
     found = request_for(args)
     if found is None:
         return None
-    answer = exchange(*found)
+    path, request = found
+    answer = exchange(path, request, answer_timeout(os.environ))
     if answer is None:
+        os.environ[NOW_ENV] = str(request["now"])  # the fallback runs at the same time
         return None
     try:
         sys.stdout.write(answer["stdout"])

@@ -17,7 +17,7 @@ from memdir.archive_format.lock import WriterLock
 
 from .backends import CatalogMemory
 from .reader import Hit, IndexReader
-from .storage import IndexStorage
+from .storage import IndexStorage, check_writable
 from .updater import IndexUpdater, Progress, UpdateReport
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ class MemoryIndex(IndexStorage):
     def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
         """Bring the indexes up to date with the shelves (incrementally when possible); a
         damaged cache found on the way is thrown away and rebuilt (one notice)."""
+        check_writable("an index update")
         try:
             return self.updater.update(progress, rebuild)
         except Exception as error:

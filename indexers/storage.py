@@ -23,7 +23,8 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,9 +47,34 @@ GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened 
 
 # A long-lived process (`memdir serve`) loads each model once and lends it to every index it
 # opens (the model's settings → the loaded embedder or annotator), and keeps one open index
-# per memdir (root → index; see `resident_index`). None: every index loads its own models.
+# per memdir and thread (see `resident_index`). None: every index loads its own models.
 _resident: dict[tuple[str, ...], Any] | None = None
-_resident_lock = threading.Lock()
+_resident_lock = threading.RLock()
+_reading = threading.local()  # .shared: this thread reads beside others (`shared_read`)
+
+
+class WriterNeeded(BaseException):  # noqa: N818 - a signal, like SystemExit, not an error
+    """Raised in a `shared_read` thread that would write the index (an update, a discard): the
+    caller runs the whole command again alone. A BaseException, so that no error boundary on
+    the way (the CLI's `except Exception`) turns it into an answer."""
+
+
+@contextmanager
+def shared_read() -> Iterator[None]:
+    """This thread reads the index while others may too (the service holds its read lock):
+    the thread's own open index may be opened or reopened, but an update or a discard, which
+    write to the index everyone reads, raise WriterNeeded instead."""
+    _reading.shared = True
+    try:
+        yield
+    finally:
+        _reading.shared = False
+
+
+def check_writable(what: str) -> None:
+    """Before writing the index: refuse in a `shared_read` thread (see WriterNeeded)."""
+    if getattr(_reading, "shared", False):
+        raise WriterNeeded(what)
 
 
 def keep_models_resident() -> None:
@@ -61,14 +87,16 @@ def keep_models_resident() -> None:
 
 
 def resident_index(memdir: Memdir, make: Callable[[Memdir], IndexStorage]) -> Any:
-    """The index this process keeps open for `memdir` (made with `make` when there is none),
+    """The index this thread keeps open for `memdir` (made with `make` when there is none),
     or None when indexes are not kept. It is reopened when the memdir's settings changed or
     another connection wrote to the catalog since (an update or rebuild by another process, or
-    by the index keeper): its caches (the scoring table, the generation's parts) would be stale.
-    Its own updates keep its caches right. Callers run one command at a time (serve.py)."""
+    by another thread): its caches (the scoring table, the generation's parts) would be stale.
+    Its own updates keep its caches right. Each thread has its own (SQLite connections and
+    Tantivy searchers stay on the thread that opened them); serve.py runs the commands that
+    write one at a time, on one thread, so that thread's index stays warm."""
     if _resident is None:
         return None
-    key = ("index", str(memdir.root))
+    key = ("index", str(memdir.root), str(threading.get_ident()))
     with _resident_lock:
         index = _resident.get(key)
         if index is not None:
@@ -227,6 +255,7 @@ class IndexStorage:
 
     def discard(self, why: str) -> None:
         """Delete the whole index (a cache) so it is rebuilt from the shelves; one notice."""
+        check_writable(why)
         log.warning("%s: rebuilding the index from the shelves", why)
         catalog = self.__dict__.get("catalog")
         if catalog is not None:
@@ -248,6 +277,7 @@ class IndexStorage:
         return True
 
     # the models -----------------------------------------------------------------------------
+    # (loaded under _resident_lock, so that threads starting together load a model once)
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
@@ -255,14 +285,15 @@ class IndexStorage:
 
             config = self.memdir.settings.embedder
             key = ("embedder", str(config.path), config.kind)
-            if _resident is not None and key in _resident:
-                self._embedder = _resident[key]
-                return _resident[key]
-            self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
-            if self.embedder_warning:
-                log.warning(self.embedder_warning.removeprefix("memdir: "))
-            if _resident is not None:
-                _resident[key] = self._embedder
+            with _resident_lock:
+                if _resident is not None and key in _resident:
+                    self._embedder = _resident[key]
+                    return _resident[key]
+                self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
+                if self.embedder_warning:
+                    log.warning(self.embedder_warning.removeprefix("memdir: "))
+                if _resident is not None:
+                    _resident[key] = self._embedder
         return self._embedder
 
     @property
@@ -272,12 +303,13 @@ class IndexStorage:
 
             # memdir.yaml's settings allow only the annotators load_annotator knows
             name = self.memdir.settings.affect.annotator
-            if _resident is not None and ("annotator", name) in _resident:
-                self._annotator = _resident["annotator", name]
-                return self._annotator
-            self._annotator = load_annotator(name)
-            if _resident is not None:
-                _resident["annotator", name] = self._annotator
+            with _resident_lock:
+                if _resident is not None and ("annotator", name) in _resident:
+                    self._annotator = _resident["annotator", name]
+                    return self._annotator
+                self._annotator = load_annotator(name)
+                if _resident is not None:
+                    _resident["annotator", name] = self._annotator
         return self._annotator
 
     def annotator_label(self) -> str:

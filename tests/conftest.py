@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ import pytest
 import yaml
 
 from memdir.archive_format.memdir import Memdir, init
+from memdir.cli.service import socket_path
 from memdir.cli.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
@@ -96,6 +99,40 @@ def memdir_cli(
         done.stdout.decode("utf-8", "replace"),
         done.stderr.decode("utf-8", "replace"),
     )
+
+
+class Server:
+    """A `memdir serve` process (the real console script) with its log in a file."""
+
+    def __init__(self, memdir: Memdir, log: Path, *args: str) -> None:
+        self.memdir, self.log = memdir, log
+        self.socket = socket_path(memdir.cache_dir)
+        self.process = subprocess.Popen(
+            [str(MEMDIR_BIN), "--dir", str(memdir.root), "serve", "--log", str(log), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=clean_env(),
+        )
+
+    def text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while "serving " not in self.text():
+            assert self.process.poll() is None, f"serve exited early:\n{self.text()}"
+            assert time.monotonic() < deadline, f"serve never got ready:\n{self.text()}"
+            time.sleep(0.02)
+
+    def status(self) -> dict:
+        run = memdir_cli("--dir", str(self.memdir.root), "serve", "--status", "--json")
+        return json.loads(run.out)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        self.process.communicate(timeout=30)
+        return self.process.returncode
 
 
 @pytest.fixture

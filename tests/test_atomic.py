@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import T0_DT
 
-from memdir.archive_format import atomic
+from memdir.archive_format import atomic, lifecycle
+from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 
 
@@ -106,28 +110,33 @@ def test_concurrent_writers_in_one_process_never_share_a_temporary(tmp_path: Pat
     assert names(tmp_path) == ["people.yaml"]
 
 
-def test_the_file_is_synced_before_the_rename_and_the_directory_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What makes the replacement survive a power cut: fsync(file), rename, fsync(directory)."""
-    import os
-
+@pytest.fixture
+def steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The fsyncs and renames (real ones, recorded) while state/ring.yaml is replaced."""
     target = tmp_path / "state" / "ring.yaml"
     target.parent.mkdir()
-    steps: list[str] = []
+    seen: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
 
     def fsync(descriptor: int) -> None:
         path = Path(os.readlink(f"/proc/self/fd/{descriptor}"))
-        steps.append("fsync directory" if path == target.parent else f"fsync {path.name[:6]}")
+        seen.append("fsync directory" if path == target.parent else f"fsync {path.name[:6]}")
         real_fsync(descriptor)
 
     def replace(source: object, destination: object) -> None:
-        steps.append("rename")
+        seen.append("rename")
         real_replace(source, destination)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
+    return seen
+
+
+def test_the_file_is_synced_before_the_rename_and_the_directory_after(
+    tmp_path: Path, steps: list[str]
+) -> None:
+    """What makes the replacement survive a power cut: fsync(file), rename, fsync(directory)."""
+    target = tmp_path / "state" / "ring.yaml"
     atomic.write_text(target, "ring: []\n")
     assert steps == ["fsync .ring.", "rename", "fsync directory"]
     assert target.read_text() == "ring: []\n"
@@ -142,3 +151,52 @@ def test_the_temporary_is_a_dot_file_beside_the_target(tmp_path: Path) -> None:
         assert temporary.startswith(".events.jsonl.") and temporary.endswith(".tmp")
         assert str(os.getpid()) in temporary
     assert names(tmp_path) == ["events.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"durable": False}, ["rename"]),  # a cache under .memdir/
+        ({"sync_directory": False}, ["fsync .ring.", "rename"]),  # a ring push
+    ],
+)
+def test_a_cache_skips_every_fsync_and_a_ring_push_the_directorys(
+    tmp_path: Path, steps: list[str], options: dict[str, bool], expected: list[str]
+) -> None:
+    target = tmp_path / "state" / "ring.yaml"
+    atomic.write_text(target, "ring: []\n", **options)
+    assert steps == expected
+    assert target.read_text() == "ring: []\n" and names(target.parent) == ["ring.yaml"]
+
+
+def test_a_ring_push_skips_the_directory_fsync_and_dropping_a_forgotten_entry_does_not(
+    md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every recorded recall pushes into state/ring.yaml (its directory fsync is spared); the
+    write that removes a forgotten memory's text from the ring is synced in full."""
+    memory = lifecycle.teach(md, "the ring holds this for a while", T0_DT)
+    synced: list[Path] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{descriptor}")))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    lifecycle.record_recall(md, [memory.id], T0_DT + timedelta(hours=1))
+    assert memory.id in (md.state_dir / "ring.yaml").read_text()
+    assert md.state_dir not in synced and md.recall_shelf in synced
+    lifecycle.forget(md, memory.id, T0_DT + timedelta(hours=2))
+    assert memory.id not in (md.state_dir / "ring.yaml").read_text()
+    assert md.state_dir in synced
+
+
+def test_the_same_recall_retried_is_recorded_once(md: Memdir) -> None:
+    """A command the service ran and its client ran again (the same clock: the same line)."""
+    memory = lifecycle.teach(md, "a memory recalled twice in one second", T0_DT)
+    at = T0_DT + timedelta(hours=1)
+    first = lifecycle.record_recall(md, [memory.id], at)
+    assert lifecycle.record_recall(md, [memory.id], at) == first
+    later = lifecycle.record_recall(md, [memory.id], at + timedelta(seconds=1))
+    lines = [line for line in md.recall_shelf.read_text().splitlines() if line]
+    assert [json.loads(line)["id"] for line in lines] == [first, later]

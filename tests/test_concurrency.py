@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ import pytest
 from conftest import T0_DT, clean_env, shelf_lines
 
 from memdir.archive_format import lifecycle
-from memdir.archive_format.errors import ExitStatus
+from memdir.archive_format.errors import ExitStatus, LockedError
 from memdir.archive_format.memdir import Memdir, init
 from memdir.archive_format.verify import verify
 
@@ -76,6 +77,49 @@ def test_concurrent_library_writers_lose_nothing(md_in_memory: Memdir) -> None:
     assert report.clean, report.problems
     assert report.lines == PROCESSES * TEACHES
     assert not md.quarantine_dir.exists()
+
+
+def test_threads_of_one_process_take_turns_at_the_writer_lock(md_in_memory: Memdir) -> None:
+    """`memdir serve` writes from several threads: the writer lock makes them take turns as it
+    makes processes, and the id cache gives each thread its own connection."""
+    md, threads, count = md_in_memory, 6, 40
+    start = threading.Barrier(threads)
+
+    def teach(worker: int) -> None:
+        start.wait()
+        for n in range(count):
+            lifecycle.teach(md, f"thread {worker} memory {n}", T0_DT)
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(teach, range(threads)))
+    texts = [line["text"] for line in shelf_lines(md) if line.get("kind") == "memory"]
+    assert sorted(texts) == sorted(f"thread {w} memory {n}" for w in range(threads)
+                                   for n in range(count))  # fmt: skip
+    report = verify(md)
+    assert report.clean, report.problems
+
+
+def test_a_thread_waits_for_another_threads_lock_and_times_out_as_a_process_would(
+    md: Memdir,
+) -> None:
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with md.lock():
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(LockedError, match=f"locked by pid {os.getpid()}"), md.lock(0.2):
+            pass
+    finally:
+        release.set()
+        holder.join(30)
+    with md.lock(0.2), md.lock(0):  # free again, and still re-entrant within a thread
+        pass
 
 
 def test_concurrent_cli_writers_lose_nothing(cli, md: Memdir) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 import yaml
-from conftest import MEMDIR_BIN, T0_DT, clean_env, configure, memdir_cli
+from conftest import MEMDIR_BIN, T0_DT, Server, clean_env, configure, memdir_cli
 
 from memdir.archive_format import journal, lifecycle, visibility
 from memdir.archive_format.clock import format_time
@@ -123,9 +123,9 @@ class View:
     marks: bool = False  # plain output marks a record on its line
 
 
-def _cli(memdir: Memdir, *args: str) -> str:
-    done = memdir_cli("--dir", str(memdir.root), *args, now=NOW_TEXT,
-                      env=clean_env(MEMDIR_PASSPHRASE=PASSPHRASE))  # fmt: skip
+def _cli(memdir: Memdir, *args: str, in_process: bool = False) -> str:
+    env = clean_env(MEMDIR_PASSPHRASE=PASSPHRASE, MEMDIR_NO_SERVICE="1" if in_process else None)
+    done = memdir_cli("--dir", str(memdir.root), *args, now=NOW_TEXT, env=env)
     assert done.code == 0, done
     return done.out
 
@@ -188,6 +188,39 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
         views.append(View("export --encrypt" if encrypt else "export", f"export {encrypt}",
                           _unpacked(out, tmp / f"restored-{encrypt}", encrypt)))  # fmt: skip
     return views
+
+
+# A prompt the planted memories answer (the hashing embedder scores "quokka" alone too weakly
+# for a GROUNDED verdict, and context shows nothing without one).
+CONTEXT_PROMPT = "the quokka note"
+CONTEXT = ("context", CONTEXT_PROMPT, "--k", "30", "--budget", "4000", "--no-record")
+
+
+def context_views(memdir: Memdir, tmp: Path) -> list[View]:
+    """`context` in-process and through a running `memdir serve` (its request counter proves
+    it answered): both must say the same, and both are checked against the matrix."""
+    local = [
+        View("context", f"{' '.join(args)} (in-process)", _cli(memdir, *args, in_process=True),
+             json=json_, marks=not json_)
+        for json_, args in ((False, CONTEXT), (True, (*CONTEXT, "--json")))
+    ]  # fmt: skip
+    running = Server(memdir, tmp / "serve-policy.log", "--no-watch")
+    served = []
+    try:
+        running.wait_ready()
+        for view in local:
+            before = running.status()["requests"]
+            args = (*CONTEXT, "--json") if view.json else CONTEXT
+            served.append(View("context", f"{' '.join(args)} (served)", _cli(memdir, *args),
+                               json=view.json, marks=view.marks))  # fmt: skip
+            assert running.status()["requests"] == before + 1, f"{view.label}: not served"
+    finally:
+        stopped = running.stop()
+    assert stopped == 0, running.text()
+    for mine, theirs in zip(local, served, strict=True):
+        assert mine.output == theirs.output, theirs.label
+    assert all(view.output for view in local), "the context prompt must be GROUNDED"
+    return local + served
 
 
 def _unpacked(archive: Path, into: Path, encrypted: bool) -> str:
@@ -259,7 +292,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> list[View]:
     assert BY_NAME["sealed"].token not in ring_file
     assert BY_NAME["private"].token not in ring_file
     write_an_old_ring(memdir)
-    return cli_views(memdir, tmp) + mcp_views(memdir)
+    return cli_views(memdir, tmp) + context_views(memdir, tmp) + mcp_views(memdir)
 
 
 def test_sleep_scrubs_a_ring_an_older_memdir_wrote(tmp_path: Path) -> None:

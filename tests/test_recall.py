@@ -343,8 +343,13 @@ def test_recall_cli_json_and_explain(tmp_path: Path, cli) -> None:
         Stage.VERDICT,
     ):
         assert stage.value in explained.out
+    # the same memories recalled at the same second ($MEMDIR_NOW) by the same actor: one line
+    # (one content id; FORMAT.md: a recall counts once per id, and is not appended twice)
     recalls = (root / "shelves" / "recalls.jsonl").read_text().splitlines()
-    assert len(recalls) == 2 and json.loads(recalls[0])["memories"][0] == taught
+    assert len(recalls) == 1 and json.loads(recalls[0])["memories"][0] == taught
+    later = cli("--dir", str(root), "recall", "who is a nurse?", now="2026-05-01T09:00:01Z")
+    assert later.code == 0, later
+    assert len((root / "shelves" / "recalls.jsonl").read_text().splitlines()) == 2
     assert cli("--dir", str(root), "verify").code == 0
 
 

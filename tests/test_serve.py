@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import threading
@@ -16,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import MEMDIR_BIN, T0, clean_env, memdir_cli, shelf_lines
+from conftest import MEMDIR_BIN, T0, Server, clean_env, memdir_cli, shelf_lines
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
@@ -25,40 +24,6 @@ from memdir.cli.service import MAX_ADDRESS, MAX_REQUEST, PROTOCOL, address, sock
 from conftest import T0_DT, configure  # isort: skip
 
 IN_PROCESS = {"MEMDIR_NO_SERVICE": "1"}
-
-
-class Server:
-    """A `memdir serve` process with its log in a file."""
-
-    def __init__(self, memdir: Memdir, log: Path, *args: str) -> None:
-        self.memdir, self.log = memdir, log
-        self.socket = socket_path(memdir.cache_dir)
-        self.process = subprocess.Popen(
-            [str(MEMDIR_BIN), "--dir", str(memdir.root), "serve", "--log", str(log), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=clean_env(),
-        )
-
-    def text(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while "serving " not in self.text():
-            assert self.process.poll() is None, f"serve exited early:\n{self.text()}"
-            assert time.monotonic() < deadline, f"serve never got ready:\n{self.text()}"
-            time.sleep(0.02)
-
-    def status(self) -> dict:
-        run = memdir_cli("--dir", str(self.memdir.root), "serve", "--status", "--json")
-        return json.loads(run.out)
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        self.process.communicate(timeout=30)
-        return self.process.returncode
 
 
 @pytest.fixture
@@ -329,7 +294,7 @@ HOOK = Path(__file__).parents[1] / "examples" / "claude-code-hooks" / "memdir-us
 def run_hook(memdir: Memdir, event: object, *args: str, **env: str) -> subprocess.CompletedProcess:
     environment = clean_env(**{"MEMDIR": str(memdir.root), "MEMDIR_BIN": str(MEMDIR_BIN), **env})
     given = event if isinstance(event, str) else json.dumps(event)  # a str: sent as it is
-    return subprocess.run(["python3", str(HOOK), *args], input=given, env=environment,
+    return subprocess.run(["python3", "-S", str(HOOK), *args], input=given, env=environment,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
 
 
@@ -394,3 +359,95 @@ def test_an_assistants_context_journal_is_refused_in_process_and_through_the_ser
     user = memdir_cli("--dir", str(stocked.root), "context", "--journal", "s1", "-",
                       stdin="I like my coffee black", env=clean_env())  # fmt: skip
     assert user.code == 0 and "I like my coffee black" in turns()
+
+
+def test_a_request_the_client_gave_up_on_is_recorded_once(
+    stocked: Memdir, server: Callable[..., Server]
+) -> None:
+    """The client waits $MEMDIR_SERVICE_TIMEOUT seconds, then runs the command itself while
+    the service may still finish it: the prompt is journalled once and one recall recorded."""
+    running = server(stocked, "--no-watch")
+    prompt = "Does Sam take his coffee black?"
+
+    def recalls() -> int:
+        return len([line for line in shelf_lines(stocked) if line.get("kind") == "recall"])
+
+    before = recalls()
+    # no MEMDIR_NOW: the client pins the clock itself, for the service and its own fallback
+    environment = clean_env(MEMDIR_SERVICE_TIMEOUT="0.3")
+    with stocked.lock():  # the served command waits for the writer lock; the client gives up
+        client = subprocess.Popen(
+            [str(MEMDIR_BIN), "--dir", str(stocked.root), "context", "--journal", "late", "-"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=environment,
+        )  # fmt: skip
+        assert client.stdin is not None
+        client.stdin.write(prompt.encode())
+        client.stdin.close()
+        time.sleep(2.5)  # well past 0.3 s (and short of the default 3 s)
+    assert client.wait(timeout=60) == 0, client.stderr.read() if client.stderr else ""
+    assert client.stdout is not None
+    assert "Sam takes his coffee black, no sugar" in client.stdout.read().decode()
+    deadline = time.monotonic() + 30
+    while running.status()["abandoned"] < 1:  # the service finished it too, for nobody
+        assert time.monotonic() < deadline, running.text()
+        time.sleep(0.05)
+    assert running.status()["requests"] == 1
+    turns = [line for path in (stocked.root / "journal").rglob("*.jsonl")
+             for line in map(json.loads, path.read_text().splitlines())
+             if line.get("session") == "late"]  # fmt: skip
+    assert [turn["text"] for turn in turns] == [prompt]
+    assert recalls() == before + 1
+
+
+def test_a_bad_service_timeout_is_named_and_the_default_applies(
+    stocked: Memdir, server: Callable[..., Server]
+) -> None:
+    running = server(stocked, "--no-watch")
+    for value in ("soon", "0", "-2", "1e9"):
+        done = memdir_cli("--dir", str(stocked.root), "search", "coffee",
+                          env=clean_env(MEMDIR_SERVICE_TIMEOUT=value))  # fmt: skip
+        assert done.code == 0 and "coffee" in done.out
+        assert f"$MEMDIR_SERVICE_TIMEOUT={value!r} is not a number of seconds" in done.err
+    assert running.status()["requests"] == 4, "still served"
+
+
+def test_concurrent_reads_and_writes_are_answered_as_in_process(
+    stocked: Memdir, server: Callable[..., Server]
+) -> None:
+    """Clients at once: reads run side by side (each reader thread with its own index), recorded
+    recalls one at a time; every read says what the in-process path says, every write lands."""
+    running = server(stocked, "--no-watch")
+    root = str(stocked.root)
+    reads = [("search", "coffee", "--json"), ("similar", "coffee grinder", "--json"),
+             ("recall", "coffee", "--no-record", "--json")]  # fmt: skip
+    expected = {args: memdir_cli("--dir", root, *args, env=clean_env(**IN_PROCESS)).out
+                for args in reads[:2]}  # fmt: skip
+    before = len([line for line in shelf_lines(stocked) if line.get("kind") == "recall"])
+    failures: list[str] = []
+
+    def client(number: int) -> None:
+        for turn in range(6):
+            args = (
+                reads[(number + turn) % 3]
+                if (number + turn) % 4
+                else ("recall", f"sugar {number} {turn}")
+            )
+            request = {"v": PROTOCOL, "root": root, "command": args[0], "args": list(args[1:]),
+                       "now": f"2026-05-02T10:{number:02d}:{turn:02d}Z"}  # fmt: skip
+            answer = raw_exchange(running.socket, (json.dumps(request) + "\n").encode())
+            if answer.get("status") != 0 or (
+                args in expected and answer["stdout"] != expected[args]
+            ):
+                failures.append(f"{args}: {answer}")
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    writes = sum(1 for n in range(6) for t in range(6) if not (n + t) % 4)
+    after = len([line for line in shelf_lines(stocked) if line.get("kind") == "recall"])
+    assert after == before + writes
+    assert running.status()["requests"] == 36

@@ -9,9 +9,12 @@ provenance marker:
 - review items: unconfirmed inferences recall found relevant — shown as questions for the
   user, never as known.
 
-Nothing is shown unless the verdict is GROUNDED: a weak match in every prompt is noise. The
-block (headers and markers included) stays within the token budget; entries are taken in the
-order hard facts, memories, review items, each kind by rank, and what did not fit is counted.
+Each entry is what the policy's `context` row (archive_format/visibility.py) lets a prompt
+carry: durable and provisional memories of normal visibility, never private, sealed, expired,
+rejected or superseded ones. Nothing is shown unless the verdict is GROUNDED: a weak match in
+every prompt is noise. The block (headers and markers included) stays within the token budget;
+entries are taken in the order hard facts, memories, review items, each kind by rank, and what
+did not fit is counted.
 The ids that made it into the block are recorded as a recall (rehearsal) by `context`.
 """
 
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memdir.archive_format import visibility
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.errors import LockedError
 from memdir.archive_format.lifecycle import record_recall
@@ -54,6 +58,8 @@ class Entry:
     marker: str
     score: float
     key: str | None = None
+    status: str = "durable"
+    visibility: str = "normal"
 
     def line(self) -> str:
         flat = " ".join(self.text.split())
@@ -87,6 +93,8 @@ class PromptContext:
                     "key": e.key,
                     "text": e.text,
                     "marker": e.marker,
+                    "status": e.status,
+                    "visibility": e.visibility,
                     "score": round(e.score, 4),
                 }
                 for e in self.entries
@@ -96,12 +104,25 @@ class PromptContext:
 
 
 def marker(candidate: Candidate) -> str:
-    """Where a memory comes from and how far it is trusted: its source, and its status and
-    weight when it is not durable (e.g. `inference, provisional ×0.4`)."""
+    """Where a memory comes from and how far it is trusted: its source, then the policy's
+    marker (status and exposure, when not durable and normal) and the provenance weight when it
+    is not durable (e.g. `inference, provisional ×0.4`)."""
     source = str(candidate.memory.line.get("source", "unknown"))
-    if candidate.status == "durable":
-        return source
-    return f"{source}, {candidate.status} ×{candidate.weight:g}"
+    exposed = visibility.exposure(str(candidate.memory.line.get("visibility", "normal")))
+    mark = visibility.marker(candidate.status, exposed)
+    weight = f" ×{candidate.weight:g}" if candidate.status != "durable" else ""
+    return f"{source}, {mark}{weight}" if mark else source
+
+
+def entry(candidate: Candidate) -> Entry | None:
+    """The candidate as a block entry, or None when the policy keeps it out of a prompt."""
+    line = candidate.memory.line
+    seen = str(line.get("visibility", "normal"))
+    text = visibility.present("context", candidate.memory.text, candidate.status, seen)
+    if text is None:
+        return None
+    return Entry(kind_of(candidate), candidate.id, text, marker(candidate), candidate.score,
+                 line.get("key"), candidate.status, seen)  # fmt: skip
 
 
 def kind_of(candidate: Candidate) -> str:
@@ -149,10 +170,7 @@ def prompt_context(
     found = PromptContext(result.verdict, budget)
     if result.verdict != "GROUNDED":
         return found
-    entries = [
-        Entry(kind_of(c), c.id, c.memory.text, marker(c), c.score, c.memory.line.get("key"))
-        for c in result.results
-    ]
+    entries = [shown for shown in map(entry, result.results) if shown is not None]
     found.entries, found.left_out = within_budget(entries, budget)
     if record and found.entries:
         try:

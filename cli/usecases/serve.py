@@ -4,11 +4,18 @@ read commands (`recall`, `search`, `similar`, `context`, `wake`) over a Unix soc
 Each request runs the very CLI command it names (cli/main.py) inside this process, with its
 stdout and stderr captured, so an answer is what the in-process path prints, decided by the
 same use cases and the same policy code; only the cold start (imports, the embedding model, opening the indexes and
-building recall's scoring table) is paid once. The commands share one open index
+building recall's scoring table) is paid once. Each worker thread keeps one open index
 (indexers/storage.resident_index), reopened when another connection wrote to its catalog, so
-an update or rebuild made by another process is followed on the next request. Commands run
-one at a time, on one worker thread: the writer lock is re-entrant per process, not per
-thread, and the open index stays on the thread that opened it.
+an update or rebuild made by another process is followed on the next request.
+
+Commands that only read — `search`, `similar`, and `recall`/`context` with `--no-record`
+(context without `--journal`) — run side by side on `READERS` threads under the read side of
+a read-write lock; everything else (what records, journals or writes wake.md, what reads
+stdin or runs as the assistant, and the index keeper's updates) runs alone, on one writer
+thread whose open index its own writes keep warm. A reader that finds the index behind the
+shelves does not update it beside the others: it raises storage.WriterNeeded, and the command
+runs again on the writer thread (its first output discarded; a read-only command has done
+nothing else). The writer lock (archive_format/lock.py) also serialises writes across threads.
 
 Safety: the socket is created with mode 0600 under `.memdir/`, and each connection's peer uid
 (SO_PEERCRED) must be this process's own; a request line is at most `MAX_REQUEST` bytes and
@@ -53,6 +60,9 @@ PID_FILE = "serve.pid"
 READ_TIMEOUT = 5.0  # seconds for a client to send its request line
 MAX_CONNECTIONS = 32  # handled at once; the next client waits in the listen queue
 STOP_WAIT = 30.0  # seconds SIGTERM waits for the command that is running
+READERS = 2  # threads answering read-only commands side by side (a 2-core machine)
+NEVER_RECORD = ("search", "similar")
+RECORD_UNLESS_TOLD = ("recall", "context")  # read-only with --no-record
 
 
 class ServeLock(InstanceLock):
@@ -109,6 +119,55 @@ class Capture(io.TextIOBase):
         return True
 
 
+def reads_only(command: str, args: list[str], stdin: str | None, assistant: bool) -> bool:
+    """Whether this request only reads (it may run beside others): no stdin, not run as the
+    assistant (both change process-wide state for the command), and a command that writes
+    nothing. (A misjudged writer is still safe — the writer lock serialises writes, and an
+    index update raises WriterNeeded — only slower.)"""
+    if stdin is not None or assistant or "-" in args or "--" in args:
+        return False
+    if command in NEVER_RECORD:
+        return True
+    journals = any(arg == "--journal" or arg.startswith("--journal=") for arg in args)
+    return command in RECORD_UNLESS_TOLD and "--no-record" in args and not journals
+
+
+class ReadWriteLock:
+    """Many readers at once, or one writer; a waiting writer goes before new readers."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._writing and not self._writers_waiting)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._readers -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._changed:
+            self._writers_waiting += 1
+            self._changed.wait_for(lambda: not self._writing and not self._readers)
+            self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writing = False
+                self._changed.notify_all()
+
+
 def refusal(message: str, status: ExitStatus = ExitStatus.BAD_INPUT) -> dict[str, Any]:
     return {"v": PROTOCOL, "status": int(status), "error": message}
 
@@ -123,19 +182,20 @@ def resident_kib() -> int | None:
 
 
 class _IndexKeeper(Watcher):
-    """The watch daemon's loop, each update taken under the service's command lock. (Its index
-    is its own: when it writes, the commands' open index sees the catalog change and reopens.)"""
+    """The watch daemon's loop, each step taken alone (the write side of the service's lock).
+    (Its index is its own: when it writes, the commands' open indexes see the catalog change
+    and reopen.)"""
 
-    def __init__(self, memdir: Memdir, lock: threading.Lock) -> None:
+    def __init__(self, memdir: Memdir, gate: ReadWriteLock) -> None:
         super().__init__(memdir)
-        self._command_lock = lock
+        self._gate = gate
 
     def update(self) -> Any:
-        with self._command_lock:
+        with self._gate.exclusive():
             return super().update()
 
     def _needs_update(self) -> bool:
-        with self._command_lock:
+        with self._gate.exclusive():
             return super()._needs_update()
 
 
@@ -149,13 +209,16 @@ class Service:
         self.started = time.time()
         self.requests = 0
         self.refused = 0
-        self._command_lock = threading.Lock()
+        self.abandoned = 0  # answers whose client had gone (gave up waiting) before they came
+        self._counting = threading.Lock()
+        self._gate = ReadWriteLock()
         self._stop = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._threads: set[threading.Thread] = set()
-        # every command runs on this one thread: the open index (SQLite, Tantivy) stays on the
-        # thread that opened it, and commands run one at a time
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-command")
+        # the commands that write run here, one at a time, so this thread's open index stays
+        # warm across them; read-only ones on the readers (see the module doc)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-writer")
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="memdir-reader")
         self._stdout = Capture(sys.stdout)
         self._stderr = Capture(sys.stderr)
 
@@ -197,35 +260,56 @@ class Service:
         if actor not in ACTORS:
             return refusal(f"malformed request: actor must be one of {', '.join(ACTORS)}")
         argv = ["--dir", str(self.memdir.root), *(["--now", now] if now else []), command, *args]
-        answer = self._worker.submit(self.run_command, argv, stdin or "", actor == ASSISTANT)
+        assistant = actor == ASSISTANT
+        if reads_only(command, args, stdin, assistant):
+            answer = self._readers.submit(self.read_command, argv)
+        else:
+            answer = self._writer.submit(self.run_command, argv, stdin or "", assistant)
         return {"v": PROTOCOL, **answer.result()}
+
+    def read_command(self, argv: list[str]) -> dict[str, Any]:
+        """Run a read-only command line beside others; alone, on the writer thread, when it
+        finds the index must be updated first (WriterNeeded)."""
+        from memdir.indexers.storage import WriterNeeded, shared_read
+
+        try:
+            with self._gate.shared(), shared_read():
+                return self._run(argv)
+        except WriterNeeded:
+            return self._writer.submit(self.run_command, argv).result()
 
     def run_command(
         self, argv: list[str], stdin: str = "", assistant: bool = False
     ) -> dict[str, Any]:
-        """Run one CLI command line here, as `memdir ARGV` would: its status and output. A
-        client that runs as the assistant (MEMDIR_ACTOR, an agent harness's shell) gets its
+        """Run one CLI command line here, alone, as `memdir ARGV` would: its status and output.
+        A client that runs as the assistant (MEMDIR_ACTOR, an agent harness's shell) gets its
         command run as the assistant's, whoever started the service (cli/actor.py)."""
-        from memdir.cli.main import main
-
-        with self._command_lock, self._stdout.captured() as out, self._stderr.captured() as err:
-            # one command at a time, so the process's stdin and environment can be the request's
+        with self._gate.exclusive():
+            # nothing else runs, so the process's stdin and environment can be the request's
             before, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")))
             declared = os.environ.get("MEMDIR_ACTOR")
             if assistant:
                 os.environ["MEMDIR_ACTOR"] = ASSISTANT
             try:
-                status = main(argv)
-            except Exception:  # the CLI's boundary let something through: say so, keep serving
-                log.exception("request failed: %s", argv)
-                err.write("memdir: error: the service failed on this request (see its log)\n")
-                status = int(ExitStatus.FAILED)
+                return self._run(argv)
             finally:
                 sys.stdin = before
                 if declared is None:
                     os.environ.pop("MEMDIR_ACTOR", None)
                 else:
                     os.environ["MEMDIR_ACTOR"] = declared
+
+    def _run(self, argv: list[str]) -> dict[str, Any]:
+        from memdir.cli.main import main
+
+        with self._stdout.captured() as out, self._stderr.captured() as err:
+            try:
+                status = main(argv)
+            except Exception:  # the CLI's boundary let something through: say so, keep serving
+                log.exception("request failed: %s", argv)
+                err.write("memdir: error: the service failed on this request (see its log)\n")
+                status = int(ExitStatus.FAILED)
+        with self._counting:
             self.requests += 1
         return {"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
@@ -233,7 +317,8 @@ class Service:
         return {
             "pid": os.getpid(), "root": str(self.memdir.root), "socket": str(self.path),
             "protocol": PROTOCOL, "uptime_s": round(time.time() - self.started, 1),
-            "requests": self.requests, "refused": self.refused, "rss_kib": resident_kib(),
+            "requests": self.requests, "refused": self.refused, "abandoned": self.abandoned,
+            "rss_kib": resident_kib(), "readers": READERS,
         }  # fmt: skip
 
     # connections ----------------------------------------------------------------------------
@@ -271,7 +356,12 @@ class Service:
                     got = self._read_line(conn)
                     reply = got if isinstance(got, dict) else self.answer(got)
                 conn.settimeout(READ_TIMEOUT)
-                conn.sendall((json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8"))
+                try:
+                    conn.sendall((json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8"))
+                except (BrokenPipeError, ConnectionResetError):
+                    with self._counting:
+                        self.abandoned += 1
+                    raise
         except OSError as error:  # the client went away or was too slow: nothing to answer
             log.info("dropped a connection: %s", error)
         finally:
@@ -317,7 +407,8 @@ class Service:
             if keeper is not None:
                 keeper[0].stop()
                 keeper[1].join(STOP_WAIT)
-            self._worker.shutdown(wait=True)
+            self._readers.shutdown(wait=True)
+            self._writer.shutdown(wait=True)
             sys.stdout, sys.stderr = self._stdout.fallback, self._stderr.fallback
             log.info("stopped serving %s after %d request(s)", self.memdir.root, self.requests)
 
@@ -338,15 +429,19 @@ class Service:
     def _start_keeper(self) -> tuple[_IndexKeeper, threading.Thread] | None:
         """The index keeper in a thread, holding the watch lock; None when `memdir watch`
         already runs for this memdir (it keeps the indexes fresh then)."""
-        keeper = _IndexKeeper(self.memdir, self._command_lock)
+        keeper = _IndexKeeper(self.memdir, self._gate)
         lock = WatchLock(self.memdir)
-        try:
-            lock.__enter__()
-        except LockedError:
-            log.info("memdir watch is running for this memdir; it keeps the indexes fresh")
-            return None
+        decided, holding = threading.Event(), threading.Event()
 
-        def keep() -> None:
+        def keep() -> None:  # the watch lock is taken and given back on this thread
+            try:
+                lock.__enter__()
+                holding.set()
+            except LockedError:
+                log.info("memdir watch is running for this memdir; it keeps the indexes fresh")
+                return
+            finally:
+                decided.set()
             try:
                 keeper.run()
             except Exception:
@@ -356,7 +451,8 @@ class Service:
 
         thread = threading.Thread(target=keep, name="memdir-index-keeper", daemon=True)
         thread.start()
-        return keeper, thread
+        decided.wait()
+        return (keeper, thread) if holding.is_set() else None
 
 
 def serve(memdir: Memdir, keep_fresh: bool = True, allowed_uid: int | None = None) -> int:
