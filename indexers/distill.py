@@ -103,6 +103,51 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
+# what an automatic supersede may replace: states of affairs, which a newer one ends; events,
+# milestones, feelings and appointments pile up instead (docs/CONTINUITY.md)
+SUPERSEDE_COSINE = 0.7  # placeholder: set by benchmarks/supersede_threshold.py
+SUPERSEDABLE = frozenset({"FACT", "PERSON", "MEDICATION", "RULE", "HOWTO", "FINANCIAL"})
+_SAME_PERSON = {"mum": "mother", "mom": "mother", "dad": "father", "kid": "children",
+                "kids": "children", "parent": "parents"}  # fmt: skip
+_STARTERS = frozenset(
+    "i i'm i've i'd my our we we're the a an this that these it it's he she they you your "
+    "always never please don't do not to today yesterday tomorrow last next every on in at "
+    "when if and but so now no yes there here what where who how after before since".split()
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def subject(text: str) -> frozenset[str]:
+    """Who a memory is about, for automatic supersede: the relations it names ("my sister"),
+    a name right after one ("my friend Clara") and a name it opens with ("Clara works …");
+    empty: the user. Places and things are not the subject — the cosine judges those."""
+    words = _WORD.findall(text)
+    found: set[str] = set()
+    for position, word in enumerate(words):
+        lower = word.lower()
+        if _RELATION.fullmatch(lower):
+            found.add(_SAME_PERSON.get(lower, lower))
+        elif (
+            word[0].isupper()
+            and lower not in _STARTERS
+            and (position == 0 or _RELATION.fullmatch(words[position - 1].lower()))
+        ):
+            found.add(lower)
+    return frozenset(found)
+
+
+def same_subject(text: str, label: str | None, other_text: str, other_label: str | None) -> bool:
+    """Whether two memories state the same kind of thing about the same subject: the same
+    supersedable type (and subtype), and `subject` alike; whether they say it in close enough
+    words is the cosine's part (SUPERSEDE_COSINE)."""
+    return (
+        label is not None
+        and label == other_label
+        and label.partition(":")[0] in SUPERSEDABLE
+        and subject(text) == subject(other_text)
+    )
+
+
 @dataclass(frozen=True)
 class Distillation:
     """What the distiller derived for one memory (type None: no class was clear enough)."""
@@ -198,3 +243,64 @@ def effective(line: Mapping[str, Any], distilled: Mapping[str, Any] | None) -> d
         if line.get("temporal", "persistent") != "persistent"
         else distilled.get("temporal", "persistent"),
     }
+
+
+class CommandDistiller:
+    """The user's own distiller (`distill.command`, e.g. a script around a local model): the
+    texts as JSON lines `{"text": …}` on stdin, one JSON object per text on stdout with `type`
+    (None or a TYPE), `subtype`, `importance` 1–10, `temporal` and optionally `relational` and
+    `confidence` (0–1). Its annotations record `command:NAME`."""
+
+    def __init__(self, command: str, timeout: float) -> None:
+        import shlex
+
+        self.argv = shlex.split(command)
+        self.timeout = timeout
+        self.annotator = f"command:{self.argv[0].rsplit('/', 1)[-1]}" if self.argv else "command:"
+
+    def distill(self, texts: Sequence[str], vectors: Any = None) -> list[Distillation]:
+        """One distillation per text; raises ValueError (naming what went wrong) when the
+        command fails or answers out of shape."""
+        import json
+        import subprocess
+
+        if not texts:
+            return []
+        payload = "".join(json.dumps({"text": text}, ensure_ascii=False) + "\n" for text in texts)
+        try:
+            done = subprocess.run(self.argv, input=payload.encode("utf-8"), capture_output=True,
+                                  timeout=self.timeout, check=False)  # fmt: skip
+        except (OSError, ValueError, subprocess.TimeoutExpired) as error:
+            raise ValueError(f"distiller {' '.join(self.argv)!r} failed: {error}") from None
+        if done.returncode != 0:
+            raise ValueError(f"distiller {' '.join(self.argv)!r} exited {done.returncode}")
+        lines = [
+            line for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()
+        ]
+        if len(lines) != len(texts):
+            raise ValueError(f"distiller answered {len(lines)} lines for {len(texts)} memories")
+        return [self._parse(line) for line in lines]
+
+    def _parse(self, line: str) -> Distillation:
+        import json
+
+        try:
+            data = json.loads(line)
+            kind = data.get("type")
+            importance = int(data.get("importance", 5))
+            temporal = str(data.get("temporal", "persistent"))
+            relational = float(data.get("relational", 0.0))
+            confidence = float(data.get("confidence", 1.0))
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ValueError(f"distiller answered {line[:80]!r}: {error}") from None
+        if kind is not None and not (isinstance(kind, str) and re.fullmatch(r"[A-Z][A-Z_]*", kind)):
+            raise ValueError(f"distiller answered type {kind!r} (a TYPE in capitals, or null)")
+        if not 1 <= importance <= 10 or temporal not in ("ephemeral", "persistent", "milestone"):
+            raise ValueError(f"distiller answered {line[:80]!r}: importance 1–10, temporal "
+                             "ephemeral|persistent|milestone")  # fmt: skip
+        subtype = data.get("subtype")
+        return Distillation(
+            type=kind, subtype=str(subtype) if subtype and kind else None, importance=importance,
+            temporal=temporal, relational=round(min(1.0, max(0.0, relational)), 2),
+            confidence=round(min(1.0, max(0.0, confidence)), 4), annotator=self.annotator,
+        )  # fmt: skip

@@ -127,11 +127,13 @@ def _sample(raw: dict[str, Any]) -> Sample:
     return Sample(str(raw.get("sample_id", "sample")), turns, questions, counts)
 
 
-def build_memdir(sample: Sample, root: Path, index: dict[str, Any] | None = None) -> dict[str, str]:
-    """A memdir holding the sample's turns (its index where `index` settings say); returns
-    memory id → dia_id."""
+def build_memdir(
+    sample: Sample, root: Path, settings: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """A memdir holding the sample's turns (with memdir.yaml `settings`, e.g. where its index
+    lives); returns memory id → dia_id."""
     first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
-    memdir, _ = init(root, first, settings={"index": index} if index else None)
+    memdir, _ = init(root, first, settings=settings or None)
     memories = []
     by_id: dict[str, str] = {}
     for turn in sample.turns:
@@ -250,7 +252,8 @@ def _run_file(
     progress: Callable[[str, int, int], None] | None,
     decay: bool,
     per_question: list[dict[str, Any]] | None,
-    index_settings: dict[str, Any] | None,
+    settings: dict[str, Any] | None,
+    sleep: bool,
 ) -> tuple[dict[str, Any], list[Measured]]:
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
@@ -267,10 +270,15 @@ def _run_file(
         for name, count in sample.repairs.items():
             repairs[name] = repairs.get(name, 0) + count
         with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
-            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, index_settings)
-            index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
-            index.update(progress)
+            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, settings)
+            memdir = Memdir.open(Path(scratch) / sample.sample_id)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
+            if sleep:  # one night's relink first: links for activation to follow
+                from memdir.cli.usecases.sleep import sleep as run_sleep
+
+                run_sleep(memdir, now - timedelta(hours=12))
+            index = MemoryIndex(memdir)
+            index.update(progress)
             for number, question in enumerate(sample.questions):
                 done += 1
                 if progress:
@@ -296,6 +304,7 @@ def _run_file(
         "samples": len(samples),
         "profile": profile or "default",
         "decay": decay,
+        "sleep": sleep,
     }
     return report, measured
 
@@ -307,21 +316,23 @@ def run(
     progress: Callable[[str, int, int], None] | None = None,
     decay: bool = False,
     per_question: list[dict[str, Any]] | None = None,
-    index: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    sleep: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark on each file; returns the report `memdir bench locomo --json` prints:
     each file's figures under `files` (by path, in the order given) and, over every question of
     all of them, `pooled`. With `per_question`, one row per question is appended to it.
 
     Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
-    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md). `index`
-    is the scratch memdirs' `settings.index` (the local files when None).
+    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md). `settings`
+    are the scratch memdirs' memdir.yaml settings (e.g. `index`, or a stage switched off);
+    `sleep` runs one sleep (relink) on each before its questions.
     """
     files: dict[str, dict[str, Any]] = {}
     pooled: list[Measured] = []
     for path in paths:
         files[str(path)], measured = _run_file(
-            path, profile, limit, progress, decay, per_question, index
+            path, profile, limit, progress, decay, per_question, settings, sleep
         )
         pooled.extend(measured)
     return {"files": files, "pooled": summarise(pooled)}
