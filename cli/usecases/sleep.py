@@ -32,6 +32,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.cli.usecases import documents
 from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock, words
+from memdir.indexers.distill import SUPERSEDE_COSINE
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex
@@ -160,8 +161,7 @@ def relink(
     fresh = sorted(fresh, key=lambda row: live[ids[row]].created)[-RELINK_LIMIT:]
     linked = {frozenset((state.id, link["to"])) for state in view for link in state.links}
     affects = index.affects_of(list(catalogued.values()))
-    labels = _labels(index, [catalogued[memory_id] for memory_id in ids])
-    proposed: list[tuple[float, str, str, str]] = []
+    pairs: list[tuple[float, MemoryState, MemoryState]] = []
     neighbours = min(NEIGHBOURS, len(ids) - 1)
     for begin in range(0, len(fresh), 512):
         rows = fresh[begin : begin + 512]
@@ -170,19 +170,22 @@ def relink(
         nearest = np.argpartition(-similarity, neighbours - 1, axis=1)[:, :neighbours]
         for position, row in enumerate(rows):
             for other in nearest[position]:
-                cosine = float(similarity[position, other])
-                pair = (live[ids[row]], live[ids[other]])
-                newer, older = sorted(
-                    pair, key=lambda state: (state.created, state.id), reverse=True
-                )
-                kind = _link_kind(newer, older, cosine, affects, linked, labels)
-                if kind is None:
-                    continue
-                linked.add(frozenset((newer.id, older.id)))
-                if kind == SUPERSEDED_BY:
-                    proposed.append((cosine, older.id, newer.id, kind))
-                else:
-                    proposed.append((cosine, newer.id, older.id, kind))
+                newer, older = sorted((live[ids[row]], live[ids[other]]),
+                                      key=lambda state: (state.created, state.id), reverse=True)  # fmt: skip
+                pairs.append((float(similarity[position, other]), newer, older))
+    # type labels only for the pairs close enough to be a supersede
+    close = {state.id for cosine, *both in pairs if cosine >= SUPERSEDE_COSINE for state in both}
+    labels = _labels(index, [catalogued[memory_id] for memory_id in close])
+    proposed: list[tuple[float, str, str, str]] = []
+    for cosine, newer, older in pairs:
+        kind = _link_kind(newer, older, cosine, affects, linked, labels)
+        if kind is None:
+            continue
+        linked.add(frozenset((newer.id, older.id)))
+        if kind == SUPERSEDED_BY:
+            proposed.append((cosine, older.id, newer.id, kind))
+        else:
+            proposed.append((cosine, newer.id, older.id, kind))
     # the closest pairs first; a memory gains at most LINKS_PER_NIGHT `resonates` or
     # `elaborates` links per run (either end); supersedes and contradiction candidates are kept
     found: list[tuple[str, str, str]] = []
@@ -218,7 +221,7 @@ def _same_statement(
     """Whether `newer` restates what `older` says about the same subject (automatic supersede:
     docs/CONTINUITY.md): the same supersedable type, subject and personas, close in meaning,
     and no supersede key on either (the user's key decides those)."""
-    from memdir.indexers.distill import SUPERSEDE_COSINE, same_subject
+    from memdir.indexers.distill import same_subject
 
     assert newer.memory is not None and older.memory is not None
     if cosine < SUPERSEDE_COSINE or newer.memory.key or older.memory.key:
