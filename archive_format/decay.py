@@ -78,28 +78,35 @@ def fidelity(
 ) -> Fidelity:
     """F at `now`. `rehearsals` are epoch seconds, sorted; those outside [created, now] are
     ignored, so a past *now* sees only the rehearsals that had happened. `partial` are
-    reactivations, (epoch seconds, factor) sorted: a linked memory's rehearsal counts as
-    `factor` of a spaced rehearsal and moves the last-rehearsal time `factor` of the way."""
+    reactivations, (epoch seconds, factor): a linked memory's rehearsal counts as `factor` of a
+    spaced rehearsal (the strongest one per `spacing` window) and moves the last-rehearsal time
+    `factor` of the way. Adding a rehearsal or a reactivation never lowers F."""
     start = created.timestamp()
     end = now.timestamp()
     low = bisect.bisect_left(rehearsals, start)
     high = bisect.bisect_right(rehearsals, end)
-    moments = [(moment, 1.0) for moment in rehearsals[low:high]]
-    if partial:
-        moments = sorted(moments + [(at, factor) for at, factor in partial
-                                    if start <= at <= end and factor > 0])  # fmt: skip
     counted = 0
-    reactivated = 0.0
     previous = start
-    last = start
-    for moment, weight in moments:
+    for moment in rehearsals[low:high]:
         if moment - previous >= settings.spacing_seconds:
-            if weight >= 1.0:
-                counted += 1
-            else:
-                reactivated += weight
+            counted += 1
             previous = moment
-        last = moment if weight >= 1.0 else max(last, last + weight * (moment - last))
+    # reactivations count apart from rehearsals (so a link never costs a rehearsal its count):
+    # per `spacing`-long window after the creation, the strongest one
+    windows: dict[float, float] = {}
+    spacing = settings.spacing_seconds
+    for moment, factor in partial:
+        if start <= moment <= end and factor > 0:
+            window = (moment - start) // spacing if spacing > 0 else moment
+            windows[window] = max(windows.get(window, 0.0), min(1.0, factor))
+    reactivated = sum(windows.values())
+    # the last-rehearsal time: a rehearsal moves it there, a reactivation `factor` of the way
+    last = start
+    timeline = sorted([(moment, 0, 1.0) for moment in rehearsals[low:high]]
+                      + [(at, 1, factor) for at, factor in partial
+                         if start <= at <= end and factor > 0])  # fmt: skip
+    for moment, kind, factor in timeline:
+        last = moment if kind == 0 else last + min(1.0, factor) * (moment - last)
     stability = (
         settings.base_stability(store)
         * settings.growth ** (counted + reactivated)
