@@ -243,6 +243,7 @@ def _settle(state: MemoryState, tombstone_at: str | None, now: datetime) -> None
 
 
 SUPERSEDED_BY = "superseded-by"  # the link sleep writes from an old memory to its successor
+COMPATIBLE = "compatible"  # the user's word that two memories both hold: it undoes a supersede
 
 
 def supersessors(state: MemoryState) -> list[str]:
@@ -256,12 +257,17 @@ def supersessors(state: MemoryState) -> list[str]:
 def _apply_supersede(states: dict[str, MemoryState]) -> None:
     """Among durable memories sharing a supersede key the newest stays; the rest are superseded.
     A durable memory with a `superseded-by` link to a durable one is superseded by it (while
-    that one stays durable: rejecting or forgetting the successor brings the old one back)."""
+    that one stays durable: rejecting or forgetting the successor brings the old one back, and
+    so does the user linking the two `compatible`)."""
     settled = {state.id: state.status for state in states.values()}
+    both_hold = {frozenset((state.id, event.to)) for state in states.values()
+                 for event in state.events if event.op == "link" and event.to
+                 and event.link_type == COMPATIBLE and author_is_user(event.actor)}  # fmt: skip
     for state in states.values():
         if state.status != "durable":
             continue
-        successor = next((to for to in supersessors(state) if settled.get(to) == "durable"), None)
+        successor = next((to for to in supersessors(state) if settled.get(to) == "durable"
+                          and frozenset((state.id, to)) not in both_hold), None)  # fmt: skip
         if successor is not None:
             state.status = "superseded"
             state.superseded_by = successor

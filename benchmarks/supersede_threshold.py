@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from memdir.indexers.distill import SUPERSEDE_COSINE, Distiller, same_subject
+from memdir.indexers.distill import SUPERSEDE_COSINE, Distiller, restates, same_subject
 from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "supersede-pairs.jsonl"
@@ -20,7 +20,8 @@ THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85)
 
 
 def scored_pairs() -> list[tuple[bool, bool, float]]:
-    """Per pair: (labelled a supersede, passes the label and subject gate, cosine)."""
+    """Per pair: (labelled a supersede, passes the gate — same label and subject, and the newer
+    restates rather than adds — , cosine)."""
     import numpy as np
 
     rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
@@ -35,7 +36,9 @@ def scored_pairs() -> list[tuple[bool, bool, float]]:
     found = []
     for number, row in enumerate(rows):
         old, new = 2 * number, 2 * number + 1
-        gate = same_subject(texts[old], labels[old], texts[new], labels[new])
+        gate = same_subject(texts[old], labels[old], texts[new], labels[new]) and restates(
+            texts[old], texts[new]
+        )
         found.append((bool(row["supersedes"]), gate, float(vectors[old] @ vectors[new])))
     return found
 
@@ -53,7 +56,7 @@ if __name__ == "__main__":
     pairs = scored_pairs()
     gated = sum(gate for _, gate, _ in pairs)
     print(f"{len(pairs)} pairs, {sum(t for t, _, _ in pairs)} supersedes; "
-          f"{gated} pass the label and subject gate")  # fmt: skip
+          f"{gated} pass the gate (same label and subject, restated)")  # fmt: skip
     print("cosine ≥  precision  recall  predicted")
     for threshold in THRESHOLDS:
         precision, recall, predicted = precision_recall(pairs, threshold)

@@ -105,7 +105,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # what an automatic supersede may replace: states of affairs, which a newer one ends; events,
 # milestones, feelings and appointments pile up instead (docs/CONTINUITY.md)
-SUPERSEDE_COSINE = 0.7  # placeholder: set by benchmarks/supersede_threshold.py
+# cosine at or above which a restatement supersedes: on tests/fixtures/supersede-pairs.jsonl
+# (benchmarks/supersede_threshold.py) 0.6 / 0.65 / 0.7 / 0.75 gave precision 0.885 / 0.909 /
+# 1.000 / 1.000 at recall 0.767 / 0.667 / 0.533 / 0.500: a wrong supersede hides a true memory,
+# a missed one leaves the old memory beside the new, so precision first
+SUPERSEDE_COSINE = 0.7
 SUPERSEDABLE = frozenset({"FACT", "PERSON", "MEDICATION", "RULE", "HOWTO", "FINANCIAL"})
 _SAME_PERSON = {"mum": "mother", "mom": "mother", "dad": "father", "kid": "children",
                 "kids": "children", "parent": "parents"}  # fmt: skip
@@ -134,6 +138,36 @@ def subject(text: str) -> frozenset[str]:
         ):
             found.add(lower)
     return frozenset(found)
+
+
+NEGATION = re.compile(
+    r"\b(not|no|never|none|nothing|no longer|any ?more|stopped|quit|cannot|can't|don't|"
+    r"doesn't|didn't|isn't|wasn't|aren't|won't|dont|doesnt|didnt|isnt|wasnt|wont)\b",
+    re.IGNORECASE,
+)
+_ADDITION = re.compile(r"\b(also|too|as well|another|besides|in addition|especially)\b", re.I)
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*", re.I)
+_FILLER = frozenset(
+    "a an the is are was were am be been i i'm my our we me you your it its of to in on at for "
+    "and or but with from by as that this these those now these days then still so very just "
+    "really has have had do does did will would".split()
+)
+
+
+def _content(text: str) -> set[str]:
+    return {token.lower() for token in _TOKEN.findall(text)} - _FILLER
+
+
+def restates(older: str, newer: str) -> bool:
+    """Whether `newer` says something else about what `older` says, rather than adding to it:
+    it drops or replaces one of the older's content words or numbers ("800" → "850", "tea" →
+    "coffee"), or one of the two negates and the other does not; and it carries no cue of an
+    addition ("also", "too", "as well", "another", "especially")."""
+    if _ADDITION.search(newer):
+        return False
+    if bool(NEGATION.search(older)) != bool(NEGATION.search(newer)):
+        return True
+    return bool(_content(older) - _content(newer))
 
 
 def same_subject(text: str, label: str | None, other_text: str, other_label: str | None) -> bool:

@@ -379,8 +379,8 @@ def test_sleep_supersedes_a_restated_teaching_and_surfaces_the_rest(cli, md: Mem
         assert done.code == 0, done
         return done.out.strip()
 
-    old_film = run(at(), "teach", "My favourite film is Casablanca")
-    new_film = run(at(hours=1), "teach", "My favourite film is now Parasite")
+    old_code = run(at(), "teach", "The wifi password is tulip42")
+    new_code = run(at(hours=1), "teach", "The wifi password is now orchid77")
     dose = run(at(), "teach", "I take 20 mg of citalopram daily")
     guess = run(at(hours=1), "infer", "I take 40 mg of citalopram daily now")
     work_tea = run(at(), "teach", "I prefer tea in the morning", "--persona", "work")
@@ -392,26 +392,26 @@ def test_sleep_supersedes_a_restated_teaching_and_surfaces_the_rest(cli, md: Mem
     report = json.loads(run(at(days=1), "sleep", "--json"))
 
     supersedes = [(x["from"], x["to"]) for x in report["links"] if x["type"] == "superseded-by"]
-    assert supersedes == [(old_film, new_film)]
-    shown = json.loads(run(at(days=1), "show", old_film, "--json"))
-    assert shown["status"] == "superseded" and shown["superseded_by"] == new_film
-    assert f"superseded-by → {new_film}" in run(at(days=1), "log", old_film)
-    assert any(line.get("id") == old_film for line in shelf_lines(md))  # never deleted
+    assert supersedes == [(old_code, new_code)]
+    shown = json.loads(run(at(days=1), "show", old_code, "--json"))
+    assert shown["status"] == "superseded" and shown["superseded_by"] == new_code
+    assert f"superseded-by → {new_code}" in run(at(days=1), "log", old_code)
+    assert any(line.get("id") == old_code for line in shelf_lines(md))  # never deleted
     for kept in (dose, guess, work_tea, coffee, rent, new_rent, city, moved):
         assert json.loads(run(at(days=1), "show", kept, "--json"))["status"] in (
             "durable", "provisional")  # fmt: skip
-    recalled = json.loads(run(at(days=1), "recall", "favourite film", "--json"))
-    assert new_film in [r["id"] for r in recalled["results"]]
-    assert old_film not in [r["id"] for r in recalled["results"]]
+    recalled = json.loads(run(at(days=1), "recall", "what is the wifi password", "--json"))
+    assert new_code in [r["id"] for r in recalled["results"]]
+    assert old_code not in [r["id"] for r in recalled["results"]]
 
     pairs = json.loads(run(at(days=1), "review", "--json"))["contradictions"]
     assert {frozenset(s["id"] for s in pair["sides"]) for pair in pairs} == {
         frozenset((dose, guess))}  # fmt: skip
 
-    run(at(days=2), "reject", new_film, "--reason", "I misspoke")
-    assert json.loads(run(at(days=2), "show", old_film, "--json"))["status"] == "durable"
-    recalled = json.loads(run(at(days=2), "recall", "favourite film", "--json"))
-    assert [r["id"] for r in recalled["results"]][:1] == [old_film]
+    run(at(days=2), "reject", new_code, "--reason", "I misspoke")
+    assert json.loads(run(at(days=2), "show", old_code, "--json"))["status"] == "durable"
+    recalled = json.loads(run(at(days=2), "recall", "what is the wifi password", "--json"))
+    assert [r["id"] for r in recalled["results"]][:1] == [old_code]
 
 
 def test_recall_reactivates_linked_memories_but_never_a_withheld_one(cli, hashed: Memdir) -> None:
@@ -426,10 +426,11 @@ def test_recall_reactivates_linked_memories_but_never_a_withheld_one(cli, hashed
         assert done.code == 0, done
         return done.out.strip()
 
-    neighbour = run(at(), "teach", "We planned the trip")
-    control = run(at(), "teach", "We planned the garden")
-    sealed = run(at(), "teach", "We planned the surprise", "--visibility", "sealed")
-    rejected = run(at(), "teach", "We planned the move")
+    calm = ("--valence", "0", "--arousal", "0")  # the same affect: decay alike but for links
+    neighbour = run(at(), "teach", "We planned the trip", *calm)
+    control = run(at(), "teach", "We planned the garden", *calm)
+    sealed = run(at(), "teach", "We planned the surprise", "--visibility", "sealed", *calm)
+    rejected = run(at(), "teach", "We planned the move", *calm)
     recalled = run(at(), "teach", "We booked a flat in Alfama with a view of the river")
     for other in (neighbour, sealed, rejected):
         run(at(minutes=1), "link", recalled, other, "--type", "elaborates")

@@ -71,6 +71,9 @@ def test_a_superseded_by_link_holds_while_its_successor_is_durable() -> None:
     rejected = fold([*SUPERSEDES, event("reject", NEW["id"], at=SAME, reason="misspoke")], LATER)
     assert rejected.states[OLD["id"]].status == "durable"
     assert rejected.states[OLD["id"]].superseded_by is None
+    both = new_event(at=SAME, op="link", target=NEW["id"], actor="user", to=OLD["id"],
+                     link_type="compatible").to_line()  # fmt: skip
+    assert fold([*SUPERSEDES, both], LATER).states[OLD["id"]].status == "durable"
 
 
 @settings(max_examples=60, deadline=None)

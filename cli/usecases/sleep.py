@@ -17,7 +17,6 @@ Running it twice in a row, or twice at once, writes the changes once.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +31,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.cli.usecases import documents
 from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock, words
-from memdir.indexers.distill import SUPERSEDE_COSINE
+from memdir.indexers.distill import NEGATION, SUPERSEDE_COSINE
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex
@@ -50,11 +49,6 @@ ELABORATION_WORDS = 3  # content words the newer one adds
 LINKS_PER_NIGHT = 2  # new `resonates` links one memory may gain in one sleep, closest first
 CONTRADICTION_COSINE = 0.6
 FADED = 0.3
-_NEGATION = re.compile(
-    r"\b(not|no|never|none|nothing|no longer|any ?more|stopped|quit|cannot|can't|don't|"
-    r"doesn't|didn't|isn't|wasn't|aren't|won't|dont|doesnt|didnt|isnt|wasnt|wont)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -133,7 +127,7 @@ def decay_summary(
 
 def _opposed(a_text: str, b_text: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
     """One says no where the other does not, or their valences clearly disagree."""
-    if bool(_NEGATION.search(a_text)) != bool(_NEGATION.search(b_text)):
+    if bool(NEGATION.search(a_text)) != bool(NEGATION.search(b_text)):
         return True
     va, vb = float(a.get("valence") or 0.0), float(b.get("valence") or 0.0)
     return va * vb < 0 and min(abs(va), abs(vb)) >= MIN_INTENSITY
@@ -221,7 +215,7 @@ def _same_statement(
     """Whether `newer` restates what `older` says about the same subject (automatic supersede:
     docs/CONTINUITY.md): the same supersedable type, subject and personas, close in meaning,
     and no supersede key on either (the user's key decides those)."""
-    from memdir.indexers.distill import same_subject
+    from memdir.indexers.distill import restates, same_subject
 
     assert newer.memory is not None and older.memory is not None
     if cosine < SUPERSEDE_COSINE or newer.memory.key or older.memory.key:
@@ -229,7 +223,8 @@ def _same_statement(
     if set(newer.memory.personas) != set(older.memory.personas):
         return False
     return same_subject(newer.memory.text, labels.get(newer.id),
-                        older.memory.text, labels.get(older.id))  # fmt: skip
+                        older.memory.text, labels.get(older.id)) \
+        and restates(older.memory.text, newer.memory.text)  # fmt: skip
 
 
 def _link_kind(
