@@ -290,7 +290,10 @@ class CommandDistiller:
 
         self.argv = shlex.split(command)
         self.timeout = timeout
-        self.annotator = f"command:{self.argv[0].rsplit('/', 1)[-1]}" if self.argv else "command:"
+        names = [part.rsplit("/", 1)[-1] for part in self.argv[:2]]
+        if len(names) == 2 and re.fullmatch(r"(python|sh|bash|node|perl|ruby)[\d.]*", names[0]):
+            names = names[1:]  # an interpreter: the script names the distiller
+        self.annotator = f"command:{names[0] if names else ''}"
 
     def distill(self, texts: Sequence[str], vectors: Any = None) -> list[Distillation]:
         """One distillation per text; raises ValueError (naming what went wrong) when the
