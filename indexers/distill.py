@@ -174,12 +174,11 @@ def same_subject(text: str, label: str | None, other_text: str, other_label: str
     """Whether two memories state the same kind of thing about the same subject: the same
     supersedable type (and subtype), and `subject` alike; whether they say it in close enough
     words is the cosine's part (SUPERSEDE_COSINE)."""
-    return (
-        label is not None
-        and label == other_label
-        and label.partition(":")[0] in SUPERSEDABLE
-        and subject(text) == subject(other_text)
-    )
+    if label is None or label != other_label or label.partition(":")[0] not in SUPERSEDABLE:
+        return False
+    about = subject(text)
+    # a PERSON memory that names no one is a guess of the distiller ("… about gardening")
+    return about == subject(other_text) and (bool(about) or label != "PERSON")
 
 
 @dataclass(frozen=True)

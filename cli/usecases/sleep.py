@@ -43,7 +43,7 @@ RESONANCE_AFFECT = 0.6
 # 0.3 let a single NRC lexicon hit ("gardening": joy, arousal 0.3) count as feeling: 40 neutral
 # fillers got 135 links in one night (benchmarks/bench_relink.py)
 MIN_INTENSITY = 0.4
-ELABORATES_COSINE = 0.6  # placeholder
+ELABORATES_COSINE = 0.45
 ELABORATION_KEPT = 0.5  # share of the older memory's content words the newer one repeats
 ELABORATION_WORDS = 3  # content words the newer one adds
 LINKS_PER_NIGHT = 2  # new `resonates` links one memory may gain in one sleep, closest first
@@ -181,11 +181,18 @@ def relink(
         else:
             proposed.append((cosine, newer.id, older.id, kind))
     # the closest pairs first; a memory gains at most LINKS_PER_NIGHT `resonates` or
-    # `elaborates` links per run (either end); supersedes and contradiction candidates are kept
+    # `elaborates` links per run (either end); contradiction candidates are all kept, and a
+    # memory gets one `superseded-by` link
     found: list[tuple[str, str, str]] = []
     gained: dict[str, int] = {}
+    superseded: set[str] = set()  # one successor per memory: the closest restatement
     for _, one, other, kind in sorted(proposed, key=lambda p: (-p[0], p[1], p[2])):
-        if kind in (SUPERSEDED_BY, "contradiction-candidate"):
+        if kind == SUPERSEDED_BY:
+            if one not in superseded:
+                superseded.add(one)
+                found.append((one, other, kind))
+            continue
+        if kind == "contradiction-candidate":
             found.append((one, other, kind))
             continue
         if max(gained.get(one, 0), gained.get(other, 0)) >= LINKS_PER_NIGHT:
