@@ -111,3 +111,14 @@ def test_an_external_distiller_command_labels_the_memories(cli, hashed: Memdir, 
     assert "Traceback" not in again.err
     rows = {row["id"]: row for row in json.loads(again.out)}
     assert rows[big]["distilled"]["annotator"].startswith("memdir-distill/")
+
+
+def test_automatic_supersede_keeps_its_measured_precision(minilm) -> None:
+    """SUPERSEDE_COSINE was chosen on tests/fixtures/supersede-pairs.jsonl (70 pairs written
+    for this): at it, every predicted supersede was right and half the true ones were found.
+    A change to the distiller, the subject rule or the threshold that loses that fails here."""
+    from benchmarks.supersede_threshold import precision_recall, scored_pairs
+    from memdir.indexers.distill import SUPERSEDE_COSINE
+
+    precision, recall, predicted = precision_recall(scored_pairs(), SUPERSEDE_COSINE)
+    assert precision >= 0.95 and recall >= 0.5, (precision, recall, predicted)
