@@ -5,7 +5,8 @@ Statuses:
   provisional  an inference inside its TTL (recalled at the provisional weight, default 0.4)
   expired      an inference whose TTL passed unconfirmed (not contradicted; still confirmable)
   rejected     rejected by the latest decision (kept for audit, never recalled)
-  superseded   a newer durable memory with the same supersede key replaced it (history kept)
+  superseded   a newer durable memory with the same supersede key replaced it, or a durable
+               one its `superseded-by` link names (sleep's automatic supersede; history kept)
   forgotten    removed by `forget`; only a tombstone is left
 The fold sees the archive as of `now`: memories and events dated after it are left out, so
 `--now` replays the past.
@@ -30,7 +31,7 @@ from typing import Any
 from . import visibility
 from .clock import parse_time
 from .errors import AmbiguousIdError, NotFoundError
-from .records import Event, Memory
+from .records import Event, Memory, author_is_user
 
 STATUSES = ("durable", "provisional", "expired", "rejected", "superseded", "forgotten")
 LIVE_STATUSES = frozenset({"durable", "provisional"})
@@ -241,11 +242,38 @@ def _settle(state: MemoryState, tombstone_at: str | None, now: datetime) -> None
         state.status = "provisional"
 
 
+SUPERSEDED_BY = "superseded-by"  # the link sleep writes from an old memory to its successor
+COMPATIBLE = "compatible"  # the user's word that two memories both hold: it undoes a supersede
+
+
+def supersessors(state: MemoryState) -> list[str]:
+    """The memories an automatic (or the user's) `superseded-by` link names as this one's
+    successors; an assistant's link of that type counts for nothing (provenance)."""
+    return [event.to for event in state.events
+            if event.op == "link" and event.link_type == SUPERSEDED_BY and event.to
+            and (event.actor == "memdir" or author_is_user(event.actor))]  # fmt: skip
+
+
 def _apply_supersede(states: dict[str, MemoryState]) -> None:
-    """Among durable memories sharing a supersede key the newest stays; the rest are superseded."""
+    """Among durable memories sharing a supersede key the newest stays; the rest are superseded.
+    A durable memory with a `superseded-by` link to a durable one is superseded by it (while
+    that one stays durable: rejecting or forgetting the successor brings the old one back, and
+    so does the user linking the two `compatible`)."""
+    settled = {state.id: state.status for state in states.values()}
+    both_hold = {frozenset((state.id, event.to)) for state in states.values()
+                 for event in state.events if event.op == "link" and event.to
+                 and event.link_type == COMPATIBLE and author_is_user(event.actor)}  # fmt: skip
+    for state in states.values():
+        if state.status != "durable":
+            continue
+        successor = next((to for to in supersessors(state) if settled.get(to) == "durable"
+                          and frozenset((state.id, to)) not in both_hold), None)  # fmt: skip
+        if successor is not None:
+            state.status = "superseded"
+            state.superseded_by = successor
     by_key: dict[str, list[MemoryState]] = {}
     for state in states.values():
-        if state.status == "durable" and state.memory is not None and state.memory.key:
+        if settled[state.id] == "durable" and state.memory is not None and state.memory.key:
             by_key.setdefault(state.memory.key, []).append(state)
     for group in by_key.values():
         if len(group) < 2:
@@ -254,4 +282,4 @@ def _apply_supersede(states: dict[str, MemoryState]) -> None:
         newest = group[-1]
         for older in group[:-1]:
             older.status = "superseded"
-            older.superseded_by = newest.id
+            older.superseded_by = newest.id  # the key's newest wins over a link

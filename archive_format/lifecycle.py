@@ -23,7 +23,7 @@ from typing import Any
 from . import idcache, ring, shelf, tombstones
 from .clock import format_time, parse_time
 from .errors import BadInputError, LifecycleError, MemdirError, NotFoundError
-from .fold import ArchiveView, MemoryState, fold
+from .fold import ArchiveView, MemoryState, fold, supersessors
 from .idcache import IdCache
 from .memdir import Memdir
 from .records import (
@@ -86,8 +86,8 @@ def view_of(
     keys: Iterable[str] = (),
 ) -> ArchiveView:
     """The fold at `now` of the memories `ids` and of what their status depends on (their
-    events, and the memories that could supersede them), read through the id cache; `keys`
-    adds each of those keys' current memory.
+    events, and the memories that could supersede them, by key or by link), read through the id
+    cache; `keys` adds each of those keys' current memory.
 
     Only those states are exact; when the cache points at a line that is not there, or a line
     cannot be folded, every shelf is read instead (and a broken line named).
@@ -97,7 +97,10 @@ def view_of(
     try:
         for key in cache.keys_of(wanted) | set(keys):
             wanted |= _contenders(cache, key, now)
-        return _folded(cache, wanted, now)
+        view = _folded(cache, wanted, now)
+        # a `superseded-by` link holds while its successor is durable: fold the successors too
+        successors = {to for state in view for to in supersessors(state)} - wanted
+        return _folded(cache, wanted | successors, now) if successors else view
     except idcache.Stale as error:
         log.debug("id cache out of step (%s): reading every shelf", error)
         return load_view(memdir, now)

@@ -256,6 +256,10 @@ class RecallSettings:
         " on LoCoMo, whose questions come long after the turns)",
         flag,
     )
+    activation: bool = setting(
+        True, "spreading activation: memories linked to the best results join them (off: links"
+        " count only as `deg`; docs/RECALL.md)", flag,
+    )  # fmt: skip
     exact_below: int = setting(
         20000, "up to this many memories recall scores every one (exact scope), else a pool",
         whole(0),
@@ -285,6 +289,13 @@ class DecaySettings:
     spacing: timedelta = setting("1h", "rehearsals closer than this count once", duration)
     emotion: float = setting(1.0, "S × (1 + emotion × emotional intensity)", number(0))
     strength: float = setting(0.1, "recall score × (1 - strength × (1 - F))", number(0, 1))
+    reactivation: dict[str, float] = setting(
+        {"elaborates": 0.5, "resonates": 0.3, "supports": 0.3, "summarises": 0.25,
+         "derived-from": 0.25},
+        "reactivation: a rehearsal refreshes each memory linked to it by this fraction of a"
+        " rehearsal, per link type (other types: none; 0 switches a type off)",
+        mapping_of(number(0, 1)),
+    )  # fmt: skip
 
     @property
     def spacing_seconds(self) -> float:
@@ -313,6 +324,18 @@ class DreamSettings:
     )
     min_overlap: float = setting(
         0.08, "word overlap below which a quick gap splits a group", number(0, 1)
+    )
+
+
+@dataclass(frozen=True)
+class DistillSettings:
+    command: str | None = setting(
+        None, "command that distils memories instead of the built-in distiller: JSON lines"
+        " `{\"text\"}` on stdin, one `{\"type\", \"subtype\", \"importance\", \"temporal\"}` line"
+        " each on stdout (docs/RECALL.md)", optional_text,
+    )  # fmt: skip
+    timeout: timedelta = setting(
+        "60s", "how long the distiller command may take per batch", duration
     )
 
 
@@ -410,6 +433,7 @@ class Settings:
     journal: JournalSettings = section(JournalSettings, "journal")
     decay: DecaySettings = section(DecaySettings, "decay (docs/CONTINUITY.md)")
     dream: DreamSettings = section(DreamSettings, "dream: grouping and summaries")
+    distill: DistillSettings = section(DistillSettings, "distillation (docs/RECALL.md)")
     wake: WakeSettings = section(WakeSettings, "the wake document")
     vectors: VectorSettings = section(VectorSettings, "the vector index (FAISS or pgvector)")
     index: IndexSettings = section(IndexSettings, "where the derived index lives (docs/SCALE.md)")

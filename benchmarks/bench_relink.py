@@ -1,29 +1,45 @@
-"""Links sleep's relink writes per 1,000 memories, on two synthetic archives (no benchmark
-data): 40 near-identical neutral fillers ("filler memory about gardening N"), and N varied
-memories from templates with and without feeling. One sleep each, with the real embedder.
+"""Relink by measurement, with the real embedder and affect annotator, no benchmark data.
 
-    .venv/bin/python benchmarks/bench_relink.py [N]
+1. `labelled`: precision and recall of sleep's relink rule (`sleep.affinity`, after the
+   contradiction check) on tests/fixtures/relink-pairs.jsonl — 112 pairs written for this, each
+   labelled with the link that is right (`resonates`, `elaborates` or none) — at candidate
+   thresholds, one parameter swept at a time around the chosen ones.
+2. `archives` (the default): links one sleep writes per 1,000 memories on two synthetic archives:
+   40 near-identical neutral fillers ("filler memory about gardening N"), and N varied memories
+   from templates with and without feeling.
+
+    .venv/bin/python benchmarks/bench_relink.py [labelled | archives [N]]
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import init
-from memdir.cli.usecases.sleep import sleep
+from memdir.cli.usecases.sleep import CONTRADICTION_COSINE, Thresholds, _opposed, affinity, sleep
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
+FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "relink-pairs.jsonl"
 TOPICS = ["gardening", "the dentist", "my sister", "running", "the new job", "cooking pasta",
           "the trip to Lisbon", "our cat", "the bank loan", "learning Spanish"]  # fmt: skip
 FRAMES = ["I love {t}", "I hate {t}", "I'm so worried about {t}", "Some notes on {t}",
           "I am thrilled about {t}!", "I do not like {t}", "{t} went fine today",
           "Thinking about {t} again", "I'm furious about {t}", "A quiet afternoon with {t}"]  # fmt: skip
+SWEEP = {
+    "resonance_cosine": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65),
+    "min_intensity": (0.2, 0.3, 0.4, 0.5),
+    "resonance_affect": (0.4, 0.5, 0.6, 0.7),
+    "elaborates_cosine": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7),
+}
 
 
 def run(texts: list[str]) -> tuple[int, Counter[str]]:
@@ -35,8 +51,61 @@ def run(texts: list[str]) -> tuple[int, Counter[str]]:
         return len(report.links), Counter(link["type"] for link in report.links)
 
 
-if __name__ == "__main__":
-    size = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+def labelled_pairs() -> list[tuple[str | None, str, str, float, dict[str, Any], dict[str, Any]]]:
+    """Per pair: (the right link, newer, older, cosine, newer's affect, older's affect)."""
+    import numpy as np
+
+    from memdir.indexers.affect import load_annotator
+    from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
+
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+    model = find_model_dir()
+    if model is None:
+        sys.exit("all-MiniLM-L6-v2 not found (make setup)")
+    texts = [text for row in rows for text in (row["newer"], row["older"])]
+    vectors = np.asarray(MiniLMEmbedder(model).embed(texts), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    annotator = load_annotator("vader+nrc")
+    affects = [annotator.annotate(text).to_dict() for text in texts]
+    return [(row["link"], texts[2 * n], texts[2 * n + 1], float(vectors[2 * n] @ vectors[2 * n + 1]),
+             affects[2 * n], affects[2 * n + 1]) for n, row in enumerate(rows)]  # fmt: skip
+
+
+def scores(pairs: list[Any], limits: Thresholds) -> dict[str, tuple[float, float]]:
+    """Precision and recall per link type and for any link (a link of the wrong type is
+    wrong), with the contradiction check first as in sleep."""
+    got = [None if _opposed(newer, older, a, b) and cosine >= CONTRADICTION_COSINE else
+           affinity(newer, older, cosine, a, b, limits)
+           for _, newer, older, cosine, a, b in pairs]  # fmt: skip
+    table = {}
+    for kind in ("resonates", "elaborates", "any"):
+
+        def wanted(link: str | None, kind: str = kind) -> bool:
+            return link is not None and (kind == "any" or link == kind)
+
+        predicted = [
+            (pair[0], found) for pair, found in zip(pairs, got, strict=True) if wanted(found)
+        ]
+        right = sum(truth == found for truth, found in predicted)
+        relevant = sum(wanted(pair[0]) for pair in pairs)
+        table[kind] = (right / len(predicted) if predicted else 1.0, right / relevant)
+    return table
+
+
+def labelled() -> None:
+    pairs = labelled_pairs()
+    chosen = Thresholds()
+    print(f"{len(pairs)} pairs: {dict(Counter(str(p[0]) for p in pairs))}")
+    print("parameter           value   resonates P/R   elaborates P/R   any link P/R")
+    for name, values in SWEEP.items():
+        for value in values:
+            table = scores(pairs, replace(chosen, **{name: value}))
+            mark = "  ← chosen" if abs(getattr(chosen, name) - value) < 1e-9 else ""
+            cells = "   ".join(f"{p:.2f}/{r:.2f}" for p, r in table.values())
+            print(f"{name:<18} {value:>6.2f}   {cells}{mark}")
+
+
+def archives(size: int) -> None:
     fillers = [f"filler memory about gardening {n}" for n in range(40)]
     rng = random.Random(7)
     varied = [rng.choice(FRAMES).format(t=rng.choice(TOPICS)) + f" ({n})" for n in range(size)]
@@ -45,3 +114,10 @@ if __name__ == "__main__":
         print(
             f"{name:<14} {links:>6} links  {1000 * links / len(texts):>7.1f} per 1,000  {dict(kinds)}"
         )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["labelled"]:
+        labelled()
+    else:
+        archives(int(sys.argv[-1]) if len(sys.argv) > 1 and sys.argv[-1].isdigit() else 1000)

@@ -10,7 +10,7 @@ candidates' times only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,7 +20,9 @@ from memdir.archive_format.decay import (
     Fidelity,
     fidelity,
     intensity,
+    may_reactivate,
     multiplier,
+    reactivations,
     rehearsal_times,
 )
 from memdir.archive_format.memdir import Memdir
@@ -40,8 +42,8 @@ def rehearsals(memdir: Memdir) -> dict[str, list[float]]:
         index.close()
 
 
-def _rehearsals_of(memdir: Memdir, memory_id: str) -> dict[str, list[float]]:
-    """One memory's rehearsal times read from the shelves: `memdir decay ID` needs no index
+def _rehearsals_of(memdir: Memdir, ids: set[str]) -> dict[str, list[float]]:
+    """These memories' rehearsal times read from the shelves: `memdir decay ID` needs no index
     (building one would embed every memory)."""
     from memdir.archive_format import shelf
 
@@ -50,9 +52,38 @@ def _rehearsals_of(memdir: Memdir, memory_id: str) -> dict[str, list[float]]:
         for path in memdir.shelves()
         for item in shelf.read(path)
         if item.data.get("kind") in ("recall", "event")
-        and (memory_id in (item.data.get("memories") or ()) or item.data.get("target") == memory_id)
+        and (not ids.isdisjoint(item.data.get("memories") or ()) or item.data.get("target") in ids)
     )  # fmt: skip
     return rehearsal_times(wanted)
+
+
+def reactivations_of(
+    catalog: Any, ids: Iterable[str], factors: Mapping[str, float]
+) -> dict[str, list[tuple[float, float]]]:
+    """Memory id → its partial rehearsals (archive_format.decay.reactivations) from the index's
+    links and rehearsal times; both ends must pass `may_reactivate` (the catalog's status, the
+    line's visibility)."""
+    wanted = set(ids)
+    if not wanted or not any(value > 0 for value in factors.values()):
+        return {}
+    neighbours: dict[str, list[tuple[str, str]]] = {}
+    for one, other, kind in catalog.links():
+        if factors.get(kind, 0.0) <= 0:
+            continue
+        for mine, theirs in ((one, other), (other, one)):
+            if mine in wanted:
+                neighbours.setdefault(mine, []).append((theirs, kind))
+    if not neighbours:
+        return {}
+    ends = set(neighbours) | {other for pairs in neighbours.values() for other, _ in pairs}
+    allowed = {memory_id for memory_id, memory in catalog.memories_by_id(ends).items()
+               if may_reactivate(memory.status, memory.line.get("visibility", "normal"))}  # fmt: skip
+    times = catalog.rehearsal_times(
+        {other for pairs in neighbours.values() for other, _ in pairs} & allowed
+    )
+    return {memory_id: reactivations([pair for pair in pairs if pair[0] in allowed], times,
+                                     factors)
+            for memory_id, pairs in neighbours.items() if memory_id in allowed}  # fmt: skip
 
 
 def memory_fidelity(
@@ -61,8 +92,10 @@ def memory_fidelity(
     times: Mapping[str, Sequence[float]],
     now: datetime,
     settings: DecaySettings,
+    partial: Sequence[tuple[float, float]] = (),
 ) -> Fidelity:
-    """Fidelity of the memory `line` at `now` (affect: the user's, else the annotation)."""
+    """Fidelity of the memory `line` at `now` (affect: the user's, else the annotation;
+    `partial`: its reactivations)."""
     return fidelity(
         parse_time(line["created"]),
         times.get(line["id"], ()),
@@ -70,11 +103,15 @@ def memory_fidelity(
         line.get("store", "episodic"),
         intensity(affect),
         settings,
+        partial,
     )
 
 
-def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """One memory's decay for `memdir decay ID`: fidelity now, its inputs, and a forecast if
+def describe(
+    memdir: Memdir, line: dict[str, Any], now: datetime, neighbours: Sequence[tuple[str, str]] = ()
+) -> dict[str, Any]:
+    """One memory's decay for `memdir decay ID`: fidelity now, its inputs (the linked memories
+    `neighbours` (id, link type) whose rehearsals refresh it among them), and a forecast if
     nothing rehearses it."""
     from memdir.archive_format.clock import format_time
     from memdir.archive_format.decay import days_until, forecast
@@ -88,7 +125,9 @@ def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, A
     else:
         name = memdir.settings.affect.annotator
         affect, origin = load_annotator(name).annotate(line["text"]).to_dict(), name
-    current = memory_fidelity(line, affect, _rehearsals_of(memdir, line["id"]), now, settings)
+    times = _rehearsals_of(memdir, {line["id"], *(other for other, _ in neighbours)})
+    partial = reactivations(neighbours, times, settings.reactivation)
+    current = memory_fidelity(line, affect, times, now, settings, partial)
     half = days_until(current, 0.5, settings)
     try:
         below_half = current.last + timedelta(days=half) if half is not None else None
@@ -103,6 +142,15 @@ def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, A
         **current.to_dict(),
         "affect_from": origin,
         "recall_multiplier": round(multiplier(current.value, settings), 4),
+        "reactivated_by": [
+            {
+                "id": other,
+                "link": kind,
+                "factor": settings.reactivation[kind],
+                "rehearsals": len(times.get(other, ())),
+            }
+            for other, kind in neighbours
+        ],  # fmt: skip
         "below_half_at": format_time(below_half) if below_half else None,
         "forecast": [
             {"after": label, "fidelity": round(value, 4)}
@@ -113,6 +161,7 @@ def describe(memdir: Memdir, line: dict[str, Any], now: datetime) -> dict[str, A
             "growth": settings.growth,
             "emotion": settings.emotion,
             "strength": settings.strength,
+            "reactivation": dict(settings.reactivation),
             "spacing_seconds": settings.spacing_seconds,
             "stability_days": dict(settings.stability_days or {}),
         },  # fmt: skip

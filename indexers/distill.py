@@ -103,6 +103,84 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
+# what an automatic supersede may replace: states of affairs, which a newer one ends; events,
+# milestones, feelings and appointments pile up instead (docs/CONTINUITY.md)
+# cosine at or above which a restatement supersedes: on tests/fixtures/supersede-pairs.jsonl
+# (benchmarks/supersede_threshold.py) 0.6 / 0.65 / 0.7 / 0.75 gave precision 0.885 / 0.909 /
+# 1.000 / 1.000 at recall 0.767 / 0.667 / 0.533 / 0.500: a wrong supersede hides a true memory,
+# a missed one leaves the old memory beside the new, so precision first
+SUPERSEDE_COSINE = 0.7
+SUPERSEDABLE = frozenset({"FACT", "PERSON", "MEDICATION", "RULE", "HOWTO", "FINANCIAL"})
+_SAME_PERSON = {"mum": "mother", "mom": "mother", "dad": "father", "kid": "children",
+                "kids": "children", "parent": "parents"}  # fmt: skip
+_STARTERS = frozenset(
+    "i i'm i've i'd my our we we're the a an this that these it it's he she they you your "
+    "always never please don't do not to today yesterday tomorrow last next every on in at "
+    "when if and but so now no yes there here what where who how after before since".split()
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def subject(text: str) -> frozenset[str]:
+    """Who a memory is about, for automatic supersede: the relations it names ("my sister"),
+    a name right after one ("my friend Clara") and a name it opens with ("Clara works …");
+    empty: the user. Places and things are not the subject — the cosine judges those."""
+    words = _WORD.findall(text)
+    found: set[str] = set()
+    for position, word in enumerate(words):
+        lower = word.lower()
+        if _RELATION.fullmatch(lower):
+            found.add(_SAME_PERSON.get(lower, lower))
+        elif (
+            word[0].isupper()
+            and lower not in _STARTERS
+            and (position == 0 or _RELATION.fullmatch(words[position - 1].lower()))
+        ):
+            found.add(lower)
+    return frozenset(found)
+
+
+NEGATION = re.compile(
+    r"\b(not|no|never|none|nothing|no longer|any ?more|stopped|quit|cannot|can't|don't|"
+    r"doesn't|didn't|isn't|wasn't|aren't|won't|dont|doesnt|didnt|isnt|wasnt|wont)\b",
+    re.IGNORECASE,
+)
+_ADDITION = re.compile(r"\b(also|too|as well|another|besides|in addition|especially)\b", re.I)
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*", re.I)
+_FILLER = frozenset(
+    "a an the is are was were am be been i i'm my our we me you your it its of to in on at for "
+    "and or but with from by as that this these those now these days then still so very just "
+    "really has have had do does did will would".split()
+)
+
+
+def _content(text: str) -> set[str]:
+    return {token.lower() for token in _TOKEN.findall(text)} - _FILLER
+
+
+def restates(older: str, newer: str) -> bool:
+    """Whether `newer` says something else about what `older` says, rather than adding to it:
+    it drops or replaces one of the older's content words or numbers ("800" → "850", "tea" →
+    "coffee"), or one of the two negates and the other does not; and it carries no cue of an
+    addition ("also", "too", "as well", "another", "especially")."""
+    if _ADDITION.search(newer):
+        return False
+    if bool(NEGATION.search(older)) != bool(NEGATION.search(newer)):
+        return True
+    return bool(_content(older) - _content(newer))
+
+
+def same_subject(text: str, label: str | None, other_text: str, other_label: str | None) -> bool:
+    """Whether two memories state the same kind of thing about the same subject: the same
+    supersedable type (and subtype), and `subject` alike; whether they say it in close enough
+    words is the cosine's part (SUPERSEDE_COSINE)."""
+    if label is None or label != other_label or label.partition(":")[0] not in SUPERSEDABLE:
+        return False
+    about = subject(text)
+    # a PERSON memory that names no one is a guess of the distiller ("… about gardening")
+    return about == subject(other_text) and (bool(about) or label != "PERSON")
+
+
 @dataclass(frozen=True)
 class Distillation:
     """What the distiller derived for one memory (type None: no class was clear enough)."""
@@ -198,3 +276,67 @@ def effective(line: Mapping[str, Any], distilled: Mapping[str, Any] | None) -> d
         if line.get("temporal", "persistent") != "persistent"
         else distilled.get("temporal", "persistent"),
     }
+
+
+class CommandDistiller:
+    """The user's own distiller (`distill.command`, e.g. a script around a local model): the
+    texts as JSON lines `{"text": …}` on stdin, one JSON object per text on stdout with `type`
+    (None or a TYPE), `subtype`, `importance` 1–10, `temporal` and optionally `relational` and
+    `confidence` (0–1). Its annotations record `command:NAME`."""
+
+    def __init__(self, command: str, timeout: float) -> None:
+        import shlex
+
+        self.argv = shlex.split(command)
+        self.timeout = timeout
+        names = [part.rsplit("/", 1)[-1] for part in self.argv[:2]]
+        if len(names) == 2 and re.fullmatch(r"(python|sh|bash|node|perl|ruby)[\d.]*", names[0]):
+            names = names[1:]  # an interpreter: the script names the distiller
+        self.annotator = f"command:{names[0] if names else ''}"
+
+    def distill(self, texts: Sequence[str], vectors: Any = None) -> list[Distillation]:
+        """One distillation per text; raises ValueError (naming what went wrong) when the
+        command fails or answers out of shape."""
+        import json
+        import subprocess
+
+        if not texts:
+            return []
+        payload = "".join(json.dumps({"text": text}, ensure_ascii=False) + "\n" for text in texts)
+        try:
+            done = subprocess.run(self.argv, input=payload.encode("utf-8"), capture_output=True,
+                                  timeout=self.timeout, check=False)  # fmt: skip
+        except (OSError, ValueError, subprocess.TimeoutExpired) as error:
+            raise ValueError(f"distiller {' '.join(self.argv)!r} failed: {error}") from None
+        if done.returncode != 0:
+            raise ValueError(f"distiller {' '.join(self.argv)!r} exited {done.returncode}")
+        lines = [
+            line for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()
+        ]
+        if len(lines) != len(texts):
+            raise ValueError(f"distiller answered {len(lines)} lines for {len(texts)} memories")
+        return [self._parse(line) for line in lines]
+
+    def _parse(self, line: str) -> Distillation:
+        import json
+
+        try:
+            data = json.loads(line)
+            kind = data.get("type")
+            importance = int(data.get("importance", 5))
+            temporal = str(data.get("temporal", "persistent"))
+            relational = float(data.get("relational", 0.0))
+            confidence = float(data.get("confidence", 1.0))
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ValueError(f"distiller answered {line[:80]!r}: {error}") from None
+        if kind is not None and not (isinstance(kind, str) and re.fullmatch(r"[A-Z][A-Z_]*", kind)):
+            raise ValueError(f"distiller answered type {kind!r} (a TYPE in capitals, or null)")
+        if not 1 <= importance <= 10 or temporal not in ("ephemeral", "persistent", "milestone"):
+            raise ValueError(f"distiller answered {line[:80]!r}: importance 1–10, temporal "
+                             "ephemeral|persistent|milestone")  # fmt: skip
+        subtype = data.get("subtype")
+        return Distillation(
+            type=kind, subtype=str(subtype) if subtype and kind else None, importance=importance,
+            temporal=temporal, relational=round(min(1.0, max(0.0, relational)), 2),
+            confidence=round(min(1.0, max(0.0, confidence)), 4), annotator=self.annotator,
+        )  # fmt: skip

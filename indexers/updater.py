@@ -22,7 +22,7 @@ from memdir.archive_format import shelf as shelf_io
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.decay import rehearsal_times
 from memdir.archive_format.errors import BadInputError, LockedError
-from memdir.archive_format.fold import ArchiveView, fold
+from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
 
 from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_of
@@ -368,6 +368,7 @@ class IndexUpdater:
         current = self.catalog.memories_by_id(affected)
         keys = [memory.line["key"] for memory in current.values() if memory.line.get("key")]
         group = set(current) | set(self.catalog.ids_with_keys(keys))
+        group |= self._supersede_partners(set(current))
         if group - set(current):
             current.update(self.catalog.memories_by_id(group - set(current)))
         # Tombstones need no line of their own here: forget always appends a forget event.
@@ -386,6 +387,19 @@ class IndexUpdater:
                 deletes.append(memory_id)
         self.storage.fulltext.delete(deletes)
         self._refresh_documents(list(current.values()), searchable_now)
+
+    def _supersede_partners(self, ids: set[str]) -> set[str]:
+        """The other ends of the `superseded-by` links touching `ids`: an old memory's status
+        follows its successor's (the links pointing at one are looked up only when a decision
+        about it may have changed that)."""
+        events = self.catalog.events_for(ids)
+        found = {
+            str(e["to"]) for e in events if e.get("link_type") == SUPERSEDED_BY and e.get("to")
+        }
+        if any(event["op"] in ("confirm", "reject", "forget") for event in events):
+            found |= {one for one, other, kind in self.catalog.links()
+                      if kind == SUPERSEDED_BY and other in ids}  # fmt: skip
+        return found
 
     def _refresh_documents(
         self, touched: list[CatalogMemory], searchable: list[CatalogMemory]
@@ -475,20 +489,32 @@ class IndexUpdater:
         pending = dict((h, t) for h, t in zip(hashes, texts, strict=True) if h not in known)
         if not pending:
             return 0
-        from .distill import Distiller
-
         rows = self.catalog.vector_rows(pending)
         ready = [digest for digest in pending if digest in rows]
         if not ready:
             return 0
         vectors = self.storage.store.rows([rows[digest] for digest in ready])
-        if self._distiller is None:  # its prototypes are embedded once per updater
-            self._distiller = Distiller(self.storage.embedder)
-        found = self._distiller.distill([pending[d] for d in ready], vectors)
+        found = self._distilled([pending[d] for d in ready], vectors)
         self.catalog.set_distilled(
             (digest, value.to_dict()) for digest, value in zip(ready, found, strict=True)
         )
         return len(ready)
+
+    def _distilled(self, texts: list[str], vectors: Any) -> list[Any]:
+        """The configured distiller command's answers (`distill.command`), else — and when it
+        fails, with a warning — the built-in distiller's."""
+        from .distill import CommandDistiller, Distiller
+
+        settings = self.storage.memdir.settings.distill
+        if settings.command:
+            try:
+                command = CommandDistiller(settings.command, settings.timeout.total_seconds())
+                return command.distill(texts)
+            except ValueError as error:
+                log.warning("warning: %s; the built-in distiller is used instead", error)
+        if self._distiller is None:  # its prototypes are embedded once per updater
+            self._distiller = Distiller(self.storage.embedder)
+        return list(self._distiller.distill(texts, vectors))
 
     def redistill(self) -> int:
         """Distil every memory again (`memdir distill --recompute`)."""

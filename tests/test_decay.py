@@ -68,6 +68,38 @@ def test_a_rehearsal_never_lowers_fidelity(days, extra, later, store, emotion) -
     assert later_still.value <= before.value
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    days=moments,
+    linked=st.lists(
+        st.tuples(
+            st.floats(min_value=0, max_value=400, allow_nan=False),
+            st.floats(min_value=0, max_value=1),
+        ),
+        max_size=8,
+    ),  # fmt: skip
+    extra=st.tuples(
+        st.floats(min_value=0, max_value=400, allow_nan=False),
+        st.floats(min_value=0.01, max_value=1),
+    ),  # fmt: skip
+    store=st.sampled_from(("episodic", "semantic")),
+)
+def test_a_reactivation_never_lowers_fidelity(days, linked, extra, store) -> None:
+    """Reactivation (a linked memory's rehearsal) can only raise F, never costs a rehearsal
+    its count, and without any the closed form is the one without links."""
+    now = at(days=max([*days, *(d for d, _ in linked), extra[0]])) + timedelta(seconds=1)
+    base = sorted(T0_DT.timestamp() + d * DAY for d in days)
+    partial = [(T0_DT.timestamp() + d * DAY, factor) for d, factor in linked]
+    more = [*partial, (T0_DT.timestamp() + extra[0] * DAY, extra[1])]
+    plain = fidelity(T0_DT, base, now, store, 0.0, DEFAULT)
+    before = fidelity(T0_DT, base, now, store, 0.0, DEFAULT, partial)
+    after = fidelity(T0_DT, base, now, store, 0.0, DEFAULT, more)
+    assert fidelity(T0_DT, base, now, store, 0.0, DEFAULT, ()).value == plain.value
+    assert plain.value - 1e-12 <= before.value <= after.value + 1e-12
+    assert plain.rehearsals == before.rehearsals == after.rehearsals
+    assert after.reactivated >= before.reactivated
+
+
 NEUTRAL = {"valence": 0.0, "arousal": 0.0, "annotator": "user"}
 
 

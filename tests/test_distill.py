@@ -4,9 +4,11 @@ labels winning, and `memdir distill` through the console script."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import configure
 
 from memdir.archive_format.memdir import Memdir
 from memdir.indexers.distill import Distiller, effective
@@ -65,3 +67,58 @@ def test_memdir_distill_labels_the_unlabelled_and_keeps_the_given(cli, md: Memdi
     stages = {s["name"]: s for s in json.loads(explained.out)["stages"]}
     scored = {row["id"]: row for row in stages["score"]["rows"]}
     assert scored[plain]["importance"] == pytest.approx(7 / 9)  # distilled 8, not the default 5
+
+
+DISTILLER = """import json, sys
+for line in sys.stdin:
+    text = json.loads(line)["text"]
+    if "milestone" in text:
+        print(json.dumps({"type": "MILESTONE", "importance": 9, "temporal": "milestone"}))
+    else:
+        print(json.dumps({"type": None, "importance": 2, "temporal": "persistent"}))
+"""
+
+
+def distiller_command(folder: Path, body: str = DISTILLER) -> str:
+    """A distiller command (a Python script) as memdir.yaml's `distill.command` names it."""
+    script = folder / "my-distiller.py"
+    script.write_text(body)
+    return f"{sys.executable} {script}"
+
+
+def test_an_external_distiller_command_labels_the_memories(cli, hashed: Memdir, tmp_path) -> None:
+    """`distill.command`: the command's answers are the distillation (annotator
+    `command:NAME`), the user's labels still win; a command that fails is a warning and the
+    built-in distiller takes over — nothing is lost and the command succeeds."""
+    root = str(hashed.root)
+    configure(hashed, distill={"command": distiller_command(tmp_path)})
+    big = cli("--dir", root, "teach", "Our milestone: we got married").out.strip()
+    small = cli("--dir", root, "teach", "The kettle is blue").out.strip()
+    given = cli("--dir", root, "teach", "A milestone I label myself", "--type", "EVENT").out.strip()
+    done = cli("--dir", root, "distill", "--json")
+    assert done.code == 0, done
+    rows = {row["id"]: row for row in json.loads(done.out)}
+    assert rows[big]["distilled"]["annotator"] == "command:my-distiller.py"
+    assert rows[big]["effective"] == {"type": "MILESTONE", "subtype": None, "importance": 9,
+                                      "temporal": "milestone"}  # fmt: skip
+    assert rows[small]["effective"]["type"] is None and rows[small]["effective"]["importance"] == 2
+    assert rows[given]["effective"]["type"] == "EVENT"
+
+    configure(hashed, distill={"command": distiller_command(tmp_path, "import sys; sys.exit(3)")})
+    again = cli("--dir", root, "distill", "--recompute", "--json")
+    assert again.code == 0, again
+    assert "exited 3; the built-in distiller is used instead" in again.err
+    assert "Traceback" not in again.err
+    rows = {row["id"]: row for row in json.loads(again.out)}
+    assert rows[big]["distilled"]["annotator"].startswith("memdir-distill/")
+
+
+def test_automatic_supersede_keeps_its_measured_precision(minilm) -> None:
+    """SUPERSEDE_COSINE was chosen on tests/fixtures/supersede-pairs.jsonl (70 pairs written
+    for this): at it, every predicted supersede was right and half the true ones were found.
+    A change to the distiller, the subject rule or the threshold that loses that fails here."""
+    from benchmarks.supersede_threshold import precision_recall, scored_pairs
+    from memdir.indexers.distill import SUPERSEDE_COSINE
+
+    precision, recall, predicted = precision_recall(scored_pairs(), SUPERSEDE_COSINE)
+    assert precision >= 0.95 and recall >= 0.5, (precision, recall, predicted)

@@ -45,9 +45,52 @@ LINES = [
 ]
 
 
+def teaching(text: str, created: str = T0) -> dict[str, Any]:
+    return new_memory(created=created, text=text, source="teaching", author="user",
+                      store="semantic").to_line()  # fmt: skip
+
+
+OLD = teaching("I love sushi")
+NEW = teaching("I don't like sushi any more", "2026-05-01T09:20:00Z")
+SUPERSEDES = [
+    OLD,
+    NEW,
+    new_event(at=SAME, op="link", target=OLD["id"], actor="memdir", to=NEW["id"],
+              link_type="superseded-by").to_line(),
+    # an assistant's link of that type supersedes nothing (provenance)
+    new_event(at=SAME, op="link", target=NEW["id"], actor="assistant", to=OLD["id"],
+              link_type="superseded-by").to_line(),
+]  # fmt: skip
+
+
+def test_a_superseded_by_link_holds_while_its_successor_is_durable() -> None:
+    states = fold(SUPERSEDES, LATER).states
+    assert states[OLD["id"]].status == "superseded"
+    assert states[OLD["id"]].superseded_by == NEW["id"]
+    assert states[NEW["id"]].status == "durable"
+    rejected = fold([*SUPERSEDES, event("reject", NEW["id"], at=SAME, reason="misspoke")], LATER)
+    assert rejected.states[OLD["id"]].status == "durable"
+    assert rejected.states[OLD["id"]].superseded_by is None
+    both = new_event(at=SAME, op="link", target=NEW["id"], actor="user", to=OLD["id"],
+                     link_type="compatible").to_line()  # fmt: skip
+    assert fold([*SUPERSEDES, both], LATER).states[OLD["id"]].status == "durable"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.permutations(SUPERSEDES + LINES), st.lists(st.sampled_from(SUPERSEDES), max_size=4))
+def test_supersede_links_fold_alike_in_any_order(order: list[dict[str, Any]], extra: list) -> None:
+    assert summary([*order, *extra]) == summary(SUPERSEDES + LINES)
+
+
 def summary(lines: list[dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
     return {
-        state.id: (state.status, state.memory is None, state.durable_since, len(state.events))
+        state.id: (
+            state.status,
+            state.memory is None,
+            state.durable_since,
+            len(state.events),
+            state.superseded_by,
+        )
         for state in fold(lines, LATER)
     }
 

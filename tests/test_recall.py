@@ -486,6 +486,25 @@ def test_bench_weight_overrides_change_the_profile_measured(tmp_path: Path, cli,
         assert done.code != 0 and said in done.err and "Traceback" not in done.err
 
 
+def test_bench_settings_and_sleep_switch_stages_without_code_edits(tmp_path: Path, cli) -> None:
+    """`--settings FILE` gives each sample's memdir those settings (here the hashing embedder,
+    a stage switched off), `--sleep` runs one sleep on each first; both are in the report, and a
+    bad settings file is a one-line error."""
+    first = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+    settings = tmp_path / "stage-off.yaml"
+    settings.write_text("embedder: {kind: hashing}\nrecall: {activation: false}\n")
+    done = cli("bench", "locomo", str(first), "--settings", str(settings), "--sleep", "--json")
+    assert done.code == 0, done.err
+    figures = json.loads(done.out)["files"][str(first)]
+    assert figures["sleep"] is True and figures["overall"]["n"] == 2
+    settings.write_text("recall: {activation: sometimes}\n")
+    bad = cli("bench", "locomo", str(first), "--settings", str(settings))
+    assert bad.code != 0 and "recall.activation" in bad.err and "Traceback" not in bad.err
+    settings.write_text("- a list\n")
+    worse = cli("bench", "locomo", str(first), "--settings", str(settings))
+    assert worse.code != 0 and "holds no mapping of settings" in worse.err
+
+
 def chat(memdir: Memdir, session: str, turns: list[tuple[str, str]], at: datetime) -> list[str]:
     """A conversation's turns as speaker-prefixed memories (as `memdir bench locomo` and chat
     imports store them); their ids."""

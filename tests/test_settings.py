@@ -317,6 +317,24 @@ def test_recall_half_lives_set_recency(md: Memdir) -> None:
     assert quick.components["recency"] < slow.components["recency"]
 
 
+@effect("recall.activation")
+def test_recall_activation_follows_links_or_not(md: Memdir) -> None:
+    """On, a memory linked to the best hit joins the ranking; off, it does not."""
+    plot = lifecycle.teach(md, "My allotment plot is number 12, by the north gate", T0_DT).id
+    seedlings = lifecycle.teach(md, "The tomato seedlings need repotting this week", T0_DT).id
+    for number in range(40):  # they fill the shortlist: the seedlings are not in it
+        lifecycle.teach(md, f"The allotment committee meets on Monday number {number}", T0_DT)
+    lifecycle.link(md, seedlings, plot, "resonates", T0_DT)
+
+    def joined(on: bool) -> list[str]:
+        result = _recall(_hashing(md, recall={"activation": on}), "where is my allotment plot?")
+        assert result.results[0].id == plot
+        return [c.id for c in result.results if "activation" in c.channels]
+
+    assert joined(True) == [seedlings]
+    assert joined(False) == []
+
+
 @effect("recall.exact_below")
 def test_recall_exact_below_switches_to_a_pool(md: Memdir) -> None:
     md = _hashing(md)
@@ -392,6 +410,60 @@ def test_every_decay_setting_changes_fidelity_or_its_weight(md: Memdir) -> None:
             assert other["fidelity"] == base["fidelity"]
         else:
             assert other["fidelity"] != base["fidelity"], key
+
+
+@effect("decay.reactivation")
+def test_decay_reactivation_refreshes_a_linked_memory_by_its_factor(md: Memdir) -> None:
+    """Recalling a memory refreshes one linked to it by the link type's factor: the
+    neighbour's fidelity rises with the factor, and a factor of 0 leaves it as it was."""
+    from memdir.archive_format.decay import linked_memories
+    from memdir.indexers.decay import describe
+
+    md = configure(md, affect={"annotator": "none"})
+    neighbour = lifecycle.teach(md, "We planned the Lisbon trip", T0_DT).id
+    recalled = lifecycle.teach(md, "We booked a flat in Alfama for Lisbon", T0_DT).id
+    lifecycle.link(md, recalled, neighbour, "elaborates", T0_DT + timedelta(minutes=1))
+    for days in (3, 6):
+        lifecycle.record_recall(md, [recalled], T0_DT + timedelta(days=days), "test")
+    later = T0_DT + timedelta(days=20)
+
+    def fidelity(factor: float) -> float:
+        memdir = configure(md, decay={"reactivation": {"elaborates": factor}})
+        state = lifecycle.load_view(memdir, later).resolve(neighbour)
+        assert state.memory is not None
+        ends = linked_memories(lifecycle.load_view(memdir, later), state,
+                               memdir.settings.decay.reactivation)  # fmt: skip
+        return describe(memdir, state.memory.to_line(), later, ends)["fidelity"]
+
+    assert fidelity(0.0) < fidelity(0.25) < fidelity(0.5) < fidelity(1.0)
+
+
+@effect("distill.command", "distill.timeout")
+def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
+    """The command distils in place of the built-in distiller; past its timeout the
+    built-in one takes over."""
+    import sys
+
+    from memdir.indexers.index import MemoryIndex
+
+    script = tmp_path / "distiller.py"
+    script.write_text("import json, sys, time\ntime.sleep(float(sys.argv[1]))\n"
+                      "for line in sys.stdin:\n"
+                      "    print(json.dumps({'type': 'RULE', 'importance': 9}))\n")  # fmt: skip
+    lifecycle.teach(md, "The kettle is blue", T0_DT)
+
+    def annotators(**distill: Any) -> set[str]:
+        index = MemoryIndex(_hashing(md, distill=distill))
+        try:
+            index.update()
+            index.distill(recompute=True)
+            return {row["distilled"]["annotator"] for row in index.distillations()}
+        finally:
+            index.close()
+
+    assert annotators(command=f"{sys.executable} {script} 0") == {"command:distiller.py"}
+    slow = annotators(command=f"{sys.executable} {script} 5", timeout="1s")
+    assert slow == {"memdir-distill/1"}
 
 
 @effect("dream.gap", "dream.quick_gap", "dream.min_overlap")

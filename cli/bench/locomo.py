@@ -150,12 +150,12 @@ def weight_overrides(items: list[str]) -> dict[str, float]:
     return found
 
 
-def build_memdir(sample: Sample, root: Path, index: dict[str, Any] | None = None,
-                 recall: dict[str, Any] | None = None) -> dict[str, str]:  # fmt: skip
-    """A memdir holding the sample's turns (its index where `index` settings say, its
-    `recall` settings as given); returns memory id → dia_id."""
+def build_memdir(
+    sample: Sample, root: Path, settings: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """A memdir holding the sample's turns (with memdir.yaml `settings`, e.g. where its index
+    lives); returns memory id → dia_id."""
     first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
-    settings = {name: value for name, value in (("index", index), ("recall", recall)) if value}
     memdir, _ = init(root, first, settings=settings or None)
     memories = []
     by_id: dict[str, str] = {}
@@ -275,8 +275,8 @@ def _run_file(
     progress: Callable[[str, int, int], None] | None,
     decay: bool,
     per_question: list[dict[str, Any]] | None,
-    index_settings: dict[str, Any] | None,
-    weights: dict[str, float],
+    settings: dict[str, Any] | None,
+    sleep: bool,
 ) -> tuple[dict[str, Any], list[Measured]]:
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
@@ -289,18 +289,19 @@ def _run_file(
     options = RecallOptions(k=10, profile=profile, perfect=not decay)
     total = sum(len(sample.questions) for sample in samples)
     done = 0
-    # the weight overrides change the chosen profile in each scratch memdir's memdir.yaml
-    recall_settings = {"profiles": {profile or "default": weights}} if weights else None
     for sample in samples:
         for name, count in sample.repairs.items():
             repairs[name] = repairs.get(name, 0) + count
         with tempfile.TemporaryDirectory(prefix="memdir-locomo-") as scratch:
-            by_id = build_memdir(
-                sample, Path(scratch) / sample.sample_id, index_settings, recall_settings
-            )
-            index = MemoryIndex(Memdir.open(Path(scratch) / sample.sample_id))
-            index.update(progress)
+            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, settings)
+            memdir = Memdir.open(Path(scratch) / sample.sample_id)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
+            if sleep:  # one night's relink first: links for activation to follow
+                from memdir.cli.usecases.sleep import sleep as run_sleep
+
+                run_sleep(memdir, now - timedelta(hours=12))
+            index = MemoryIndex(memdir)
+            index.update(progress)
             for number, question in enumerate(sample.questions):
                 done += 1
                 if progress:
@@ -325,8 +326,8 @@ def _run_file(
         "evidence_repairs": {**repairs, "questions_without_evidence": no_evidence},
         "samples": len(samples),
         "profile": profile or "default",
-        "weights": weights,
         "decay": decay,
+        "sleep": sleep,
     }
     return report, measured
 
@@ -338,7 +339,8 @@ def run(
     progress: Callable[[str, int, int], None] | None = None,
     decay: bool = False,
     per_question: list[dict[str, Any]] | None = None,
-    index: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    sleep: bool = False,
     weights: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark on each file; returns the report `memdir bench locomo --json` prints:
@@ -346,16 +348,30 @@ def run(
     all of them, `pooled`. With `per_question`, one row per question is appended to it.
 
     Decay is off unless asked for: the conversations carry no rehearsal record, so decay would
-    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md). `index`
-    is the scratch memdirs' `settings.index` (the local files when None); `weights` change
-    the profile's weights there (`--weight NAME=VALUE`: a profile variant measured without
-    editing the code), and the report names them.
+    only measure how old each session is (with it: docs/RECALL.md, BENCHMARKS.md). `settings`
+    are the scratch memdirs' memdir.yaml settings (e.g. `index`, or a stage switched off);
+    `sleep` runs one sleep (relink) on each before its questions. `weights` change the
+    profile's weights there (`--weight NAME=VALUE`: a profile variant measured without editing
+    the code), and the report names them.
     """
+    if weights:
+        settings = _with_weights(settings or {}, profile or "default", weights)
     files: dict[str, dict[str, Any]] = {}
     pooled: list[Measured] = []
     for path in paths:
         files[str(path)], measured = _run_file(
-            path, profile, limit, progress, decay, per_question, index, weights or {}
+            path, profile, limit, progress, decay, per_question, settings, sleep
         )
+        files[str(path)]["weights"] = weights or {}
         pooled.extend(measured)
     return {"files": files, "pooled": summarise(pooled)}
+
+
+def _with_weights(
+    settings: dict[str, Any], profile: str, weights: dict[str, float]
+) -> dict[str, Any]:
+    """`settings` with `weights` laid over the profile's in recall.profiles."""
+    recall = dict(settings.get("recall") or {})
+    profiles = dict(recall.get("profiles") or {})
+    profiles[profile] = {**(profiles.get(profile) or {}), **weights}
+    return {**settings, "recall": {**recall, "profiles": profiles}}

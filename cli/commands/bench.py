@@ -50,6 +50,19 @@ def locomo(
             help="Change one weight of the profile (repeatable), e.g. --weight session=0.25.",
         ),
     ] = None,
+    settings_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--settings",
+            exists=True,
+            dir_okay=False,
+            help="A YAML file of memdir.yaml settings for each sample's memdir (e.g. a stage"
+            " switched off).",
+        ),
+    ] = None,
+    sleep: Annotated[
+        bool, typer.Option("--sleep", help="Run one sleep (relink) on each sample first.")
+    ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Turn-level recall@k on LoCoMo-style conversations, no LLM, through `memdir recall`:
@@ -61,15 +74,16 @@ def locomo(
     from memdir.archive_format.settings import load_settings
     from memdir.cli.bench.locomo import run, weight_overrides
 
-    index = {"backend": "postgres", "dsn": postgres} if postgres is not None else None
-    if index is not None:
-        load_settings({"index": index}, "--postgres")  # a DSN with a password fails here
+    scratch = _settings_file(settings_file) if settings_file is not None else {}
+    if postgres is not None:
+        scratch.update(index={"backend": "postgres", "dsn": postgres})
+    load_settings(scratch, str(settings_file or "--postgres"))  # a bad value fails here
     weights = weight_overrides(weight or [])
 
     rows: list[dict[str, Any]] | None = [] if per_question is not None else None
     with progress_bar() as advance:
-        report = run(files, profile, limit, advance, decay=decay, per_question=rows, index=index,
-                     weights=weights)  # fmt: skip
+        report = run(files, profile, limit, advance, decay=decay, per_question=rows,
+                     settings=scratch, sleep=sleep, weights=weights)  # fmt: skip
     if per_question is not None and rows is not None:
         write_lines(per_question, rows)
     if json_:
@@ -148,3 +162,21 @@ def safety(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
+
+
+def _settings_file(path: Path) -> dict[str, Any]:
+    """The `settings` mapping of a YAML file (a bare mapping of settings, or memdir.yaml's
+    shape with them under `settings:`)."""
+    import yaml
+
+    from memdir.archive_format.errors import BadInputError
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise BadInputError(f"cannot read {path}: {error}") from None
+    if isinstance(data, dict) and isinstance(data.get("settings"), dict):
+        data = data["settings"]
+    if not isinstance(data, dict):
+        raise BadInputError(f"{path} holds no mapping of settings", hint="e.g. `recall: {...}`")
+    return dict(data)

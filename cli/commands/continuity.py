@@ -66,15 +66,18 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir decay m-3f9a --json
         """
+        from memdir.archive_format.decay import linked_memories
         from memdir.indexers.decay import describe
 
         memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
-        state = load_view(memdir, moment).resolve(memory_id)
+        view = load_view(memdir, moment)
+        state = view.resolve(memory_id)
         if state.memory is None:
             raise LifecycleError(
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
             )
-        data = describe(memdir, state.memory.to_line(), moment)
+        neighbours = linked_memories(view, state, memdir.settings.decay.reactivation)
+        data = describe(memdir, state.memory.to_line(), moment, neighbours)
         data.update(
             text=state.text_on("show"), status=state.status, visibility=state.memory.visibility
         )
@@ -255,3 +258,8 @@ def render_decay(data: dict[str, Any]) -> None:
     )
     rows = ", ".join(f"+{row['after']} {row['fidelity']:.3f}" for row in data["forecast"])
     typer.echo(f"forecast without rehearsal: {rows}")
+    if data["reactivated_by"]:
+        linked = ", ".join(f"{row['id']} ({row['link']} ×{row['factor']:g}, "
+                           f"{row['rehearsals']} rehearsal(s))" for row in data["reactivated_by"])  # fmt: skip
+        typer.echo(f"refreshed by linked memories ({data['reactivated']:g} rehearsal(s) worth): "
+                   f"{linked}")  # fmt: skip

@@ -17,7 +17,6 @@ Running it twice in a row, or twice at once, writes the changes once.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 from memdir.archive_format import journal
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.decay import intensity
-from memdir.archive_format.fold import ArchiveView, MemoryState
+from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import add_links, expire, load_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.cli.usecases import documents
-from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock
+from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock, words
+from memdir.indexers.distill import NEGATION, SUPERSEDE_COSINE
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex
@@ -43,14 +43,12 @@ RESONANCE_AFFECT = 0.6
 # 0.3 let a single NRC lexicon hit ("gardening": joy, arousal 0.3) count as feeling: 40 neutral
 # fillers got 135 links in one night (benchmarks/bench_relink.py)
 MIN_INTENSITY = 0.4
+ELABORATES_COSINE = 0.45
+ELABORATION_KEPT = 0.5  # share of the older memory's content words the newer one repeats
+ELABORATION_WORDS = 3  # content words the newer one adds
 LINKS_PER_NIGHT = 2  # new `resonates` links one memory may gain in one sleep, closest first
 CONTRADICTION_COSINE = 0.6
 FADED = 0.3
-_NEGATION = re.compile(
-    r"\b(not|no|never|none|nothing|no longer|any ?more|stopped|quit|cannot|can't|don't|"
-    r"doesn't|didn't|isn't|wasn't|aren't|won't|dont|doesnt|didnt|isnt|wasnt|wont)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -99,18 +97,20 @@ def decay_summary(
     memdir: Memdir, index: MemoryIndex, view: ArchiveView, now: datetime
 ) -> dict[str, Any]:
     """Fidelity of every live memory at `now`: how many there are, the mean, the faded ones."""
-    from memdir.indexers.decay import memory_fidelity
+    from memdir.indexers.decay import memory_fidelity, reactivations_of
 
     settings = memdir.settings.decay
     live = [state for state in view.live() if state.memory is not None]
     catalogued = index.catalog.memories_by_id(state.id for state in live)
     affects = index.affects_of(list(catalogued.values()))
     times = index.rehearsals()
+    partial = reactivations_of(index.catalog, catalogued, settings.reactivation)
     scored = []
     for state in live:
         assert state.memory is not None
         line = state.memory.to_line()
-        value = memory_fidelity(line, affects.get(state.id), times, now, settings).value
+        value = memory_fidelity(line, affects.get(state.id), times, now, settings,
+                                partial.get(state.id, ())).value  # fmt: skip
         scored.append((value, state.id, state.memory.text))
     scored.sort()
     mean = sum(value for value, _, _ in scored) / len(scored) if scored else None
@@ -127,7 +127,7 @@ def decay_summary(
 
 def _opposed(a_text: str, b_text: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
     """One says no where the other does not, or their valences clearly disagree."""
-    if bool(_NEGATION.search(a_text)) != bool(_NEGATION.search(b_text)):
+    if bool(NEGATION.search(a_text)) != bool(NEGATION.search(b_text)):
         return True
     va, vb = float(a.get("valence") or 0.0), float(b.get("valence") or 0.0)
     return va * vb < 0 and min(abs(va), abs(vb)) >= MIN_INTENSITY
@@ -138,7 +138,8 @@ def relink(
 ) -> list[tuple[str, str, str]]:
     """New typed links (from, to, type) between live memories written since `since` (all of
     them when None; at most RELINK_LIMIT, newest first) and their nearest live neighbours.
-    Pairs already linked, and pairs sharing a supersede key, are skipped."""
+    Pairs already linked, and pairs sharing a supersede key, are skipped. An automatic
+    supersede is a `superseded-by` link from the older memory to the newer."""
     import numpy as np
 
     live = {state.id: state for state in view.live() if state.memory is not None}
@@ -154,8 +155,7 @@ def relink(
     fresh = sorted(fresh, key=lambda row: live[ids[row]].created)[-RELINK_LIMIT:]
     linked = {frozenset((state.id, link["to"])) for state in view for link in state.links}
     affects = index.affects_of(list(catalogued.values()))
-    found: list[tuple[str, str, str]] = []
-    proposed: list[tuple[float, str, str, str]] = []
+    pairs: list[tuple[float, MemoryState, MemoryState]] = []
     neighbours = min(NEIGHBOURS, len(ids) - 1)
     for begin in range(0, len(fresh), 512):
         rows = fresh[begin : begin + 512]
@@ -164,53 +164,129 @@ def relink(
         nearest = np.argpartition(-similarity, neighbours - 1, axis=1)[:, :neighbours]
         for position, row in enumerate(rows):
             for other in nearest[position]:
-                cosine = float(similarity[position, other])
-                kind = _link_kind(live[ids[row]], live[ids[other]], cosine, affects, linked)
-                if kind is None:
-                    continue
-                pair = (live[ids[row]], live[ids[other]])
-                newer, older = sorted(pair, key=lambda state: state.created, reverse=True)
-                linked.add(frozenset((newer.id, older.id)))
-                proposed.append((cosine, newer.id, older.id, kind))
-    # the closest pairs first; a memory gains at most LINKS_PER_NIGHT `resonates` links per run
-    # (either end); contradiction candidates are always kept, `memdir review` surfaces them
+                newer, older = sorted((live[ids[row]], live[ids[other]]),
+                                      key=lambda state: (state.created, state.id), reverse=True)  # fmt: skip
+                pairs.append((float(similarity[position, other]), newer, older))
+    # type labels only for the pairs close enough to be a supersede
+    close = {state.id for cosine, *both in pairs if cosine >= SUPERSEDE_COSINE for state in both}
+    labels = _labels(index, [catalogued[memory_id] for memory_id in close])
+    proposed: list[tuple[float, str, str, str]] = []
+    for cosine, newer, older in pairs:
+        kind = _link_kind(newer, older, cosine, affects, linked, labels)
+        if kind is None:
+            continue
+        linked.add(frozenset((newer.id, older.id)))
+        if kind == SUPERSEDED_BY:
+            proposed.append((cosine, older.id, newer.id, kind))
+        else:
+            proposed.append((cosine, newer.id, older.id, kind))
+    # the closest pairs first; a memory gains at most LINKS_PER_NIGHT `resonates` or
+    # `elaborates` links per run (either end); contradiction candidates are all kept, and a
+    # memory gets one `superseded-by` link
+    found: list[tuple[str, str, str]] = []
     gained: dict[str, int] = {}
-    for _, newer_id, older_id, kind in sorted(proposed, key=lambda p: (-p[0], p[1], p[2])):
+    superseded: set[str] = set()  # one successor per memory: the closest restatement
+    for _, one, other, kind in sorted(proposed, key=lambda p: (-p[0], p[1], p[2])):
+        if kind == SUPERSEDED_BY:
+            if one not in superseded:
+                superseded.add(one)
+                found.append((one, other, kind))
+            continue
         if kind == "contradiction-candidate":
-            found.append((newer_id, older_id, kind))
+            found.append((one, other, kind))
             continue
-        if max(gained.get(newer_id, 0), gained.get(older_id, 0)) >= LINKS_PER_NIGHT:
+        if max(gained.get(one, 0), gained.get(other, 0)) >= LINKS_PER_NIGHT:
             continue
-        gained[newer_id] = gained.get(newer_id, 0) + 1
-        gained[older_id] = gained.get(older_id, 0) + 1
-        found.append((newer_id, older_id, kind))
+        gained[one] = gained.get(one, 0) + 1
+        gained[other] = gained.get(other, 0) + 1
+        found.append((one, other, kind))
     return found
 
 
+def _labels(index: MemoryIndex, memories: list[Any]) -> dict[str, str | None]:
+    """Each memory's effective type label: what the user gave, else the distilled one."""
+    from memdir.indexers.distill import effective
+
+    distilled = index.distilled_of(memories)
+    labels: dict[str, str | None] = {}
+    for memory in memories:
+        given = effective(memory.line, distilled.get(memory.line["id"]))
+        kind, subtype = given["type"], given["subtype"]
+        labels[memory.line["id"]] = f"{kind}:{subtype}" if kind and subtype else kind
+    return labels
+
+
+def _same_statement(
+    newer: MemoryState, older: MemoryState, cosine: float, labels: dict[str, str | None]
+) -> bool:
+    """Whether `newer` restates what `older` says about the same subject (automatic supersede:
+    docs/CONTINUITY.md): the same supersedable type, subject and personas, close in meaning,
+    and no supersede key on either (the user's key decides those)."""
+    from memdir.indexers.distill import restates, same_subject
+
+    assert newer.memory is not None and older.memory is not None
+    if cosine < SUPERSEDE_COSINE or newer.memory.key or older.memory.key:
+        return False
+    if set(newer.memory.personas) != set(older.memory.personas):
+        return False
+    return same_subject(newer.memory.text, labels.get(newer.id),
+                        older.memory.text, labels.get(older.id)) \
+        and restates(older.memory.text, newer.memory.text)  # fmt: skip
+
+
 def _link_kind(
-    mine: MemoryState,
-    theirs: MemoryState,
+    newer: MemoryState,
+    older: MemoryState,
     cosine: float,
     affects: dict[str, dict[str, Any]],
     linked: set[frozenset[str]],
+    labels: dict[str, str | None],
 ) -> str | None:
     """The link type for a close pair of live memories, or None."""
+    assert newer.memory is not None and older.memory is not None
+    if frozenset((newer.id, older.id)) in linked:
+        return None  # linked already: by a dream (summary and promotion), the user or us
+    if newer.memory.key and newer.memory.key == older.memory.key:
+        return None  # supersede handles these
+    if _same_statement(newer, older, cosine, labels):
+        both_taught = newer.memory.source == older.memory.source == "teaching"
+        return SUPERSEDED_BY if both_taught else "contradiction-candidate"
+    a, b = affects.get(newer.id, {}), affects.get(older.id, {})
+    if cosine >= CONTRADICTION_COSINE and _opposed(newer.memory.text, older.memory.text, a, b):
+        return "contradiction-candidate"
+    return affinity(newer.memory.text, older.memory.text, cosine, a, b)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Where relink draws its lines (chosen on tests/fixtures/relink-pairs.jsonl by
+    benchmarks/bench_relink.py; docs/CONTINUITY.md has the sweep)."""
+
+    resonance_cosine: float = RESONANCE_COSINE
+    min_intensity: float = MIN_INTENSITY
+    resonance_affect: float = RESONANCE_AFFECT
+    elaborates_cosine: float = ELABORATES_COSINE
+
+
+def affinity(newer: str, older: str, cosine: float, newer_affect: dict[str, Any],
+             older_affect: dict[str, Any], limits: Thresholds = Thresholds()) -> str | None:  # fmt: skip
+    """`resonates` (close in meaning, both felt, the feelings alike), `elaborates` (close in
+    meaning, the newer keeps most of the older's content words and adds ELABORATION_WORDS of
+    its own) or None, for a pair that is neither a supersede nor a contradiction."""
     from memdir.indexers.affect import Affect, resonance
 
-    assert mine.memory is not None and theirs.memory is not None
-    if frozenset((mine.id, theirs.id)) in linked:
-        return None  # linked already: by a dream (summary and promotion), the user or us
-    if mine.memory.key and mine.memory.key == theirs.memory.key:
-        return None  # supersede handles these
-    a, b = affects.get(mine.id, {}), affects.get(theirs.id, {})
-    if cosine >= CONTRADICTION_COSINE and _opposed(mine.memory.text, theirs.memory.text, a, b):
-        return "contradiction-candidate"
     if (
-        cosine >= RESONANCE_COSINE
-        and min(intensity(a), intensity(b)) >= MIN_INTENSITY
-        and resonance(Affect.from_dict(a), Affect.from_dict(b)) >= RESONANCE_AFFECT
+        cosine >= limits.resonance_cosine
+        and min(intensity(newer_affect), intensity(older_affect)) >= limits.min_intensity
+        and resonance(Affect.from_dict(newer_affect), Affect.from_dict(older_affect))
+        >= limits.resonance_affect
     ):
         return "resonates"
+    if cosine >= limits.elaborates_cosine:
+        mine, theirs = words(newer), words(older)
+        kept = len(mine & theirs) / len(theirs) if theirs else 0.0
+        if kept >= ELABORATION_KEPT and len(mine - theirs) >= ELABORATION_WORDS:
+            return "elaborates"
     return None
 
 

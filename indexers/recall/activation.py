@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 FACTORS = {
     "elaborates": 0.6, "resonates": 0.5, "supports": 0.5, "summarises": 0.4, "derived-from": 0.4,
     "related": 0.3, "contradicts": 0.0, "contradiction-candidate": 0.0, "compatible": 0.3,
+    "superseded-by": 0.0,  # the old side is not recalled; the new one needs no help from it
 }  # fmt: skip
 OTHER_FACTOR = 0.3  # a link type not named above
 SEEDS = 3

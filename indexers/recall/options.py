@@ -69,6 +69,7 @@ class RecallConfig:
     decay: DecaySettings
     provisional_weight: float
     distilled_cutoffs: bool  # the cut-offs also apply to distilled labels
+    activation: bool = True  # spreading activation along typed links
 
 
 def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
@@ -84,6 +85,7 @@ def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
         decay=settings.decay,
         provisional_weight=settings.provisional_weight,
         distilled_cutoffs=settings.recall.distilled_cutoffs,
+        activation=settings.recall.activation,
     )
 
 

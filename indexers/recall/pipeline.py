@@ -98,7 +98,7 @@ def _activate(index: RecallIndex, ranked: list[Candidate], analysis: QueryAnalys
               settings: RecallConfig) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """Spreading activation: linked memories the ranking left out join it (activation.py),
     after the same filters, priors and decay as every candidate."""
-    reached = activation.spread(index, ranked)
+    reached = activation.spread(index, ranked) if settings.activation else {}
     joined = activation.join(index, reached) if reached else []
     if joined:
         joined, _ = policy.screen(
@@ -108,5 +108,7 @@ def _activate(index: RecallIndex, ranked: list[Candidate], analysis: QueryAnalys
         score.decay(index, joined, now, options.perfect, settings.decay)
         policy.weigh(joined, settings.provisional_weight)
     trace = activation.score(joined, reached, settings.decay)
+    if not settings.activation:
+        trace.notes = ["off (recall.activation: false)"]
     merged = sorted(ranked + joined, key=lambda c: (-c.score, c.memory.iid))
     return merged, trace

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.decay import DecaySettings, multiplier
 
-from ..decay import memory_fidelity
+from ..decay import memory_fidelity, reactivations_of
 from ..distill import effective
 from .relevance import RELEVANCE
 from .result import Candidate, Stage, Trace
@@ -108,11 +108,15 @@ def decay(index: RecallIndex, candidates: list[Candidate], now: datetime, perfec
         trace.notes.append("perfect recall: decay ignored")
         return trace
     times = index.catalog.rehearsal_times(c.id for c in candidates)
+    partial = reactivations_of(index.catalog, (c.id for c in candidates), settings.reactivation)
     for candidate in candidates:
-        result = memory_fidelity(candidate.memory.line, candidate.affect, times, now, settings)
+        result = memory_fidelity(candidate.memory.line, candidate.affect, times, now, settings,
+                                 partial.get(candidate.id, ()))  # fmt: skip
         candidate.components["decay"] = result.value
         candidate.raw["stability_days"] = result.stability_days
         candidate.raw["rehearsals"] = result.rehearsals
+        if result.reactivated:
+            candidate.raw["reactivated"] = result.reactivated
     trace.notes.append(
         f"score × (1 - {settings.strength:g} × (1 - F)), F = (1 + t/S)^-{settings.exponent:g}"
         " from rehearsal timestamps (`memdir decay ID` shows one memory)"
