@@ -368,10 +368,10 @@ def run(
 
 
 def _with_weights(
-    settings: dict[str, Any], profile: str, weights: dict[str, float]
+    scratch: dict[str, Any], profile: str, weights: dict[str, float]
 ) -> dict[str, Any]:
-    """`settings` with `weights` laid over the profile's in recall.profiles."""
-    recall = dict(settings.get("recall") or {})
+    """The scratch memdirs' settings with `weights` laid over the profile's recall.profiles."""
+    recall = dict(scratch.get("recall") or {})
     profiles = dict(recall.get("profiles") or {})
     profiles[profile] = {**(profiles.get(profile) or {}), **weights}
-    return {**settings, "recall": {**recall, "profiles": profiles}}
+    return {**scratch, "recall": {**recall, "profiles": profiles}}
