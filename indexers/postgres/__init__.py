@@ -11,18 +11,24 @@ Every statement names its tables through the schema explicitly, never `search_pa
 transaction-pooling connection pooler is safe. docs/SCALE.md has the deployment picture.
 
 The memory table (memorytable.py) stays a memory-mapped file in the memdir's `.memdir/`, as
-do the index lock and the embedding model: see docs/SCALE.md.
+do the index lock file and the embedding model: see docs/SCALE.md. The updater also holds the
+schema's advisory lock (writer.py), so one writer per memdir holds across hosts.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import VectorSettings
 
 from ..backends import Catalog, FullTextIndex, VectorIndex, VectorRows
 from .database import Database, IndexUnavailableError, schema_name
+
+if TYPE_CHECKING:
+    from .writer import AdvisoryLock
 
 __all__ = ["Database", "IndexUnavailableError", "PostgresParts", "schema_name"]
 
@@ -41,6 +47,16 @@ class PostgresParts:
     def __init__(self, dsn: str, memdir: Memdir, root: Path, schema: str | None = None) -> None:
         self.db = Database(dsn, schema or memdir_schema(memdir))
         self.root = root  # the memory table's directory
+        self._writer: AdvisoryLock | None = None
+
+    def writer_lock(self, timeout: float) -> AbstractContextManager[object]:
+        """The schema's advisory writer lock (writer.py), on a connection of its own, kept
+        open for this process's next update."""
+        if self._writer is None:
+            from .writer import AdvisoryLock
+
+            self._writer = AdvisoryLock(self.db.dsn, self.db.schema)
+        return self._writer(timeout)
 
     def catalog(self) -> Catalog:
         from .catalog import PostgresCatalog
@@ -64,18 +80,23 @@ class PostgresParts:
         PostgresFullText.wipe(self.db, self.table(name, generation))
 
     def remove_stale(self, generation: int) -> None:
+        """Drop other generations' full-text tables, then vacuum the current ones (called
+        after a rebuild has committed: a new generation's postings then read from the btree
+        alone, see fulltext.py)."""
         from .fulltext import PostgresFullText
 
-        tables = [self.table(name, generation) for name in FULLTEXT_TABLES]
-        current = {*tables, *(f"{table}_stats" for table in tables)}
+        current = [self.table(name, generation) for name in FULLTEXT_TABLES]
+        keep = {name for table in current for name in PostgresFullText.tables(table)}
         rows = self.db.rows(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s"
             " AND (tablename LIKE 'fulltext\\_%%' OR tablename LIKE 'sessions\\_%%')",
             (self.db.schema,),
         )
         for (table,) in rows:
-            if table not in current:
-                PostgresFullText.wipe(self.db, table)
+            if table not in keep:
+                self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
+        for table in current:
+            PostgresFullText(self.db, table).compact()
 
     def base(self, dim: int, settings: VectorSettings) -> VectorIndex:
         from .vectors import PgVectorIndex
@@ -114,3 +135,5 @@ class PostgresParts:
 
     def close(self) -> None:
         self.db.close()
+        if self._writer is not None:
+            self._writer.close()
