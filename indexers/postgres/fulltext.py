@@ -48,7 +48,8 @@ COMPANIONS = ("postings", "terms", "stats")  # T_postings, T_terms, T_stats
 BATCH = 1000  # documents per INSERT of postings
 
 # BM25 of the documents holding any of the query's lexemes: each lexeme's inverse document
-# frequency from T_terms, then its postings (term frequency, length, time) from the btree.
+# frequency from T_terms (once per lexeme: MATERIALIZED, in float8), then its postings (term
+# frequency, length, time) from the btree.
 _BM25 = f"""
 WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s)))
@@ -57,8 +58,9 @@ WITH q AS (
     SELECT GREATEST(documents, 1)::float8 AS n,
            GREATEST(length, 1)::float8 / GREATEST(documents, 1) AS average
     FROM {{s}}.{{stats}} WHERE field = %(name)s
-), idf AS (
-    SELECT t.lexeme, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS weight
+), idf AS MATERIALIZED (
+    SELECT t.lexeme, ln(1.0::float8 + (st.n - t.df + 0.5::float8) / (t.df + 0.5::float8))
+           AS weight
     FROM {{s}}.{{terms}} AS t JOIN q ON t.lexeme = q.lexeme, stats AS st
     WHERE t.field = %(field)s AND t.df > 0
 )
