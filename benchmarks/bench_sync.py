@@ -44,10 +44,12 @@ def state_machine(examples: int, steps: int) -> None:
     print(
         f"state machine: {examples} examples x up to {steps} steps, {time.perf_counter() - began:.0f} s"
     )
-    print(table(
-        ("operations", "merges", "conflicts", "records lost", "resurrected texts", "clone pairs compared"),
-        [(tally.operations, tally.merges, tally.conflicts, tally.lost, tally.resurrected, tally.compared)],
-    ))  # fmt: skip
+    columns = {
+        "operations": tally.operations, "merges": tally.merges, "conflicts": tally.conflicts,
+        "records lost": tally.lost, "resurrected texts": tally.resurrected,
+        "clone pairs compared": tally.compared, "recalls differed": tally.recall_differed,
+    }  # fmt: skip
+    print(table(tuple(columns), [tuple(columns.values())]))
     print(
         "by rule: " + ", ".join(f"{name} {count}" for name, count in sorted(tally.by_rule.items()))
     )

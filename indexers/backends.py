@@ -76,6 +76,14 @@ class FullTextIndex(Protocol):
     def delete(self, ids: Sequence[str]) -> None:
         """Remove documents by id (unknown ids are ignored)."""
 
+    def replace_all(self, documents: Sequence[Document]) -> None:
+        """Replace every document with `documents` (staged like upsert)."""
+
+    def replaced(self) -> int:
+        """Deleted or replaced documents that the committed BM25 statistics still count (0
+        where the statistics are always those of the live documents); `replace_all` then
+        `commit` brings it to 0, so the scores depend on the documents alone."""
+
     def commit(self) -> None: ...
 
     def rollback(self) -> None: ...

@@ -3,6 +3,12 @@
 Documents are keyed by memory id; an update deletes by id and adds again, so writing the same
 memory twice never duplicates it. Commits are explicit (tantivy-py's context manager commits
 even when its block raises) and batched: one per update.
+
+Tantivy's BM25 statistics (documents, document frequencies, tokens) go on counting a deleted or
+replaced document until a segment merge drops it, so two indexes holding the same documents
+can score differently after different histories. `replaced()` counts those documents (every
+document carries the one term `all:1`, whose document frequency includes them) and
+`replace_all()` writes the whole index again in one commit, after which it counts none.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ def _schema() -> Any:
 
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("all", stored=False, tokenizer_name="raw")  # see replaced()
     builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
     # the memory with its same-session neighbours: recall scores both (docs/RECALL.md)
     builder.add_text_field("context", stored=False, tokenizer_name="en_stem")
@@ -79,13 +86,24 @@ class TantivyIndex:
 
     def upsert(self, documents: Sequence[Document]) -> None:
         """Add or replace documents (backends.Document)."""
+        writer = self._writer_open()
+        for fields in documents:
+            writer.delete_documents_by_term("id", fields["id"])
+        self._add(documents)
+
+    def replace_all(self, documents: Sequence[Document]) -> None:
+        """Stage an index holding exactly `documents` (no replaced ones left to count)."""
+        self._writer_open().delete_all_documents()
+        self._add(documents)
+
+    def _add(self, documents: Sequence[Document]) -> None:
         import tantivy
 
         writer = self._writer_open()
         for fields in documents:
-            writer.delete_documents_by_term("id", fields["id"])
             document = tantivy.Document()
             document.add_text("id", fields["id"])
+            document.add_text("all", "1")
             document.add_text("text", fields["text"])
             document.add_text("context", fields.get("context") or fields["text"])
             labels = {"type": fields.get("type"), "source": fields.get("source"),
@@ -123,6 +141,12 @@ class TantivyIndex:
         """Documents in the last commit, including one made by another process."""
         self.index.reload()
         return int(self.index.searcher().num_docs)
+
+    def replaced(self) -> int:
+        """Deleted or replaced documents the BM25 statistics still count (last commit)."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        return int(searcher.doc_freq("all", "1")) - int(searcher.num_docs)
 
     def _query(self, text: str, field: str = "text") -> Any:
         fields = list(META_FIELDS) if field == "meta" else [field]

@@ -65,6 +65,11 @@ class MemoryIndex(IndexStorage):
         self.__dict__.pop("reader", None)
         return self.updater.update(progress, rebuild=True)
 
+    def compact_fulltext(self) -> bool:
+        """Write the full text again if replaced documents linger in its BM25 statistics
+        (updater.compact_fulltext; what `memdir sync` and `memdir index --compact` do)."""
+        return self.updater.compact_fulltext(force=True)
+
     def distill(self, recompute: bool = False) -> int:
         """Bring the index up to date (which distils new memories); with `recompute`, distil
         every memory again. Returns how many were distilled by the recompute."""

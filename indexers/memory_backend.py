@@ -68,9 +68,18 @@ class MemoryFullText:
     def delete(self, ids: Sequence[str]) -> None:
         self._staged.extend((memory_id, None) for memory_id in ids)
 
+    def replace_all(self, documents: Sequence[Document]) -> None:
+        self._staged.append(("", None))  # "" stands for every document
+        self.upsert(documents)
+
+    def replaced(self) -> int:
+        return 0  # scored from the live documents
+
     def commit(self) -> None:
         for memory_id, document in self._staged:
-            if document is None:
+            if not memory_id:
+                self.store.clear()
+            elif document is None:
                 self.store.pop(memory_id, None)
             else:
                 self.store[memory_id] = document

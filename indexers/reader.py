@@ -156,6 +156,8 @@ class IndexReader:
             "searchable": counts["searchable"],
             "events": counts["events"],
             "fulltext_documents": storage.fulltext.count(),
+            # replaced documents BM25 still counts (compacted away: docs/FORMAT.md "Sync")
+            "fulltext_replaced": storage.fulltext.replaced() + storage.sessions.replaced(),
             "vector_base": {"kind": storage.base.kind(), "size": storage.base.size()},
             "vector_delta": counts["delta"],
             "up_to_date": manifest.get("model") == storage.embedder.model_id and not needs_update(),

@@ -31,10 +31,16 @@ from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_
 from .memorytable import CONTEXT, name_code
 from .storage import IndexStorage
 
-INDEX_VERSION = "9"
+INDEX_VERSION = "10"
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
+# The full text is written again (compacted) after an update that left replaced documents in
+# its BM25 statistics when the archive is small enough for that to cost little (≈ 0.04 s per
+# 1,000 memories), and above that once replaced documents reach a tenth of the live ones;
+# `memdir sync` and `memdir index --compact` always compact. See docs/FORMAT.md "Sync".
+COMPACT_ALWAYS_BELOW = 2000
+COMPACT_RATIO = 0.1
 
 log = logging.getLogger("memdir")
 
@@ -51,6 +57,7 @@ class UpdateReport:
     events: int = 0
     embedded: int = 0
     merged: bool = False
+    compacted: bool = False  # the full text written again (compact_fulltext)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -215,9 +222,11 @@ class IndexUpdater:
                 try:
                     reason = "asked to rebuild" if rebuild else self._stale_reason()
                     if reason:
-                        return self._rebuild(reason, progress)
-                    report = self._apply_appended(progress)
-                    self._maybe_merge(report)
+                        report = self._rebuild(reason, progress)
+                    else:
+                        report = self._apply_appended(progress)
+                        self._maybe_merge(report)
+                    report.compacted = self.compact_fulltext()
                     return report
                 except ShelfReplaced as replaced:
                     if attempt == RETRIES - 1:
@@ -391,17 +400,9 @@ class IndexUpdater:
         neighbours (whose context text includes them), and the documents of touched sessions."""
         sessions = {m.line["session"] for m in touched if m.line.get("session")}
         rows = self.catalog.session_rows(sessions)
-        context: dict[int, str] = {}
-        around: list[tuple[int, list[int]]] = []
+        context, around = _contexts(rows)
         wanted = {memory.iid for memory in searchable}
         for members in rows.values():
-            texts = [text for _, text in members]
-            for position, (iid, _) in enumerate(members):
-                window = range(
-                    max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1)
-                )
-                context[iid] = " ".join(texts[i] for i in window)
-                around.append((iid, [members[i][0] for i in window if i != position]))
             changed = [
                 p
                 for p, (iid, _) in enumerate(members)
@@ -426,18 +427,39 @@ class IndexUpdater:
             ]
         )
         self.storage.sessions.delete(list(sessions))
-        self.storage.sessions.upsert(
-            [
-                {
-                    "id": name,
-                    "iid": name_code(name),
-                    "text": " ".join(text for _, text in members),
-                    "time": 0,
-                }
-                for name, members in rows.items()
-                if members
-            ]
-        )
+        self.storage.sessions.upsert(_session_documents(rows))
+
+    def compact_fulltext(self, force: bool = False) -> bool:
+        """Write both full-text indexes again from the catalog when replaced documents linger
+        in their BM25 statistics (see COMPACT_ALWAYS_BELOW; `force`: whenever any do), so
+        that the scores depend on the memories alone, not on the order they were indexed in.
+        Whether it compacted."""
+        storage = self.storage
+        with self.lock():
+            replaced = storage.fulltext.replaced() + storage.sessions.replaced()
+            live = storage.fulltext.count()
+            if not replaced or not (
+                force or live < COMPACT_ALWAYS_BELOW or replaced > COMPACT_RATIO * live
+            ):
+                return False
+            memories = [memory for memory in self.catalog.all_memories() if memory.searchable]
+            rows = self.catalog.session_rows(
+                sorted({m.line["session"] for m in memories if m.line.get("session")})
+            )
+            context, _ = _contexts(rows)
+            try:
+                storage.fulltext.replace_all(
+                    [_document(m, context.get(m.iid, m.text)) for m in memories]
+                )
+                storage.sessions.replace_all(_session_documents(rows))
+                storage.fulltext.commit()
+                storage.sessions.commit()
+            except BaseException:
+                storage.fulltext.rollback()
+                storage.sessions.rollback()
+                raise
+            log.debug("compacted the full text: %d replaced documents dropped", replaced)
+            return True
 
     def _annotate(self, hashes: list[str], texts: list[str]) -> None:
         known = self.catalog.affect_for(hashes)
@@ -609,6 +631,36 @@ def index_status(view: ArchiveView, memory_id: str) -> str:
     if state.status == "expired" and not any(event.op == "expire" for event in state.events):
         return "provisional"
     return state.status
+
+
+def _contexts(
+    rows: dict[str, list[tuple[int, str]]],
+) -> tuple[dict[int, str], list[tuple[int, list[int]]]]:
+    """Each session member's context text (itself with its CONTEXT neighbours on each side)
+    and its neighbours' iids, from catalog.session_rows."""
+    context: dict[int, str] = {}
+    around: list[tuple[int, list[int]]] = []
+    for members in rows.values():
+        texts = [text for _, text in members]
+        for position, (iid, _) in enumerate(members):
+            window = range(max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1))
+            context[iid] = " ".join(texts[i] for i in window)
+            around.append((iid, [members[i][0] for i in window if i != position]))
+    return context, around
+
+
+def _session_documents(rows: dict[str, list[tuple[int, str]]]) -> list[Document]:
+    """The sessions index's documents: one per session, its memories' text in time order."""
+    return [
+        {
+            "id": name,
+            "iid": name_code(name),
+            "text": " ".join(text for _, text in members),
+            "time": 0,
+        }
+        for name, members in rows.items()
+        if members
+    ]
 
 
 def _document(memory: CatalogMemory, context: str) -> Document:

@@ -95,6 +95,29 @@ class FullTextContract(Contract):
         assert index.count() == 1
         assert list(index.scores("coffee", 10)) == [2]
 
+    def test_replace_all_leaves_scores_that_depend_on_the_documents_alone(
+        self, index: FullTextIndex
+    ) -> None:
+        """After replaced and deleted documents, `replace_all` + commit scores exactly like the
+        index did when it held only those documents, and `replaced()` is 0 (before, it may
+        count the replaced ones where a backend's statistics lag)."""
+        live = [document(i, f"coffee number {i} with milk") for i in range(1, 6)]
+        self.filled(index, *live, document(7, "green tea"))
+        before = index.scores("coffee milk", 10)
+        self.filled(index, document(6, "coffee coffee coffee"), document(7, "tea"))
+        index.delete(["m-000006"])
+        index.upsert([document(7, "green tea")])
+        index.commit()
+        assert index.replaced() >= 0 and index.count() == 6
+        index.replace_all([*live, document(7, "green tea")])
+        assert index.count() == 6  # staged until the commit
+        index.commit()
+        assert index.replaced() == 0 and index.count() == 6
+        assert index.scores("coffee milk", 10) == before
+        index.replace_all([document(8, "espresso")])
+        index.rollback()
+        assert index.count() == 6 and index.scores("espresso", 10) == {}
+
     def test_ranking_basics(self, index: FullTextIndex) -> None:
         """Documents matching more of the query rank higher; those matching none are left
         out; scores are positive, best first, and `limit`/`k` cut the list."""

@@ -170,6 +170,13 @@ def home(cli, tmp_path: Path) -> Path:
     return root
 
 
+def test_cli_init_creates_the_memdir_named_by_the_global_dir(cli, tmp_path: Path) -> None:
+    root = tmp_path / "elsewhere"
+    done = cli("--dir", str(root), "init", cwd=tmp_path)
+    assert done.code == 0, done
+    assert (root / "memdir.yaml").exists() and not (tmp_path / "memdir.yaml").exists()
+
+
 def listed(cli, home: Path, *args: str, now: str = T0) -> list[dict]:
     done = cli("list", "--json", *args, cwd=home, now=now)
     assert done.code == 0, done

@@ -256,7 +256,7 @@ def test_bm25_from_the_postings_is_bm25_from_scratch(
 
 
 def test_bm25_reads_the_postings_from_the_btree_alone(database: Callable[[], Database]) -> None:
-    """After compact() (which a rebuild runs), a query's postings come from an index-only
+    """After vacuum() (which a rebuild runs), a query's postings come from an index-only
     scan of the (field, lexeme) btree, with no visit to the table's rows."""
     from contracts import document
 
@@ -265,7 +265,7 @@ def test_bm25_reads_the_postings_from_the_btree_alone(database: Callable[[], Dat
     fulltext.create()
     fulltext.upsert([document(n, f"note {n} about coffee and tea") for n in range(1, 3001)])
     fulltext.commit()
-    fulltext.compact()
+    fulltext.vacuum()
     statement = fulltext._statement("coffee", 10, "text", None, (0, 1 << 40), with_ids=False)
     with db.transaction():
         db.execute("SET LOCAL enable_bitmapscan = off")  # small tables tempt the planner

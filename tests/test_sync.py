@@ -210,3 +210,49 @@ def test_the_post_merge_hook_removes_forgotten_text_after_a_plain_git_pull(
     assert pulled.returncode == 0, pulled.stderr
     assert conflicts(a) == [] and secret not in shelf_text(a)
     assert git(a, "status", "--porcelain").stdout == ""  # the hook committed the compaction
+
+
+def _bm25(clone: Path, query: str) -> dict[str, float]:
+    done = run(clone, "recall", query, "--json", "--explain", "--no-record", now=LATER)
+    return {hit["id"]: hit["raw"]["bm25"] for hit in json.loads(done.out)["results"]}
+
+
+def test_clones_with_the_same_lines_score_alike_whatever_their_update_history(
+    tmp_path: Path,
+) -> None:
+    """One clone indexes each write as it comes (a rejection and a confirmation replace and
+    delete Tantivy documents); the other gets the same lines in one pull. Tantivy's BM25
+    counts replaced documents until they are compacted away: the scores must not differ."""
+    a, b = hub_and_clones(tmp_path)
+    for text in ("garden tomatoes grow", "garden roses bloom", "the garden shed", "piano"):
+        run(a, "teach", f"{text} on mondays")
+    run(a, "infer", "the user likes the garden")
+    _bm25(a, "garden")  # one update: the five documents in one Tantivy segment
+    memories = listed(a)
+    inferred = next(i for i, item in memories.items() if item["status"] == "provisional")
+    rejected = next(i for i, item in memories.items() if "roses" in item["text"])
+    run(a, "confirm", inferred)  # its document is written again with its new status
+    _bm25(a, "garden")
+    run(a, "reject", rejected, "--reason", "the user has no roses")  # its document is deleted
+    _bm25(a, "garden")
+    status = json.loads(run(a, "index", "--status", "--json").out)
+    assert status["fulltext_replaced"] == 0, status
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "writes")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    mine, theirs = _bm25(a, "garden"), _bm25(b, "garden")
+    assert len(mine) == 4 and rejected not in mine
+    assert mine == theirs
+
+
+def test_index_compact_writes_the_full_text_again(tmp_path: Path) -> None:
+    """Above the size where every update compacts, replaced documents stay until `memdir index
+    --compact` or `memdir sync`; the command reports it and the count drops to 0."""
+    root = new_memdir_repo(tmp_path / "m")
+    run(root, "teach", "the garden has tomatoes")
+    run(root, "index")
+    done = run(root, "index", "--compact")
+    assert "compacted" not in done.err  # nothing replaced: nothing to do
+    status = json.loads(run(root, "index", "--status", "--json").out)
+    assert status["fulltext_replaced"] == 0 and status["fulltext_documents"] == 1

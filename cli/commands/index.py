@@ -101,6 +101,14 @@ def register(app: typer.Typer) -> None:
         status: Annotated[
             bool, typer.Option("--status", help="Show the state of the indexes.")
         ] = False,
+        compact: Annotated[
+            bool,
+            typer.Option(
+                "--compact",
+                help="Also write the full text again, so replaced documents no longer count in"
+                " its BM25 statistics (as `memdir sync` does).",
+            ),
+        ] = False,
         json_: context.JsonOpt = False,
     ) -> None:
         """Bring the full-text and vector indexes up to date (incrementally when possible).
@@ -123,12 +131,15 @@ def register(app: typer.Typer) -> None:
             return
         with progress_bar() as advance:
             report = memory_index.update(advance, rebuild=rebuild)
+        if compact:
+            report.compacted = memory_index.compact_fulltext() or report.compacted
         if json_:
             emit_json(report.__dict__)
             return
         what = f"rebuilt ({report.reason})" if report.rebuilt else "updated"
         note(
             f"index {what}: {report.memories} memories, {report.events} events, {report.embedded} embedded"
+            + (", full text compacted" if report.compacted else "")
         )
 
     @app.command()

@@ -16,13 +16,16 @@ def register(app: typer.Typer) -> None:
     @app.command("init")
     def init_command(
         ctx: typer.Context,
-        path: Path = typer.Argument(Path("."), help="Where to create it (default: here)."),
+        path: Path | None = typer.Argument(
+            None, help="Where to create it (default: the global --dir, else here)."
+        ),
     ) -> None:
         """Create a memdir: memdir.yaml, shelves/, journal/, state/, documents/, git attributes.
 
         Example: memdir init ~/memory && cd ~/memory && git init
         """
-        memdir, created = init(path, context.now(ctx))
+        chosen = context.options(ctx).dir
+        memdir, created = init(path or Path(chosen or "."), context.now(ctx))
         if not created:
             note(f"{memdir.root} is already a memdir; added only what was missing")
         typer.echo(str(memdir.root))

@@ -158,7 +158,11 @@ def sync(
     if reindex:
         from memdir.cli.usecases.recall import fresh_index
 
-        fresh_index(memdir).close()
+        index = fresh_index(memdir)
+        try:  # clones holding the same lines then score them alike (docs/FORMAT.md "Sync")
+            index.compact_fulltext()
+        finally:
+            index.close()
     if local:
         return report
     if report.remote is None:

@@ -96,7 +96,7 @@ class PostgresParts:
             if table not in keep:
                 self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
         for table in current:
-            PostgresFullText(self.db, table).compact()
+            PostgresFullText(self.db, table).vacuum()
 
     def base(self, dim: int, settings: VectorSettings) -> VectorIndex:
         from .vectors import PgVectorIndex

@@ -27,7 +27,7 @@ locale.
 The statistics are live: every commit updates the postings, document frequencies, counts and
 lengths of the documents it adds or removes, in one transaction (a savepoint inside the
 catalog's, so an update's catalog rows and documents commit together). A rebuild writes a new
-generation's tables and then vacuums them (`compact`), so their postings are read from the
+generation's tables and then vacuums them (`vacuum`), so their postings are read from the
 index alone; later commits leave that to autovacuum.
 """
 
@@ -236,7 +236,7 @@ class PostgresFullText:
             self._created = all(self._layout())
         return self._created
 
-    def compact(self) -> None:
+    def vacuum(self) -> None:
         """VACUUM ANALYZE the tables: the planner learns their sizes, and the visibility map
         lets BM25 read postings from the btree alone. Not inside a transaction (then it is
         left to autovacuum)."""
@@ -252,6 +252,13 @@ class PostgresFullText:
     def delete(self, ids: Sequence[str]) -> None:
         self._staged.append(("delete", list(ids)))
 
+    def replace_all(self, documents: Sequence[Document]) -> None:
+        self._staged.append(("clear", []))
+        self.upsert(documents)
+
+    def replaced(self) -> int:
+        return 0  # the statistics are those of the live documents, kept by every commit
+
     def rollback(self) -> None:
         self._staged = []
 
@@ -263,12 +270,21 @@ class PostgresFullText:
         names = self._names()
         with self.db.transaction():
             for action, items in staged:
-                if action == "delete":
+                if action == "clear":
+                    self._clear(names)
+                elif action == "delete":
                     self._remove(items, names)
                 else:
                     latest = {fields["id"]: fields for fields in items}  # the last one wins
                     self._remove(list(latest), names)
                     self._insert(list(latest.values()), names)
+
+    def _clear(self, names: dict[str, str]) -> None:
+        """Delete every document (replace_all); DELETE, not TRUNCATE: readers keep their
+        snapshot instead of waiting."""
+        for table in ("table", "postings", "terms"):
+            self.db.execute("DELETE FROM {s}.{name}", name=names[table])
+        self.db.execute("UPDATE {s}.{stats} SET documents = 0, length = 0", **names)
 
     def _remove(self, ids: list[str], names: dict[str, str]) -> None:
         """Delete documents with their postings, frequencies and statistics."""
