@@ -164,6 +164,7 @@ operations = st.lists(
         st.tuples(st.just("upsert"), st.integers(1, 6), texts, texts, st.integers(0, 3)),
         st.tuples(st.just("delete"), st.integers(1, 8)),
         st.tuples(st.just("commit")),
+        st.tuples(st.just("replace_all"), st.integers(0, 3), texts),
     ),
     min_size=1,
     max_size=14,
@@ -198,39 +199,46 @@ def reference_bm25(db: Database, bodies: dict[int, str], query: str) -> dict[int
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(operations=operations, query=texts, window=st.integers(0, 3))
 def test_bm25_from_the_postings_is_bm25_from_scratch(
     database: Callable[[], Database], operations: list[tuple[Any, ...]], query: str, window: int
 ) -> None:
-    """After any sequence of upserts, deletes and commits (statistics kept live, not
-    recomputed), every field's scores equal BM25 computed from the committed documents alone,
+    """After any sequence of upserts, deletes, replace_all and commits (statistics kept live,
+    not recomputed), every field's scores equal BM25 computed from the committed documents alone,
     also with the time and iid filters; count() is the number of documents."""
     from contracts import document
 
     db = database()
     fulltext = PostgresFullText(db, f"fulltext_{uuid.uuid4().hex[:8]}")
     fulltext.create()
-    staged: dict[int, tuple[str, str, int] | None] = {}
+    staged: list[tuple[str, int, tuple[str, str, int] | None]] = []
     committed: dict[int, tuple[str, str, int]] = {}
     for operation in (*operations, ("commit",)):
         if operation[0] == "upsert":
             _, iid, text, rationale, time = operation
             fulltext.upsert([document(iid, text, time=time, context=f"{text} {rationale}",
                                       rationale=rationale)])  # fmt: skip
-            staged[iid] = (text, rationale, time)
+            staged.append(("set", iid, (text, rationale, time)))
         elif operation[0] == "delete":
             fulltext.delete([f"m-{operation[1]:06d}"])
-            staged[operation[1]] = None
+            staged.append(("set", operation[1], None))
+        elif operation[0] == "replace_all":  # the full text's compaction: these documents only
+            _, count, text = operation
+            fulltext.replace_all([document(iid, text, context=f"{text} ") for iid in range(count)])
+            staged.append(("clear", 0, None))
+            staged.extend(("set", iid, (text, "", 0)) for iid in range(count))
         else:
             fulltext.commit()
-            for iid, value in staged.items():
-                if value is None:
+            for action, iid, value in staged:
+                if action == "clear":
+                    committed.clear()
+                elif value is None:
                     committed.pop(iid, None)
                 else:
                     committed[iid] = value
-            staged = {}
+            staged = []
     assert fulltext.count() == len(committed)
     fields = {
         "text": {iid: text for iid, (text, _, _) in committed.items()},
@@ -239,6 +247,11 @@ def test_bm25_from_the_postings_is_bm25_from_scratch(
         "meta": {iid: rationale for iid, (_, rationale, _) in committed.items()},
     }  # fmt: skip
     for field, bodies in fields.items():
+        # every word at once: a wrong frequency of any lexeme shows in some document's score
+        everything = " ".join(VOCABULARY)
+        assert fulltext.scores(everything, 100, field=field) == pytest.approx(
+            reference_bm25(db, bodies, everything), rel=1e-9
+        ), field
         expected = reference_bm25(db, bodies, query)
         found = fulltext.scores(query, 100, field=field)
         assert found == pytest.approx(expected, rel=1e-9), field
