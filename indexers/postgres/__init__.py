@@ -3,12 +3,13 @@
 One schema per memdir (`memdir_<id>`, database.schema_name) holds its catalog (catalog.py),
 its full-text tables per generation (fulltext.py), its vector base and embedding cache
 (vectors.py). A schema rather than a `memdir_id` column on shared tables: each memdir gets
-its own HNSW graph and GIN indexes, so a search never walks other memdirs' rows (pgvector
+its own HNSW graph and full-text btrees, so a search never walks other memdirs' rows (pgvector
 filters *after* an HNSW scan, so a shared graph returns too few rows for a small memdir in a
 large database), a memdir is dropped or rebuilt as a unit, no statement can forget a
 `WHERE memdir_id = …`, and Citus can place whole schemas on workers (schema-based sharding).
 Every statement names its tables through the schema explicitly, never `search_path`, so a
-transaction-pooling connection pooler is safe. docs/SCALE.md has the deployment picture.
+transaction-pooling connection pooler is safe for readers (the writer lock needs a session:
+writer.py). docs/SCALE.md has the deployment picture.
 
 The memory table (memorytable.py) stays a memory-mapped file in the memdir's `.memdir/`, as
 do the index lock file and the embedding model: see docs/SCALE.md. The updater also holds the
