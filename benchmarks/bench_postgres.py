@@ -5,13 +5,15 @@ Two copies of benchmarks/bench_index.py's generated memdir (in --workdir) are in
 with the local files, one on the PostgreSQL server at --dsn (index.backend: postgres), with the
 same embedder; then the same queries are recalled in-process on each (ten warm-up queries
 first). The embedder is MiniLM unless `--embedder hashing` (no model cost: what is left is the
-backends' own cost). The postgres schema is dropped at the end.
+backends' own cost). Each row gives the 1-minute load average before and after it (the host
+may be shared). The postgres schema is dropped at the end.
 Usage: python -m benchmarks.bench_postgres --dsn 'host=/tmp/pg user=postgres' [--sizes 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import time
@@ -75,16 +77,18 @@ def main() -> None:
             ("postgres", {"backend": "postgres", "dsn": args.dsn}),
         ):
             memdir = copy_with(source, args.workdir / f"pg-bench-{backend}-{size}", index)
+            load = os.getloadavg()[0]
             found = measure(memdir, embedder, queries)
             shutil.rmtree(memdir.root, ignore_errors=True)
             rows.append([
                 f"{size:,}", backend, embedder.model_id, found["mode"], f"{found['build']:.1f} s",
                 f"{found['p50']:.1f} ms", f"{found['p95']:.1f} ms",
-                f"{found['bytes'] / 1e6:.0f} MB",
+                f"{found['bytes'] / 1e6:.0f} MB", f"{load:.1f}–{os.getloadavg()[0]:.1f}",
             ])  # fmt: skip
             print(rows[-1], flush=True)
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d}")
-    headers = ["memories", "index", "embedder", "scope", "build", "warm p50", "warm p95", "size"]
+    headers = ["memories", "index", "embedder", "scope", "build", "warm p50", "warm p95", "size",
+               "load (1 min, before–after)"]  # fmt: skip
     print(table(headers, rows))
 
 

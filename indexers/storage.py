@@ -24,7 +24,7 @@ import logging
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -137,6 +137,11 @@ class IndexParts(Protocol):
 
     def size_bytes(self) -> int: ...
 
+    def writer_lock(self, timeout: float) -> AbstractContextManager[object]:
+        """Held by the index's writer inside the lock file `.memdir/index.lock`: where the
+        parts are shared beyond this host (a database), the lock that keeps a writer on
+        another host out, waiting `timeout` seconds (LockedError then); else nothing."""
+
     def drop(self) -> None:
         """Delete the catalog, full text and vectors (a scratch memdir's, at its end)."""
 
@@ -196,6 +201,10 @@ class LocalParts:
 
     def size_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.root.rglob("*") if f.is_file())
+
+    def writer_lock(self, timeout: float) -> AbstractContextManager[object]:
+        """None needed: the lock file is the only way to these files."""
+        return nullcontext()
 
     def drop(self) -> None:
         """Nothing to do: the files go with the memdir's directory."""

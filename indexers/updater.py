@@ -13,9 +13,11 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from memdir.archive_format import shelf as shelf_io
@@ -122,10 +124,14 @@ class IndexUpdater:
         self._distiller: Any = None
 
     def lock(self) -> WriterLock:
-        """Only one process updates the index at a time; others wait (then fail clearly)."""
+        """Only one process updates the index at a time; others wait (then fail clearly).
+        The lock file covers this host; the parts add a lock of their own where they are
+        shared beyond it (the postgres backend's advisory lock)."""
+        timeout = float(os.environ.get("MEMDIR_INDEX_TIMEOUT", 120))
         return _IndexLock(
             self.storage.memdir.cache_dir / "index.lock",
-            timeout=float(os.environ.get("MEMDIR_INDEX_TIMEOUT", 120)),
+            timeout=timeout,
+            shared=self.storage.parts.writer_lock(timeout),
         )
 
     # staleness ------------------------------------------------------------------------------
@@ -605,17 +611,39 @@ class IndexUpdater:
 
 
 class _IndexLock(WriterLock):
-    """The index writer lock; its refusal names the index and $MEMDIR_INDEX_TIMEOUT."""
+    """The index writer lock file, then the parts' `shared` lock; its refusal names the index
+    and $MEMDIR_INDEX_TIMEOUT."""
+
+    def __init__(self, path: Path, timeout: float, shared: AbstractContextManager[object]) -> None:
+        super().__init__(path, timeout)
+        self.shared = shared
 
     def __enter__(self) -> WriterLock:
         try:
-            return super().__enter__()
+            super().__enter__()
         except LockedError as error:
             raise LockedError(
                 error.message.replace("the memdir is locked", "the index is being updated", 1),
                 hint="wait for the other `memdir index` to finish, or raise "
                 "$MEMDIR_INDEX_TIMEOUT (seconds)",
             ) from None
+        try:
+            self.shared.__enter__()
+        except BaseException:
+            super().__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            self.shared.__exit__(exc_type, exc, traceback)
+        finally:
+            super().__exit__(exc_type, exc, traceback)
 
 
 def _speaker_code(line: dict[str, Any]) -> int:

@@ -4,7 +4,8 @@ a real server with pgvector that the test session starts (conftest.postgres_dsn)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from contracts import (
@@ -15,6 +16,8 @@ from contracts import (
     VectorRowsContract,
     unit_vectors,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memdir.archive_format.settings import VectorSettings
 from memdir.indexers.postgres.catalog import PostgresCatalog
@@ -130,9 +133,9 @@ def test_meta_fields_and_distillations_are_bound_too(database: Callable[[], Data
 
 
 def test_an_older_fulltext_table_starts_again_empty(database: Callable[[], Database]) -> None:
-    """A table from before the meta-memory fields (no `meta_terms`) is a cache of an older
-    layout: opening it drops it and creates the current one, empty (the updater then sees
-    fewer documents than searchable memories and rebuilds)."""
+    """A table from before the postings (tsvector columns, no `_postings` beside it) is a
+    cache of an older layout: opening it drops it and creates the current one, empty (the
+    updater then sees fewer documents than searchable memories and rebuilds)."""
     from contracts import document
 
     db = database()
@@ -140,13 +143,160 @@ def test_an_older_fulltext_table_starts_again_empty(database: Callable[[], Datab
     fulltext.create()
     fulltext.upsert([document(1, "coffee every morning")])
     fulltext.commit()
-    db.execute("ALTER TABLE {s}.{table} DROP COLUMN meta_terms", table="fulltext_0")
+    db.execute("DROP TABLE {s}.{table}", table="fulltext_0_postings")
+    db.execute("ALTER TABLE {s}.{table} ADD COLUMN text_terms TSVECTOR", table="fulltext_0")
     reopened = PostgresFullText(database(), "fulltext_0")
+    assert reopened.count() == 0 and reopened.scores("coffee", 10) == {}
     reopened.create()
     assert reopened.count() == 0
     reopened.upsert([document(2, "shellfish", evidence="she said shellfish")])
     reopened.commit()
     assert list(reopened.scores("shellfish", 10, field="evidence")) == [2]
+
+
+# --- BM25 from the postings equals BM25 computed from scratch --------------------------------
+VOCABULARY = ("coffee", "coffees", "tea", "the", "morning", "milk", "dog", "dogs", "rain", "é")
+K1, B = 1.2, 0.75
+
+texts = st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert"), st.integers(1, 6), texts, texts, st.integers(0, 3)),
+        st.tuples(st.just("delete"), st.integers(1, 8)),
+        st.tuples(st.just("commit")),
+        st.tuples(st.just("replace_all"), st.integers(0, 3), texts),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def reference_bm25(db: Database, bodies: dict[int, str], query: str) -> dict[int, float]:
+    """BM25 (k1 1.2, b 0.75) over `bodies` by iid, from each body's English lexemes
+    (PostgreSQL's to_tsvector: term frequency = positions) and word counts, from scratch."""
+    import math
+    import re
+
+    lexemes = {
+        iid: dict(db.rows("SELECT lexeme, COALESCE(array_length(positions, 1), 1)"
+                          " FROM unnest(to_tsvector('english', %s))", (body.lower(),)))
+        for iid, body in bodies.items()
+    }  # fmt: skip
+    wanted = db.one("SELECT tsvector_to_array(to_tsvector('english', %s))", (query.lower(),))[0]
+    lengths = {iid: len(re.findall(r"\w+", body)) for iid, body in bodies.items()}
+    n = max(len(bodies), 1)
+    average = max(sum(lengths.values()), 1) / n
+    found: dict[int, float] = {}
+    for lexeme in wanted:
+        df = sum(1 for terms in lexemes.values() if lexeme in terms)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for iid, terms in lexemes.items():
+            if lexeme in terms:
+                tf = terms[lexeme]
+                norm = tf + K1 * (1 - B + B * lengths[iid] / average)
+                found[iid] = found.get(iid, 0.0) + idf * tf * (K1 + 1) / norm
+    return found
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations=operations, query=texts, window=st.integers(0, 3))
+def test_bm25_from_the_postings_is_bm25_from_scratch(
+    database: Callable[[], Database], operations: list[tuple[Any, ...]], query: str, window: int
+) -> None:
+    """After any sequence of upserts, deletes, replace_all and commits (statistics kept live,
+    not recomputed), every field's scores equal BM25 computed from the committed documents alone,
+    also with the time and iid filters; count() is the number of documents."""
+    from contracts import document
+
+    db = database()
+    fulltext = PostgresFullText(db, f"fulltext_{uuid.uuid4().hex[:8]}")
+    fulltext.create()
+    staged: list[tuple[str, int, tuple[str, str, int] | None]] = []
+    committed: dict[int, tuple[str, str, int]] = {}
+    for operation in (*operations, ("commit",)):
+        if operation[0] == "upsert":
+            _, iid, text, rationale, time = operation
+            fulltext.upsert([document(iid, text, time=time, context=f"{text} {rationale}",
+                                      rationale=rationale)])  # fmt: skip
+            staged.append(("set", iid, (text, rationale, time)))
+        elif operation[0] == "delete":
+            fulltext.delete([f"m-{operation[1]:06d}"])
+            staged.append(("set", operation[1], None))
+        elif operation[0] == "replace_all":  # the full text's compaction: these documents only
+            _, count, text = operation
+            fulltext.replace_all([document(iid, text, context=f"{text} ") for iid in range(count)])
+            staged.append(("clear", 0, None))
+            staged.extend(("set", iid, (text, "", 0)) for iid in range(count))
+        else:
+            fulltext.commit()
+            for action, iid, value in staged:
+                if action == "clear":
+                    committed.clear()
+                elif value is None:
+                    committed.pop(iid, None)
+                else:
+                    committed[iid] = value
+            staged = []
+    assert fulltext.count() == len(committed)
+    fields = {
+        "text": {iid: text for iid, (text, _, _) in committed.items()},
+        "context": {iid: f"{text} {rationale}" for iid, (text, rationale, _) in committed.items()},
+        "rationale": {iid: rationale for iid, (_, rationale, _) in committed.items()},
+        "meta": {iid: rationale for iid, (_, rationale, _) in committed.items()},
+    }  # fmt: skip
+    for field, bodies in fields.items():
+        # every word at once: a wrong frequency of any lexeme shows in some document's score
+        everything = " ".join(VOCABULARY)
+        assert fulltext.scores(everything, 100, field=field) == pytest.approx(
+            reference_bm25(db, bodies, everything), rel=1e-9
+        ), field
+        expected = reference_bm25(db, bodies, query)
+        found = fulltext.scores(query, 100, field=field)
+        assert found == pytest.approx(expected, rel=1e-9), field
+        assert list(found) == sorted(found, key=lambda iid: (-found[iid], iid))
+        early = {iid for iid, (_, _, time) in committed.items() if time < window}
+        assert fulltext.scores(query, 100, field=field, between=(0, window)) == pytest.approx(
+            {iid: score for iid, score in expected.items() if iid in early}, rel=1e-9
+        )
+        odd = [1, 3, 5]
+        assert fulltext.scores(query, 100, field=field, within=odd) == pytest.approx(
+            {iid: score for iid, score in expected.items() if iid in odd}, rel=1e-9
+        )
+        best = fulltext.scores(query, 2, field=field)
+        assert list(best) == list(found)[:2]
+
+
+def test_bm25_reads_the_postings_from_the_btree_alone(database: Callable[[], Database]) -> None:
+    """After vacuum() (which a rebuild runs), a query's postings come from an index-only
+    scan of the (field, lexeme) btree, with no visit to the table's rows."""
+    from contracts import document
+
+    db = database()
+    fulltext = PostgresFullText(db, "fulltext_0")
+    fulltext.create()
+    fulltext.upsert([document(n, f"note {n} about coffee and tea") for n in range(1, 3001)])
+    fulltext.commit()
+    fulltext.vacuum()
+    statement = fulltext._statement("coffee", 10, "text", None, (0, 1 << 40), with_ids=False)
+    with db.transaction():
+        db.execute("SET LOCAL enable_bitmapscan = off")  # small tables tempt the planner
+        db.execute("SET LOCAL enable_seqscan = off")
+        [plan] = db.one("EXPLAIN (ANALYZE, FORMAT JSON) " + statement[0], statement[1],
+                        **fulltext._names())[0]  # fmt: skip
+    nodes = list(plan_nodes(plan["Plan"]))
+    postings = [node for node in nodes if node.get("Relation Name") == "fulltext_0_postings"]
+    assert [node["Node Type"] for node in postings] == ["Index Only Scan"], nodes
+    assert postings[0]["Index Name"] == "fulltext_0_lexeme"
+    assert postings[0]["Heap Fetches"] == 0
+    assert not [node for node in nodes if node.get("Relation Name") == "fulltext_0"]
+
+
+def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from plan_nodes(child)
 
 
 def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) -> None:

@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import T0_DT, configure, snapshot
+from conftest import MEMDIR_BIN, T0, T0_DT, clean_env, configure, snapshot
 
 from memdir.archive_format import lifecycle
+from memdir.archive_format.errors import ExitStatus
 from memdir.archive_format.memdir import Memdir, init
 from memdir.indexers.embedding import HashingEmbedder
 from memdir.indexers.index import MemoryIndex
 from memdir.indexers.postgres import IndexUnavailableError, PostgresParts, memdir_schema
+from memdir.indexers.postgres.writer import writer_key
 
 TEXTS = (
     "I drink my coffee black every morning",
@@ -194,3 +199,117 @@ def test_parts_can_be_injected_for_another_schema(md: Memdir, postgres_dsn: str)
     with psycopg.connect(postgres_dsn, autocommit=True) as admin:
         count = admin.execute("SELECT COUNT(*) FROM memdir_named.memories").fetchone()
     assert count == (2,)
+
+
+INDEX_HOLDER = """
+import sys
+from pathlib import Path
+from memdir.archive_format.memdir import Memdir
+from memdir.indexers.embedding import HashingEmbedder
+from memdir.indexers.index import MemoryIndex
+index = MemoryIndex(Memdir.open(Path(sys.argv[1])), embedder=HashingEmbedder())
+with index.lock():
+    print("locked", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def hold_index_lock(root: Path) -> subprocess.Popen[bytes]:
+    """Another process holding the index writer lock of the memdir at `root` until its stdin
+    closes; returns once it holds it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", INDEX_HOLDER, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    return holder
+
+
+def two_hosts(tmp_path: Path, dsn: str) -> tuple[Memdir, Memdir]:
+    """One memdir on two "hosts": two copies of its files (so two lock files that know
+    nothing of each other) whose index is the same schema of one database."""
+    first = on_postgres(init(tmp_path / "host-a", T0_DT)[0], dsn)
+    taught(first.root, TEXTS[:3])
+    shutil.copytree(first.root, tmp_path / "host-b")
+    second = Memdir.open(tmp_path / "host-b")
+    assert memdir_schema(first) == memdir_schema(second)
+    return first, second
+
+
+def test_one_index_writer_across_hosts(tmp_path: Path, postgres_dsn: str, cli: Any) -> None:
+    """While a process on one host holds the memdir's index writer lock, `memdir index` on
+    another host (its own copy of the files, its own lock file) waits for the database's
+    advisory lock, then fails in one line naming the holder; once the holder is done it
+    runs."""
+    first, second = two_hosts(tmp_path, postgres_dsn)
+    holder = hold_index_lock(first.root)
+    try:
+        files = snapshot(second.root)
+        started = time.monotonic()
+        done = cli("index", cwd=second.root, env=clean_env(MEMDIR_INDEX_TIMEOUT="0.5"))
+        waited = time.monotonic() - started
+        assert done.code == ExitStatus.LOCKED, done
+        [line, hint] = done.err.strip().splitlines()
+        assert line.startswith("memdir: error: the index is being updated by memdir index on")
+        assert f"pid {holder.pid}" in line and memdir_schema(second) in line
+        assert "MEMDIR_INDEX_TIMEOUT" in hint and "Traceback" not in done.err
+        assert waited >= 0.5
+        assert snapshot(second.root) == files
+        assert not MemoryIndex(second, embedder=HashingEmbedder()).catalog.checkpoints()
+        # a writer that waits long enough gets the lock when the holder lets go
+        waiting = subprocess.Popen(
+            [str(MEMDIR_BIN), "index"],
+            cwd=second.root,
+            env=clean_env(MEMDIR_INDEX_TIMEOUT="60", MEMDIR_NOW=T0),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(0.5)
+        assert waiting.poll() is None  # still waiting for the holder
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
+    _, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    assert MemoryIndex(first, embedder=HashingEmbedder()).catalog.counts()["memories"] == 3
+
+
+def test_a_killed_index_writer_leaves_no_lock_in_the_database(
+    tmp_path: Path, postgres_dsn: str, cli: Any
+) -> None:
+    first, second = two_hosts(tmp_path, postgres_dsn)
+    holder = hold_index_lock(first.root)
+    holder.kill()
+    holder.wait(10)
+    done = cli("index", cwd=second.root, env=clean_env(MEMDIR_INDEX_TIMEOUT="10"))
+    assert done.code == 0, done
+
+
+def test_the_index_writer_lock_is_reentrant_and_released(md: Memdir, postgres_dsn: str) -> None:
+    """Nested holds in one process take the database lock once and release it at the end."""
+    memdir = on_postgres(md, postgres_dsn)
+    index = MemoryIndex(memdir, embedder=HashingEmbedder())
+    import psycopg
+
+    def advisory_locks() -> int:
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            found = admin.execute(
+                "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND classid = %s::bigint::oid AND objid = %s::bigint::oid",
+                (
+                    writer_key(memdir_schema(memdir)) >> 32,
+                    writer_key(memdir_schema(memdir)) & 0xFFFFFFFF,
+                ),
+            ).fetchone()
+        return int(found[0])
+
+    with index.lock():
+        with index.lock():
+            assert advisory_locks() == 1
+        assert advisory_locks() == 1
+    assert advisory_locks() == 0
+    index.update()  # takes and releases it again
+    assert advisory_locks() == 0

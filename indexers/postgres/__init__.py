@@ -3,26 +3,33 @@
 One schema per memdir (`memdir_<id>`, database.schema_name) holds its catalog (catalog.py),
 its full-text tables per generation (fulltext.py), its vector base and embedding cache
 (vectors.py). A schema rather than a `memdir_id` column on shared tables: each memdir gets
-its own HNSW graph and GIN indexes, so a search never walks other memdirs' rows (pgvector
+its own HNSW graph and full-text btrees, so a search never walks other memdirs' rows (pgvector
 filters *after* an HNSW scan, so a shared graph returns too few rows for a small memdir in a
 large database), a memdir is dropped or rebuilt as a unit, no statement can forget a
 `WHERE memdir_id = …`, and Citus can place whole schemas on workers (schema-based sharding).
 Every statement names its tables through the schema explicitly, never `search_path`, so a
-transaction-pooling connection pooler is safe. docs/SCALE.md has the deployment picture.
+transaction-pooling connection pooler is safe for readers (the writer lock needs a session:
+writer.py). docs/SCALE.md has the deployment picture.
 
 The memory table (memorytable.py) stays a memory-mapped file in the memdir's `.memdir/`, as
-do the index lock and the embedding model: see docs/SCALE.md.
+do the index lock file and the embedding model: see docs/SCALE.md. The updater also holds the
+schema's advisory lock (writer.py), so one writer per memdir holds across hosts.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import VectorSettings
 
 from ..backends import Catalog, FullTextIndex, VectorIndex, VectorRows
 from .database import Database, IndexUnavailableError, schema_name
+
+if TYPE_CHECKING:
+    from .writer import AdvisoryLock
 
 __all__ = ["Database", "IndexUnavailableError", "PostgresParts", "schema_name"]
 
@@ -41,6 +48,16 @@ class PostgresParts:
     def __init__(self, dsn: str, memdir: Memdir, root: Path, schema: str | None = None) -> None:
         self.db = Database(dsn, schema or memdir_schema(memdir))
         self.root = root  # the memory table's directory
+        self._writer: AdvisoryLock | None = None
+
+    def writer_lock(self, timeout: float) -> AbstractContextManager[object]:
+        """The schema's advisory writer lock (writer.py), on a connection of its own, kept
+        open for this process's next update."""
+        if self._writer is None:
+            from .writer import AdvisoryLock
+
+            self._writer = AdvisoryLock(self.db.dsn, self.db.schema)
+        return self._writer(timeout)
 
     def catalog(self) -> Catalog:
         from .catalog import PostgresCatalog
@@ -64,18 +81,23 @@ class PostgresParts:
         PostgresFullText.wipe(self.db, self.table(name, generation))
 
     def remove_stale(self, generation: int) -> None:
+        """Drop other generations' full-text tables, then vacuum the current ones (called
+        after a rebuild has committed: a new generation's postings then read from the btree
+        alone, see fulltext.py)."""
         from .fulltext import PostgresFullText
 
-        tables = [self.table(name, generation) for name in FULLTEXT_TABLES]
-        current = {*tables, *(f"{table}_stats" for table in tables)}
+        current = [self.table(name, generation) for name in FULLTEXT_TABLES]
+        keep = {name for table in current for name in PostgresFullText.tables(table)}
         rows = self.db.rows(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s"
             " AND (tablename LIKE 'fulltext\\_%%' OR tablename LIKE 'sessions\\_%%')",
             (self.db.schema,),
         )
         for (table,) in rows:
-            if table not in current:
-                PostgresFullText.wipe(self.db, table)
+            if table not in keep:
+                self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
+        for table in current:
+            PostgresFullText(self.db, table).vacuum()
 
     def base(self, dim: int, settings: VectorSettings) -> VectorIndex:
         from .vectors import PgVectorIndex
@@ -114,3 +136,5 @@ class PostgresParts:
 
     def close(self) -> None:
         self.db.close()
+        if self._writer is not None:
+            self._writer.close()

@@ -52,9 +52,10 @@ class Database:
     indexes and the vectors of one update commit together.
     """
 
-    def __init__(self, dsn: str, schema: str) -> None:
+    def __init__(self, dsn: str, schema: str, application_name: str | None = None) -> None:
         self.dsn = dsn
         self.schema = schema
+        self.application_name = application_name  # how pg_stat_activity shows it, if given
         self._connection: psycopg.Connection[Any] | None = None
         self._templates: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
 
@@ -88,8 +89,11 @@ class Database:
             import psycopg
 
             with self.guard():
+                named: dict[str, Any] = (
+                    {"application_name": self.application_name} if self.application_name else {}
+                )
                 connection = psycopg.connect(
-                    self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+                    self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, **named
                 )
                 self._prepare(connection)
             self._connection = connection
@@ -119,6 +123,11 @@ class Database:
             connection.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
             )
+
+    def is_open(self) -> bool:
+        """Whether a working connection is open (without opening one)."""
+        connection = self._connection
+        return connection is not None and not connection.closed and not connection.broken
 
     def close(self) -> None:
         if self._connection is not None:
