@@ -247,12 +247,33 @@ def test_clones_with_the_same_lines_score_alike_whatever_their_update_history(
 
 
 def test_index_compact_writes_the_full_text_again(tmp_path: Path) -> None:
-    """Above the size where every update compacts, replaced documents stay until `memdir index
-    --compact` or `memdir sync`; the command reports it and the count drops to 0."""
+    """Above the size where every update compacts, replaced documents stay in the statistics
+    until they reach a tenth of the live ones, `memdir index --compact` or `memdir sync`."""
+    from datetime import datetime, timedelta, timezone
+
+    from memdir.archive_format import lifecycle
+    from memdir.archive_format.clock import format_time
+    from memdir.archive_format.memdir import Memdir
+    from memdir.archive_format.records import new_memory
+    from memdir.indexers.updater import COMPACT_ALWAYS_BELOW
+
     root = new_memdir_repo(tmp_path / "m")
-    run(root, "teach", "the garden has tomatoes")
+    start = datetime(2026, 4, 1, tzinfo=timezone.utc)
+    count = COMPACT_ALWAYS_BELOW + 50
+    lifecycle.add_memories(Memdir.open(root), [
+        new_memory(created=format_time(start + timedelta(seconds=i)), source="observation",
+                   text=f"note {i} about the garden", author="user", store="episodic")
+        for i in range(count)
+    ])  # fmt: skip
     run(root, "index")
-    done = run(root, "index", "--compact")
-    assert "compacted" not in done.err  # nothing replaced: nothing to do
+    ids = sorted(listed(root))[:5]
+    for memory_id in ids:
+        run(root, "reject", memory_id, "--reason", "not so")
+    run(root, "index")
     status = json.loads(run(root, "index", "--status", "--json").out)
-    assert status["fulltext_replaced"] == 0 and status["fulltext_documents"] == 1
+    assert status["fulltext_documents"] == count - 5 and status["fulltext_replaced"] == 5
+    done = run(root, "index", "--compact")
+    assert "full text compacted" in done.err
+    status = json.loads(run(root, "index", "--status", "--json").out)
+    assert status["fulltext_replaced"] == 0 and status["fulltext_documents"] == count - 5
+    assert "compacted" not in run(root, "index", "--compact").err  # nothing left to do
