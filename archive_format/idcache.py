@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
 import logging
 import math
 import os
@@ -153,10 +152,11 @@ EVERY_KIND = LINE_KINDS + JOURNAL_KINDS
 
 
 def _decoded(raw: bytes) -> Any:
-    """A line's JSON, or None when it is not JSON (or too deep, or too long a number)."""
+    """A line's JSON object, or None when shelf.decode_line refuses it (not UTF-8, not JSON,
+    too deep, a lone surrogate that SQLite could not store, …): `verify` says so."""
     try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
+        return shelf.decode_line(raw, "")
+    except FormatError:
         return None
 
 

@@ -429,3 +429,24 @@ def test_a_read_only_memdir_answers_or_says_why_in_one_line(read_only: Path, cli
     assert "coffee" in cli("--dir", str(read_only), "similar", "coffee").out
     for command in (("search", "coffee"), ("teach", "x")):
         one_line_error(cli("--dir", str(read_only), *command), "ead-only")
+
+
+def test_an_escaped_lone_surrogate_in_an_id_is_skipped_by_every_reader(filled: Memdir) -> None:
+    """A line that is JSON but not Unicode (`"\\ud800"` as an id or a target) is skipped by
+    the id cache as by the shelf readers; SQLite never sees it (it cannot store it)."""
+    from memdir.cli.usecases.documents import gather
+
+    root = filled.root.parent / "surrogate"
+    shutil.copytree(filled.root, root)
+    memdir = Memdir.open(root)
+    for path in [*memdir.shelves(), *journal.journal_files(memdir)]:
+        if path.stat().st_size:
+            line = json.loads(path.read_bytes().splitlines()[0])
+            line["id"] = line["target"] = "SURROGATE"
+            raw = json.dumps(line).replace("SURROGATE", "\\ud800").encode()
+            with path.open("ab") as handle:
+                handle.write(raw + b"\n")
+    lifecycle.load_view(memdir, T0_DT)
+    journal.read_journal(memdir, since=T0_DT)
+    gather(memdir, T0_DT)
+    assert not verify(memdir).clean
