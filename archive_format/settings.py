@@ -337,6 +337,10 @@ class DistillSettings:
     timeout: timedelta = setting(
         "60s", "how long the distiller command may take per batch", duration
     )
+    milestones: bool = setting(
+        False, "distilled milestones join recall's guaranteed channel like `--temporal"
+        " milestone` (off: they cost LoCoMo dev R@10 0.027 and REALTALK dev 0.034)", flag,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -265,6 +265,10 @@ class Catalog(Protocol):
 
     def set_status(self, memory_id: str, status: str, searchable: bool) -> None: ...
 
+    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
+        """(iid, guaranteed, importance) for each: whether the memory is in `guaranteed` and
+        the importance it is ordered by there (a distilled milestone's, say)."""
+
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]: ...
 
     def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]: ...

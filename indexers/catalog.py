@@ -278,6 +278,13 @@ class SqliteCatalog:
             (status, int(searchable), memory_id),
         )
 
+    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
+        self._forget_cache()
+        self.db.executemany(
+            "UPDATE memories SET guaranteed = ?, importance = ? WHERE iid = ?",
+            ((int(flag), int(importance), int(iid)) for iid, flag, importance in rows),
+        )
+
     @staticmethod
     def _memory(row: tuple[Any, ...]) -> CatalogMemory:
         iid, memory_id, line, text, status, searchable, digest, annotator, affect = row

@@ -347,6 +347,12 @@ class MemoryCatalog:
             memory = self.state.memories[self.state.iids[memory_id]]
             memory.status, memory.searchable = status, searchable
 
+    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
+        for iid, flag, importance in rows:
+            if iid in self.state.memories:
+                memory = self.state.memories[iid]
+                memory.guaranteed, memory.importance = bool(flag), int(importance)
+
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
         iids, memories = self.state.iids, self.state.memories
         return {i: self._view(memories[iids[i]]) for i in dict.fromkeys(ids) if i in iids}

@@ -143,6 +143,7 @@ class IndexUpdater:
             "model": embedder.model_id,
             "dim": str(embedder.dim),
             "annotator": self.storage.annotator_label(),
+            "milestones": str(self.storage.memdir.settings.distill.milestones),
         }
 
     def _stale_reason(self) -> str | None:
@@ -169,6 +170,8 @@ class IndexUpdater:
             return f"embedding model changed ({manifest.get('model')} → {model})"
         if manifest.get("annotator") != self.storage.annotator_label():
             return "affect annotator changed"
+        if manifest.get("milestones") != self._expected_manifest()["milestones"]:
+            return "settings.distill.milestones changed"
         if self._vector_cache_lost():
             return "vector cache missing"
         missing = self._files_missing()
@@ -357,6 +360,7 @@ class IndexUpdater:
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
         )
         self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
+        self._settle_guaranteed(iids, [line for line, _ in fresh], [d for _, d in fresh])
         rows = self.catalog.vector_rows(digest for _, digest in fresh)
         self.storage.memory_table.set(
             iids,
@@ -526,9 +530,38 @@ class IndexUpdater:
         """Distil every memory again (`memdir distill --recompute`)."""
         with self.lock():
             memories = list(self.catalog.all_memories())
+            hashes = [m.content_hash for m in memories]
             with self.catalog.transaction():
                 self.catalog.clear_distilled()
-                return self._distill([m.content_hash for m in memories], [m.text for m in memories])
+                done = self._distill(hashes, [m.text for m in memories])
+                self._settle_guaranteed(
+                    [m.iid for m in memories], [m.line for m in memories], hashes
+                )
+            self.storage.cached_scoring_table = None
+            return done
+
+    def _settle_guaranteed(
+        self, iids: list[int], lines: list[dict[str, Any]], hashes: list[str]
+    ) -> None:
+        """Recall's guaranteed channel holds pinned memories and milestones: the user's
+        `--temporal milestone`, and with settings.distill.milestones a distilled one too
+        (distill.effective: what the user gave wins), ordered by the effective importance."""
+        from .distill import effective
+
+        distilled = (
+            self.catalog.distilled_for(hashes)
+            if self.storage.memdir.settings.distill.milestones
+            else {}
+        )
+        self.catalog.set_guaranteed(
+            (
+                iid,
+                bool(line.get("pinned")) or derived["temporal"] == "milestone",
+                int(derived["importance"]),
+            )
+            for iid, line, digest in zip(iids, lines, hashes, strict=True)
+            for derived in (effective(line, distilled.get(digest)),)
+        )
 
     def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
         """Embed texts not yet in the vector cache; returns how many were embedded."""

@@ -518,14 +518,18 @@ class CatalogContract(Contract):
 
     def test_guaranteed_memories(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            catalog.add_memory(memory_line(1, pinned=True, importance=5), 10, "h1")
+            first = catalog.add_memory(memory_line(1, pinned=True, importance=5), 10, "h1")
             catalog.add_memory(memory_line(2, temporal="milestone", importance=9), 5, "h2")
             catalog.add_memory(memory_line(3, pinned=True, importance=5), 20, "h3")
-            catalog.add_memory(memory_line(4, importance=10), 30, "h4")
+            fourth = catalog.add_memory(memory_line(4, importance=10), 30, "h4")
             catalog.add_memory(memory_line(5, pinned=True, importance=10), 40, "h5")
             catalog.set_status("m-000005", "rejected", False)
         assert [m.id for m in catalog.guaranteed(10)] == ["m-000002", "m-000003", "m-000001"]
         assert [m.id for m in catalog.guaranteed(1)] == ["m-000002"]
+        with catalog.transaction():  # a distilled milestone joins; a memory can leave
+            assert first is not None and fourth is not None
+            catalog.set_guaranteed([(fourth, True, 10), (first, False, 5)])
+        assert [m.id for m in catalog.guaranteed(10)] == ["m-000004", "m-000002", "m-000003"]
 
     def test_speakers(self, catalog: Catalog) -> None:
         self.add(

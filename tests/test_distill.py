@@ -122,3 +122,32 @@ def test_automatic_supersede_keeps_its_measured_precision(minilm) -> None:
 
     precision, recall, predicted = precision_recall(scored_pairs(), SUPERSEDE_COSINE)
     assert precision >= 0.95 and recall >= 0.5, (precision, recall, predicted)
+
+
+def test_a_distilled_milestone_joins_the_guaranteed_channel(cli, hashed: Memdir, tmp_path) -> None:
+    """With settings.distill.milestones, an unlabelled memory the distiller calls a milestone
+    is in recall's guaranteed channel as if the user had said `--temporal milestone`; the
+    user's own label wins, and a recompute that no longer calls it a milestone takes it out
+    again. (Off by default: the setting's effect test.)"""
+    root = str(hashed.root)
+    configure(hashed, distill={"command": distiller_command(tmp_path), "milestones": True})
+    big = cli("--dir", root, "teach", "Our milestone: we got married in Lisbon").out.strip()
+    mine = cli("--dir", root, "teach", "A milestone, I say it is not one",
+               "--temporal", "ephemeral").out.strip()  # fmt: skip
+    for number in range(6):
+        cli("--dir", root, "teach", f"the kettle number {number} is blue")
+
+    def channels(query: str) -> dict[str, list[str]]:
+        done = cli("--dir", root, "recall", query, "--json", "--explain", "--no-record")
+        assert done.code == 0, done
+        stages = {s["name"]: s for s in json.loads(done.out)["stages"]}
+        pool = stages["candidate pool"]["rows"]
+        return {row["id"]: row["channels"] for row in pool}
+
+    found = channels("which kettle is blue")
+    assert "guaranteed" in found[big]
+    assert "guaranteed" not in found.get(mine, [])
+    configure(hashed, distill={"milestones": True, "command": distiller_command(
+        tmp_path, DISTILLER.replace('"milestone" in text', '"never" in text'))})  # fmt: skip
+    assert cli("--dir", root, "distill", "--recompute").code == 0
+    assert "guaranteed" not in channels("which kettle is blue").get(big, [])

@@ -466,6 +466,34 @@ def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
     assert slow == {"memdir-distill/1"}
 
 
+@effect("distill.milestones")
+def test_distill_milestones_put_distilled_milestones_in_the_guaranteed_channel(
+    md: Memdir, tmp_path: Path
+) -> None:
+    import sys
+
+    from memdir.indexers.index import MemoryIndex
+
+    script = tmp_path / "distiller.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n"
+                      "    print(json.dumps({'type': 'MILESTONE', 'importance': 9,"
+                      " 'temporal': 'milestone'}))\n")  # fmt: skip
+    lifecycle.teach(md, "We got married in Lisbon", T0_DT)
+
+    def guaranteed(**distill: Any) -> list[str]:
+        index = MemoryIndex(_hashing(md, distill={"command": f"{sys.executable} {script}",
+                                                  **distill}))  # fmt: skip
+        try:
+            index.update()
+            return [memory.text for memory in index.catalog.guaranteed(5)]
+        finally:
+            index.close()
+
+    assert guaranteed() == []
+    assert guaranteed(milestones=True) == ["We got married in Lisbon"]  # the switch rebuilds
+    assert guaranteed(milestones=False) == []
+
+
 @effect("dream.gap", "dream.quick_gap", "dream.min_overlap")
 def test_dream_grouping_settings(md: Memdir) -> None:
     from memdir.cli.usecases.dream import group_turns

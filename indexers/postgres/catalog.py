@@ -210,6 +210,13 @@ class PostgresCatalog:
             (status, searchable, memory_id),
         )
 
+    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
+        self._forget_cache()
+        self.db.executemany(
+            "UPDATE {s}.memories SET guaranteed = %s, importance = %s WHERE iid = %s",
+            [(bool(flag), int(importance), int(iid)) for iid, flag, importance in rows],
+        )
+
     @staticmethod
     def _memory(row: tuple[Any, ...]) -> CatalogMemory:
         iid, memory_id, line, text, status, searchable, digest, annotator, affect = row
