@@ -252,8 +252,8 @@ class RecallSettings:
     )
     distilled_cutoffs: bool = setting(
         False,
-        "apply the age cut-offs to the types distillation derived too (off: they measured a loss"
-        " on LoCoMo, whose questions come long after the turns)",
+        "apply the age cut-offs and the per-type half-lives to the types distillation derived"
+        " too (off: they measured a loss on LoCoMo, whose questions come long after the turns)",
         flag,
     )
     activation: bool = setting(

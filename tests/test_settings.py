@@ -304,6 +304,12 @@ def test_recall_distilled_cutoffs_apply_the_cutoffs_to_derived_types(md: Memdir)
     assert rent in [c.id for c in _recall(md, "how much is the rent", later).results]
     strict = configure(md, recall={"distilled_cutoffs": True})
     assert rent not in [c.id for c in _recall(strict, "how much is the rent", later).results]
+    soon = T0_DT + timedelta(days=2)  # inside the cut-off: the half-life of the derived type
+    fast = {"profile": "cama", "half_lives_days": {"financial": 1}}
+    (loose,) = _recall(configure(md, recall=fast), "how much is the rent", soon).results
+    derived = configure(md, recall={**fast, "distilled_cutoffs": True})
+    (tight,) = _recall(derived, "how much is the rent", soon).results
+    assert tight.components["recency"] < loose.components["recency"]
 
 
 @effect("recall.half_lives_days")

@@ -67,7 +67,8 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     policy.mask_pool(traces[-1], pool, options)
     traces.append(trace)
 
-    score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives)
+    score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives,
+                 settings.distilled_cutoffs)  # fmt: skip
     traces.append(score.decay(index, survivors, now, options.perfect, settings.decay))
     policy.weigh(survivors, settings.provisional_weight)
     ranked, trace = score.rank(survivors, settings.weights, settings.decay)

@@ -51,9 +51,12 @@ def relevance_weight(weights: Mapping[str, float]) -> float:
 
 
 def priors(index: RecallIndex, candidates: list[Candidate], analysis: QueryAnalysis, now: datetime,
-           weights: dict[str, float], half_lives: dict[str, Any]) -> None:  # fmt: skip
+           weights: dict[str, float], half_lives: dict[str, Any],
+           distilled_types: bool = False) -> None:  # fmt: skip
     """Add the affect resonance, relational degree, recency, importance and keyword components
-    (and each candidate's affect, which decay and the counterweights read)."""
+    (and each candidate's affect, which decay and the counterweights read). The half-life is
+    the user's type's, or with `distilled_types` (settings.recall.distilled_cutoffs) the
+    distilled type's when the user gave none."""
     from ..affect import resonance
 
     if not candidates:
@@ -67,8 +70,9 @@ def priors(index: RecallIndex, candidates: list[Candidate], analysis: QueryAnaly
         line = candidate.memory.line
         candidate.affect = affects[candidate.id]
         age_days = max(0.0, (now - parse_time(line["created"])).total_seconds() / 86400)
+        kind = effective(line, candidate.distilled)["type"] if distilled_types else line.get("type")
         half_life = float(
-            half_lives.get(str(line.get("type") or "").lower(), weights.get("half_life_days", 30.0))
+            half_lives.get(str(kind or "").lower(), weights.get("half_life_days", 30.0))
         )
         candidate.raw.update({"age_days": age_days, "degree": degrees.get(candidate.id, 0)})
         bm25 = candidate.components.get("bm25", 0.0)
