@@ -545,14 +545,13 @@ class IndexUpdater:
     ) -> None:
         """Recall's guaranteed channel holds pinned memories and milestones: the user's
         `--temporal milestone`, and with settings.distill.milestones a distilled one too
-        (distill.effective: what the user gave wins), ordered by the effective importance."""
+        (distill.effective: what the user gave wins), ordered by the effective importance.
+        Off, the catalog keeps what add_memory wrote from the line."""
+        if not self.storage.memdir.settings.distill.milestones:
+            return  # add_memory set the line's own (switching the setting rebuilds)
         from .distill import effective
 
-        distilled = (
-            self.catalog.distilled_for(hashes)
-            if self.storage.memdir.settings.distill.milestones
-            else {}
-        )
+        distilled = self.catalog.distilled_for(hashes)
         self.catalog.set_guaranteed(
             (
                 iid,

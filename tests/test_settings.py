@@ -3,7 +3,9 @@ documented setting changes what memdir does (one test per setting, default again
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -201,6 +203,19 @@ def _recall(memdir: Memdir, query: str, now=None, **options: Any):
 
 def _hashing(md: Memdir, **settings: Any) -> Memdir:
     return configure(md, embedder={"kind": "hashing"}, **settings)
+
+
+@contextlib.contextmanager
+def _updated_index(memdir: Memdir) -> Iterator[Any]:
+    """The memdir's index, brought up to date, closed after the block."""
+    from memdir.indexers.index import MemoryIndex
+
+    index = MemoryIndex(memdir)
+    try:
+        index.update()
+        yield index
+    finally:
+        index.close()
 
 
 @effect("timezone")
@@ -450,8 +465,6 @@ def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
     built-in one takes over."""
     import sys
 
-    from memdir.indexers.index import MemoryIndex
-
     script = tmp_path / "distiller.py"
     script.write_text("import json, sys, time\ntime.sleep(float(sys.argv[1]))\n"
                       "for line in sys.stdin:\n"
@@ -459,13 +472,9 @@ def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
     lifecycle.teach(md, "The kettle is blue", T0_DT)
 
     def annotators(**distill: Any) -> set[str]:
-        index = MemoryIndex(_hashing(md, distill=distill))
-        try:
-            index.update()
+        with _updated_index(_hashing(md, distill=distill)) as index:
             index.distill(recompute=True)
             return {row["distilled"]["annotator"] for row in index.distillations()}
-        finally:
-            index.close()
 
     assert annotators(command=f"{sys.executable} {script} 0") == {"command:distiller.py"}
     slow = annotators(command=f"{sys.executable} {script} 5", timeout="1s")
@@ -478,8 +487,6 @@ def test_distill_milestones_put_distilled_milestones_in_the_guaranteed_channel(
 ) -> None:
     import sys
 
-    from memdir.indexers.index import MemoryIndex
-
     script = tmp_path / "distiller.py"
     script.write_text("import json, sys\nfor line in sys.stdin:\n"
                       "    print(json.dumps({'type': 'MILESTONE', 'importance': 9,"
@@ -487,13 +494,9 @@ def test_distill_milestones_put_distilled_milestones_in_the_guaranteed_channel(
     lifecycle.teach(md, "We got married in Lisbon", T0_DT)
 
     def guaranteed(**distill: Any) -> list[str]:
-        index = MemoryIndex(_hashing(md, distill={"command": f"{sys.executable} {script}",
-                                                  **distill}))  # fmt: skip
-        try:
-            index.update()
+        command = f"{sys.executable} {script}"
+        with _updated_index(_hashing(md, distill={"command": command, **distill})) as index:
             return [memory.text for memory in index.catalog.guaranteed(5)]
-        finally:
-            index.close()
 
     assert guaranteed() == []
     assert guaranteed(milestones=True) == ["We got married in Lisbon"]  # the switch rebuilds
