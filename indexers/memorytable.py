@@ -8,6 +8,7 @@ file, `.memdir/index/memories-GENERATION.table`:
   created  epoch seconds
   session  name_code of its session (0: none), as in the sessions index
   speaker  name_code of the person who said it (0: nobody in particular)
+  asks     the share of its words in questions (questions.py), for the `questions` weight
 
 So a pool of candidates is scored with array look-ups instead of catalog queries. The table is
 a cache like the rest of the index: the writer fills records for new iids before the catalog
@@ -43,7 +44,7 @@ def record_type() -> np.dtype[Any]:
 
     return np.dtype(
         [("row", "<i4"), ("near", "<i4", (NEAR,)), ("created", "<i8"), ("session", "<i8"),
-         ("speaker", "<i8")]
+         ("speaker", "<i8"), ("asks", "<f4")]
     )  # fmt: skip
 
 

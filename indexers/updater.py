@@ -29,9 +29,10 @@ from memdir.archive_format.lock import WriterLock
 
 from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
+from .questions import question_share
 from .storage import IndexStorage
 
-INDEX_VERSION = "10"
+INDEX_VERSION = "11"
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512
@@ -369,6 +370,7 @@ class IndexUpdater:
             created=[_epoch(line["created"]) for line, _ in fresh],
             session=[name_code(line["session"]) if line.get("session") else 0 for line, _ in fresh],
             speaker=[_speaker_code(line) for line, _ in fresh],
+            asks=[question_share(line["text"]) for line, _ in fresh],
         )
         self._resettle(affected)
 

@@ -625,7 +625,8 @@ def test_lost_or_torn_memory_table_is_rebuilt_without_embedding(md: Memdir, hash
         handle.write(b"\x07\x00")
     lifecycle.teach(md, "The car needs new tyres before winter", at(40))
     assert not index.update().rebuilt
-    assert table.stat().st_size == size + 44  # the torn bytes cut off, one record added
+    record = index.memory_table.dtype.itemsize
+    assert table.stat().st_size == size + record  # the torn bytes cut off, one record added
     assert_vectors_match_texts(index, hashing)
     # a table shorter than the catalog (records lost) is rebuilt too
     with open(table, "r+b") as handle:

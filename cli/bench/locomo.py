@@ -130,9 +130,9 @@ def _sample(raw: dict[str, Any]) -> Sample:
 def weight_overrides(items: list[str]) -> dict[str, float]:
     """`--weight NAME=VALUE` items as {component: weight}; a name recall does not weigh, or a
     value that is not a number, is refused."""
-    from memdir.indexers.recall.score import WEIGHTED
+    from memdir.indexers.recall.score import PARAMETERS, WEIGHTED
 
-    known = (*WEIGHTED, "half_life_days")
+    known = (*WEIGHTED, *PARAMETERS)
     found: dict[str, float] = {}
     for item in items:
         name, equals, value = item.partition("=")

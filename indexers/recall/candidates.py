@@ -15,7 +15,7 @@ from memdir.archive_format.visibility import exposure, present
 
 from ..catalog import CatalogMemory
 from .options import RecallOptions
-from .relevance import RELEVANCE, Scored, score_pool, score_table
+from .relevance import RELEVANCE, Scored, demote_questions, score_pool, score_table
 from .result import Candidate, Stage, Trace
 from .score import blend, relevance_weight
 
@@ -52,6 +52,11 @@ def gather(
         if scored.exact
         else f"scope: a pool of {len(scored.iids)} from FAISS and both Tantivy fields"
     )
+    if scored.demoted:
+        trace.notes.append(
+            f"questions: {scored.demoted} mostly questions, their text components"
+            f" × {1 - min(weights.get('questions', 0.0), 1.0):.2f}"
+        )
     return list(pool.values()), trace
 
 
@@ -85,6 +90,7 @@ def _score_scope(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray
         scored = score_table(index, table, analysis, vector, mask)
     else:
         scored, channels = _score_pool(index, analysis, vector, now, options)
+    demote_questions(scored, weights.get("questions", 0.0))
     shortlist = _shortlist(scored, weights, options)
     memories = index.catalog.memories_by_iid(shortlist)
     for iid in shortlist:
@@ -153,4 +159,5 @@ def _attach(pool: dict[int, Candidate], scored: Scored, weights: dict[str, float
             candidate.components[name] = float(scored.normalised[name][i]) if i is not None else 0.0
         candidate.raw["cosine"] = float(scored.raw["semantic"][i]) if i is not None else 0.0
         candidate.raw["bm25"] = float(scored.raw["bm25"][i]) if i is not None else 0.0
+        candidate.raw["asks"] = float(scored.asks[i]) if i is not None else 0.0
         candidate.relevance = blend(candidate.components, weights, RELEVANCE) / scale

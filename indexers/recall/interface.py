@@ -29,6 +29,7 @@ class ScoringTable:
     session_keys: np.ndarray  # the distinct session codes (name_code; 0: no session)
     session_of: np.ndarray  # each memory's index into session_keys
     speakers: np.ndarray  # name_code of who said each memory (0: nobody in particular)
+    asks: np.ndarray  # the share of each memory's words in questions (questions.py)
     vectors: np.ndarray
     context: np.ndarray
     row_of_iid: np.ndarray  # iid → row, -1 when not in the table

@@ -15,11 +15,13 @@ PROFILES: dict[str, dict[str, float]] = {
     # there (R@10 0.804 → 0.798), so they are 0 here; time is decay's job (rehearsal-aware).
     # meta_bm25 (intent, rationale, evidence) is small: the dev files carry no meta-memory, so
     # it leaves their rankings exactly as they were (measured), and it only tips a tie.
+    # `questions` is no component: the text components of a memory that is mostly questions
+    # are × (1 − questions) (relevance.demote_questions; measured on both dev files).
     "default": {
         "semantic": 1.0, "bm25": 1.0, "context_semantic": 1.0, "context_bm25": 1.0,
         "speaker": 1.0, "session": 0.5, "when": 2.0, "meta_bm25": 0.25,
         "affect": 0.0, "degree": 0.1, "recency": 0.0,
-        "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0,
+        "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0, "questions": 0.4,
     },
     # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
     "cama": {

@@ -10,7 +10,9 @@ For each memory i (speaker-prefixed text when it came from a conversation):
   when              closeness to the query's time window: 1 inside, falling linearly to 0 at
                     the window's length (at least a week) outside; 0 without a window
   meta_bm25         BM25 of the memory's meta-memory fields (intent, rationale, evidence)
-Each but speaker and when is min-max normalised over the scope. The scope is the whole archive while it is small
+Each but speaker and when is min-max normalised over the scope. Then a memory that is mostly
+questions (questions.py) has its four text components (`TEXTUAL`) lowered by the profile's
+`questions` weight: they are × (1 − questions). The scope is the whole archive while it is small
 (`exact_below` memories, default 20,000: every memory is scored, from an in-process table), and
 a candidate pool above that (the top of FAISS, of both Tantivy fields, lexical matches).
 Scoring everything matters on small archives: normalising over a pool measured 4 points of
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..memorytable import name_code
+from ..questions import MOSTLY
 from .interface import RecallIndex, ScoringTable
 
 if TYPE_CHECKING:
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when",
              "meta_bm25")  # fmt: skip
+TEXTUAL = ("semantic", "bm25", "context_semantic", "context_bm25")
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
@@ -51,6 +55,7 @@ def build_table(index: RecallIndex) -> ScoringTable:
         session_keys=session_keys,
         session_of=session_of.reshape(-1),
         speakers=records["speaker"].astype(np.int64),
+        asks=records["asks"].astype(np.float32),
         vectors=vectors,
         context=context,
         row_of_iid=row_of_iid,
@@ -93,12 +98,15 @@ def minmax(values: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Scored:
-    """Raw and normalised relevance components of a scope, aligned with `iids`."""
+    """Raw and normalised relevance components of a scope, aligned with `iids`, and the share
+    of each memory's words in questions."""
 
     iids: list[int]
     raw: dict[str, np.ndarray]
     normalised: dict[str, np.ndarray]
     exact: bool
+    asks: np.ndarray
+    demoted: int = 0  # how many memories demote_questions lowered
 
     def positions(self, wanted: set[int]) -> dict[int, int]:
         """Where these iids are in the scope (those outside it are left out)."""
@@ -131,11 +139,30 @@ def _closeness(analysis: QueryAnalysis, created: np.ndarray) -> np.ndarray:
     return np.clip(1 - distance / window.reach_seconds(), 0, 1).astype(np.float32)
 
 
-def _finish(iids: list[int], raw: dict[str, np.ndarray], exact: bool) -> Scored:
+def _finish(iids: list[int], raw: dict[str, np.ndarray], exact: bool, asks: np.ndarray) -> Scored:
     normalised = {name: minmax(values) for name, values in raw.items()}
     normalised["speaker"] = raw["speaker"]
     normalised["when"] = raw["when"]
-    return Scored(iids, raw, normalised, exact)
+    return Scored(iids, raw, normalised, exact, asks)
+
+
+def demote_questions(scored: Scored, strength: float) -> None:
+    """Lower the text components of the memories that are mostly questions: × (1 − strength).
+
+    A question rarely holds its own answer, yet it shares the query's words and form; on the
+    LoCoMo and REALTALK dev files strength 0.4 measured R@5 +0.008 and +0.015 (docs/RECALL.md).
+    """
+    import numpy as np
+
+    if strength <= 0 or not len(scored.asks):
+        return
+    mostly = scored.asks >= MOSTLY
+    scored.demoted = int(mostly.sum())
+    if not scored.demoted:
+        return
+    factor = np.where(mostly, np.float32(1 - min(strength, 1.0)), np.float32(1)).astype(np.float32)
+    for name in TEXTUAL:
+        scored.normalised[name] = scored.normalised[name] * factor
 
 
 def score_table(
@@ -170,7 +197,7 @@ def score_table(
         "when": _closeness(analysis, table.created[keep]),
         "meta_bm25": bm25["meta"][keep],
     }
-    return _finish(table.iids[keep].tolist(), raw, exact=True)
+    return _finish(table.iids[keep].tolist(), raw, exact=True, asks=table.asks[keep])
 
 
 def score_pool(
@@ -210,4 +237,4 @@ def score_pool(
         "when": _closeness(analysis, records["created"]),
         "meta_bm25": np.asarray([bm25["meta"].get(i, 0.0) for i in kept], dtype=np.float32),
     }
-    return _finish(kept, raw, exact=False)
+    return _finish(kept, raw, exact=False, asks=records["asks"].astype(np.float32))

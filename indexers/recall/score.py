@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 PRIORS = ("affect", "degree", "recency", "importance", "keyword")
 WEIGHTED = RELEVANCE + PRIORS
+# profile entries that are no blended component: the recency prior's default half-life, and
+# how much a memory that is mostly questions loses of its text components (relevance.py)
+PARAMETERS = ("half_life_days", "questions")
 HARD_FACT = 1.0  # added to a hard fact's score: the current memory for a key the query names
 
 
