@@ -32,6 +32,13 @@ NOW = datetime(2026, 11, 29, 15, 0, tzinfo=timezone.utc)
         ("on 1/24/2024", date(2024, 1, 24), date(2024, 1, 25)),
         ("on 24/1/2024", date(2024, 1, 24), date(2024, 1, 25)),
         ("on 3/4/2024", date(2024, 3, 4), date(2024, 3, 5)),
+        ("which place did I visit in the first week of 2024?", date(2024, 1, 1), date(2024, 1, 8)),
+        ("the second week of November", date(2026, 11, 8), date(2026, 11, 15)),
+        ("the last week of february 2024", date(2024, 2, 23), date(2024, 3, 1)),
+        ("the 3rd week of December", date(2025, 12, 15), date(2025, 12, 22)),
+        ("the last week of 2025", date(2025, 12, 25), date(2026, 1, 1)),
+        ("where will Kate go in the spring of 2024?", date(2024, 3, 1), date(2024, 6, 1)),
+        ("in winter 2021 - 2022", date(2021, 12, 1), date(2022, 3, 1)),
     ],
 )
 def test_expressions(query: str, start: date, end: date) -> None:

@@ -4,7 +4,8 @@ Understood (case-insensitive): today, yesterday, last night, this/last week, thi
 this/last year, N days/weeks/months/years ago (digits or words, "a"), in/during MONTH [YEAR],
 MONTH YEAR, on DAY MONTH [YEAR], numeric dates (2024-01-24; 24.01.2024, day first; 1/24/2024,
 month first unless the first number cannot be a month), in YEAR, last/this
-spring/summer/autumn/fall/winter, last WEEKDAY. "N units ago" is a window around that point
+spring/summer/autumn/fall/winter, SEASON [of] YEAR, the first/second/third/fourth/last week of
+MONTH [YEAR] or of YEAR, last WEEKDAY. "N units ago" is a window around that point
 (± a quarter of the unit, at least a day) because people round. Months without a year mean the
 latest such month not after now.
 
@@ -215,6 +216,41 @@ def _season(
     return start, end
 
 
+def _season_of_year(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    """"spring of 2024", "winter 2021" (the winter that starts in December 2021)."""
+    first, after = SEASONS[m.group("season")]
+    year = int(m.group("year"))
+    start = datetime(year, first, 1, tzinfo=zone)
+    return start, _month_start(year + (1 if after < first else 0), after, zone)
+
+
+WEEK_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3,
+                 "4th": 3}  # fmt: skip
+
+
+def _week_of(
+    m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    """The Nth (or last) seven days of a month ("the second week of November") or of a year
+    ("the first week of 2024"). A month without a year is the latest such month not after now."""
+    month_text, year_text = m.group("month"), m.group("year")
+    if month_text:
+        month = MONTHS[month_text]
+        year = int(year_text) if year_text else (
+            today.year if month <= today.month else today.year - 1)  # fmt: skip
+        start, end = datetime(year, month, 1, tzinfo=zone), _month_start(year, month + 1, zone)
+    else:
+        year = int(m.group("only_year"))
+        start, end = datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
+    which = m.group("which")
+    if which == "last":
+        return end - timedelta(days=7), end
+    first = start + timedelta(days=7 * WEEK_ORDINALS[which])
+    return first, first + timedelta(days=7)
+
+
 def _weekday(
     m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
 ) -> tuple[datetime, datetime]:
@@ -229,6 +265,10 @@ _RULES: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(r"\byesterday\b"), _yesterday),
     (re.compile(r"\blast night\b"), _last_night),
     (re.compile(rf"\b({_NUMBER})\s+(day|week|month|year)s?\s+ago\b"), _ago),
+    (re.compile(rf"\b(?P<which>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+week\s+of\s+"
+                rf"(?:(?P<month>{_MONTH})\b{_YEAR}|(?P<only_year>(?:19|20)\d\d)\b)"), _week_of),
+    (re.compile(r"\b(?P<season>spring|summer|autumn|fall|winter)\s+(?:of\s+)?"
+                r"(?P<year>(?:19|20)\d\d)\b"), _season_of_year),
     (re.compile(r"\b(last|this|past)\s+(week|month|year)\b"), _relative_period),
     (re.compile(rf"\b(?:on\s+)?(?:the\s+)?(?P<day>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<month>{_MONTH})\b{_YEAR}"),
      _day_month),
