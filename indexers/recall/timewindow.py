@@ -44,6 +44,9 @@ SEASONS = {
     "fall": (9, 12),
     "winter": (12, 3),
 }
+# "the second week of November": the month's (or year's) days 8 to 14
+WEEK_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3,
+                 "4th": 3}  # fmt: skip
 UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 MIN_REACH = timedelta(days=7)
 
@@ -152,9 +155,14 @@ def _month_year(
 ) -> tuple[datetime, datetime] | None:
     month = MONTHS[m.group("month")]
     year_text = m.group("year")
-    year = int(year_text) if year_text else (today.year if month <= today.month else today.year - 1)
+    year = int(year_text) if year_text else _latest_year(month, today)
     start = datetime(year, month, 1, tzinfo=zone)
     return start, _month_start(year, month + 1, zone)
+
+
+def _latest_year(month: int, today: datetime) -> int:
+    """The year of the latest such month not after today (a month named without a year)."""
+    return today.year if month <= today.month else today.year - 1
 
 
 def _day_month(
@@ -204,10 +212,8 @@ def _season(
     m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
 ) -> tuple[datetime, datetime]:
     which, season = m.group(1), m.group(2)
-    first, after = SEASONS[season]
     year = today.year
-    start = datetime(year, first, 1, tzinfo=zone)
-    end = _month_start(year + (1 if after < first else 0), after, zone)
+    start, end = _season_span(season, year, zone)
     # "this summer" is the latest one that has started; "last summer" the one before
     if start > today:
         start, end = start.replace(year=year - 1), end.replace(year=end.year - 1)
@@ -220,14 +226,14 @@ def _season_of_year(
     m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
 ) -> tuple[datetime, datetime]:
     """"spring of 2024", "winter 2021" (the winter that starts in December 2021)."""
-    first, after = SEASONS[m.group("season")]
-    year = int(m.group("year"))
+    return _season_span(m.group("season"), int(m.group("year")), zone)
+
+
+def _season_span(season: str, year: int, zone: tzinfo) -> tuple[datetime, datetime]:
+    """The season that starts in this year, as [its first month, the month after its last)."""
+    first, after = SEASONS[season]
     start = datetime(year, first, 1, tzinfo=zone)
     return start, _month_start(year + (1 if after < first else 0), after, zone)
-
-
-WEEK_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3,
-                 "4th": 3}  # fmt: skip
 
 
 def _week_of(
@@ -238,8 +244,7 @@ def _week_of(
     month_text, year_text = m.group("month"), m.group("year")
     if month_text:
         month = MONTHS[month_text]
-        year = int(year_text) if year_text else (
-            today.year if month <= today.month else today.year - 1)  # fmt: skip
+        year = int(year_text) if year_text else _latest_year(month, today)
         start, end = datetime(year, month, 1, tzinfo=zone), _month_start(year, month + 1, zone)
     else:
         year = int(m.group("only_year"))
