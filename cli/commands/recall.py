@@ -247,6 +247,8 @@ def render_explain(
         for channel in row["channels"]:
             counts[channel] = counts.get(channel, 0) + 1
     say(", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "empty")
+    for note in stages[Stage.POOL].notes:  # the scope, and the memories `questions` lowered
+        say(note)
     filters = stages[Stage.FILTERS]
     typer.echo(rule(f"3. {Stage.FILTERS.value}", room))
     for note in filters.notes:

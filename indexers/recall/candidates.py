@@ -53,9 +53,12 @@ def gather(
         else f"scope: a pool of {len(scored.iids)} from FAISS and both Tantivy fields"
     )
     if scored.demoted:
+        strength = weights.get("questions", 0.0)
+        many = scored.demoted != 1
         trace.notes.append(
-            f"questions: {scored.demoted} mostly questions, their text components"
-            f" × {1 - min(weights.get('questions', 0.0), 1.0):.2f}"
+            f"questions: {scored.demoted} {'memories are' if many else 'memory is'} mostly"
+            f" questions: {'their' if many else 'its'} four text components"
+            f" × {1 - min(strength, 1.0):.2f} (weight questions {strength:g})"
         )
     return list(pool.values()), trace
 
