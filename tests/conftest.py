@@ -25,7 +25,7 @@ from memdir.cli.service import socket_path
 from memdir.cli.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
-    from memdir.indexers.embedding import MiniLMEmbedder
+    from memdir.indexers.embedding import MiniLMEmbedder, MPNetEmbedder
 
 MEMDIR_BIN = Path(sys.executable).with_name("memdir")
 T0 = "2026-05-01T09:00:00Z"
@@ -155,6 +155,23 @@ def minilm() -> MiniLMEmbedder:
             "or set MEMDIR_EMBED_MODEL"
         )
     return MiniLMEmbedder(model_dir)
+
+
+@pytest.fixture(scope="session")
+def mpnet() -> MPNetEmbedder:
+    """The optional all-mpnet-base-v2 (the quality setup), unpacked by `make quality-model`
+    into the venv, or where $MEMDIR_MPNET_MODEL says; tests that need it skip without it, except
+    under CI (.ci/run unpacks it), where they fail."""
+    from memdir.indexers.embedding import MPNetEmbedder
+
+    model_dir = Path(os.environ.get("MEMDIR_MPNET_MODEL") or Path(sys.prefix) / "models"
+                     / "all-mpnet-base-v2")  # fmt: skip
+    if not (model_dir / "model.safetensors").is_file():
+        message = f"all-mpnet-base-v2 not unpacked at {model_dir}: run make quality-model"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return MPNetEmbedder(model_dir)
 
 
 @pytest.fixture

@@ -22,11 +22,13 @@ from memdir.indexers.embedding import (
     HashingEmbedder,
     HttpEmbedder,
     MiniLMEmbedder,
+    MPNetEmbedder,
     find_model_dir,
     load_embedder,
 )
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
+MPNET_FIXTURE = Path(__file__).parent / "fixtures" / "mpnet_reference.json"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOKUP_VARIABLES = (
     "MEMDIR_EMBED_MODEL",
@@ -77,6 +79,79 @@ def test_matches_sentence_transformers_on_the_fixture(minilm: MiniLMEmbedder) ->
     cosines = [cosine(ours, theirs) for ours, theirs in zip(vectors, reference, strict=True)]
     worst = min(range(len(texts)), key=lambda index: cosines[index])
     assert cosines[worst] >= 0.9999, f"{texts[worst][:60]!r}: cosine {cosines[worst]:.7f}"
+
+
+def test_mpnet_matches_sentence_transformers_on_the_fixture(mpnet: MPNetEmbedder) -> None:
+    """The quality setup's all-mpnet-base-v2 through the same numpy encoder, with MPNet's
+    relative position buckets: the fixture's sentences (one past 384 word pieces, so truncated)
+    as sentence-transformers embeds them (scripts/make_embedding_fixture.py)."""
+    fixture = json.loads(MPNET_FIXTURE.read_text())
+    weights = hashlib.sha256((mpnet.model_dir / "model.safetensors").read_bytes()).hexdigest()
+    assert weights == fixture["model_safetensors_sha256"], "not the fixture's weights"
+    assert fixture["max_seq_length"] == embedding.MPNET_MAX_SEQ_LENGTH
+    texts = [entry["text"] for entry in fixture["sentences"]]
+    assert any(entry["tokens_untruncated"] > 384 for entry in fixture["sentences"])
+    vectors = mpnet.embed(texts)
+    assert vectors.shape == (len(texts), 768) and mpnet.model_id.startswith("all-mpnet-base-v2@")
+    reference = np.array([entry["vector"] for entry in fixture["sentences"]])
+    cosines = [cosine(ours, theirs) for ours, theirs in zip(vectors, reference, strict=True)]
+    worst = min(range(len(texts)), key=lambda index: cosines[index])
+    assert cosines[worst] >= 0.9999, f"{texts[worst][:60]!r}: cosine {cosines[worst]:.7f}"
+
+
+def test_the_mpnet_setting_needs_its_directory_else_falls_back_with_a_warning(
+    mpnet: MPNetEmbedder, minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    found, warning = load_embedder(None, "auto", str(mpnet.model_dir))
+    assert found.kind == "mpnet" and found.dim == 768 and warning is None
+    fallback, warning = load_embedder(None, "auto", str(tmp_path))
+    assert fallback.kind == "minilm" and warning and f"embedder.mpnet: {tmp_path}" in warning
+    chosen, _ = load_embedder(None, "minilm", str(mpnet.model_dir))  # an explicit kind wins
+    assert chosen.kind == "minilm"
+    with pytest.raises(BadInputError, match="not all-mpnet-base-v2"):
+        MPNetEmbedder(minilm.model_dir)  # a MiniLM directory named as the larger model
+    with pytest.raises(BadInputError, match="not all-MiniLM-L6-v2"):
+        MiniLMEmbedder(mpnet.model_dir)
+
+
+def test_a_memdir_set_to_mpnet_indexes_and_recalls_with_it(
+    mpnet: MPNetEmbedder, cli, tmp_path: Path
+) -> None:
+    """The quality setup end to end through the CLI: `embedder.mpnet` in memdir.yaml, and the
+    index embeds (768 wide) and recalls with the larger model."""
+    import yaml
+
+    root = tmp_path / "memory"
+    assert cli("init", str(root)).code == 0
+    config = yaml.safe_load((root / "memdir.yaml").read_text())
+    config.setdefault("settings", {})["embedder"] = {"mpnet": str(mpnet.model_dir)}
+    (root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    for text in ("The physician prescribed medication for my back pain",
+                 "I repaired my bicycle chain on Sunday"):  # fmt: skip
+        assert cli("--dir", str(root), "teach", text).code == 0
+    status = cli("--dir", str(root), "index", "--status")
+    assert status.code == 0 and "mpnet" in status.out, status
+    done = cli("--dir", str(root), "recall", "the doctor gave me some pills", "--json")
+    assert done.code == 0, done
+    data = json.loads(done.out)
+    assert data["results"][0]["text"].startswith("The physician prescribed")
+    vectors = list((root / ".memdir" / "index").rglob("*all-mpnet-base-v2*"))
+    assert vectors, "no vector store named after the larger model"
+
+
+def test_a_damaged_or_foreign_model_file_is_an_error_with_a_hint(tmp_path: Path) -> None:
+    damaged = make_model_dir(tmp_path / "damaged")
+    (damaged / "model.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(BadInputError, match="cannot be read"):
+        load_embedder(None, "auto", str(damaged))
+    from safetensors.numpy import save_file
+
+    foreign = make_model_dir(tmp_path / "foreign")
+    save_file(
+        {"classifier.weight": np.zeros((2, 2), np.float32)}, str(foreign / "model.safetensors")
+    )
+    with pytest.raises(BadInputError, match="holds no BERT or MPNet encoder"):
+        MiniLMEmbedder(foreign)
 
 
 def test_vectors_are_unit_float32_rows(minilm: MiniLMEmbedder) -> None:

@@ -90,8 +90,10 @@ def test_recall_lowers_the_text_components_of_questions(cli, tmp_path: Path,
         assert demoted[answer]["components"][name] == plain[answer]["components"][name]
     assert data["results"][0]["text"] == answer
     pool = next(stage for stage in data["stages"] if stage["name"] == "candidate pool")
-    assert "questions: 2 memories are mostly questions: their four text components × 0.60" \
+    assert (
+        "questions: 2 memories are mostly questions: their four text components × 0.60"
         " (weight questions 0.4)" in pool["notes"]
+    )
     assert question_share(question) >= MOSTLY
     root = tmp_path / f"memory-None-{exact_below}"
     shown = cli("--dir", str(root), "recall", "where are the spare house keys?", "--explain")

@@ -269,6 +269,20 @@ def test_embedder_path_is_where_the_model_is_looked_for(md: Memdir, tmp_path: Pa
     assert index.embedder_warning is not None and str(empty) in index.embedder_warning
 
 
+@effect("embedder.mpnet")
+def test_embedder_mpnet_names_the_larger_model(md: Memdir, tmp_path: Path) -> None:
+    """Where it holds no model, memdir says so, naming the setting, and embeds with MiniLM (or
+    hashing): the optional model never breaks a memdir. (With the model: test_embedding.py.)"""
+    from memdir.indexers.index import MemoryIndex
+
+    empty = tmp_path / "not-unpacked"
+    empty.mkdir()
+    index = MemoryIndex(configure(md, embedder={"mpnet": str(empty)}))
+    assert index.embedder.kind in ("minilm", "hashing")
+    assert index.embedder_warning is not None
+    assert f"embedder.mpnet: {empty}" in index.embedder_warning
+
+
 @effect("affect.annotator")
 def test_affect_annotator_chooses_the_annotator(md: Memdir) -> None:
     from memdir.indexers.index import MemoryIndex

@@ -225,7 +225,7 @@ def _season(
 def _season_of_year(
     m: re.Match[str], now: datetime, today: datetime, zone: tzinfo
 ) -> tuple[datetime, datetime]:
-    """"spring of 2024", "winter 2021" (the winter that starts in December 2021)."""
+    """ "spring of 2024", "winter 2021" (the winter that starts in December 2021)."""
     return _season_span(m.group("season"), int(m.group("year")), zone)
 
 
