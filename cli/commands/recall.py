@@ -29,7 +29,7 @@ ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show every stage of
 ProfileOpt = Annotated[
     str | None,
     typer.Option(
-        "--profile", help="Weight profile: default, cama, anima, or one from memdir.yaml."
+        "--profile", help="Weight profile: default, quality, cama, anima, or one from memdir.yaml."
     ),
 ]
 BudgetOpt = Annotated[

@@ -9,6 +9,12 @@ from datetime import timedelta, tzinfo
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.settings import DecaySettings, RecallSettings, Settings, VerdictSettings
 
+_DEFAULT = {
+    "semantic": 1.0, "bm25": 1.0, "context_semantic": 1.0, "context_bm25": 1.0,
+    "speaker": 1.0, "session": 0.5, "when": 2.0, "meta_bm25": 0.25,
+    "affect": 0.0, "degree": 0.1, "recency": 0.0,
+    "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0, "questions": 0.4,
+}  # fmt: skip
 PROFILES: dict[str, dict[str, float]] = {
     # Tuned on the LoCoMo and REALTALK dev files (docs/RECALL.md): the relevance components, light
     # importance and link-degree priors. Affect resonance and recency measured as a small loss
@@ -17,12 +23,10 @@ PROFILES: dict[str, dict[str, float]] = {
     # it leaves their rankings exactly as they were (measured), and it only tips a tie.
     # `questions` is no component: the text components of a memory that is mostly questions
     # are × (1 − questions) (relevance.demote_questions; measured on both dev files).
-    "default": {
-        "semantic": 1.0, "bm25": 1.0, "context_semantic": 1.0, "context_bm25": 1.0,
-        "speaker": 1.0, "session": 0.5, "when": 2.0, "meta_bm25": 0.25,
-        "affect": 0.0, "degree": 0.1, "recency": 0.0,
-        "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0, "questions": 0.4,
-    },
+    "default": _DEFAULT,
+    # The quality setup (docs/RECALL.md): the default with the dense components weighted up,
+    # for the larger embedder (embedder.mpnet), whose cosines measured more telling.
+    "quality": {**_DEFAULT, "semantic": 1.5, "context_semantic": 1.5},
     # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
     "cama": {
         "semantic": 0.45, "affect": 0.25, "degree": 0.15, "recency": 0.15, "half_life_days": 30.0,
