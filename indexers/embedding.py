@@ -63,7 +63,7 @@ _MPNET_BUCKETS = 32  # MPNet's relative position buckets and their reach, as in 
 _MPNET_MAX_DISTANCE = 128
 _MPNET_PADDING_ID = 1  # positions count from padding id + 1
 # Padded word pieces per forward batch: large enough for efficient matrix products, small enough
-# that the (tokens x 1536) feed-forward activations stay a few megabytes.
+# that the (tokens x 4·width) feed-forward activations stay a few (MPNet: 25) megabytes.
 _BATCH_TOKEN_BUDGET = 2048
 _GELU_CHUNK = 1 << 16  # elements per GELU step: four float32 temporaries fit in L2
 # A row sum below this means the row peaked over 46 below its head's peak (see _softmax_parts).
@@ -425,7 +425,7 @@ class MiniLMEmbedder:
         if self._model.kind != self.kind:
             raise BadInputError(
                 f"{self.model_dir} holds {self._model.model_id.split('@')[0]}, not {self.name}",
-                hint="embedder.kind and embedder.path must name the same model",
+                hint="embedder.path names MiniLM's directory, embedder.mpnet the larger model's",
             )
         self.model_id = self._model.model_id
 
