@@ -447,7 +447,7 @@ class MiniLMEmbedder:
 
 class MPNetEmbedder(MiniLMEmbedder):
     """all-mpnet-base-v2 (mean pooled, L2-normalised), the same numpy encoder with MPNet's
-    relative position buckets: optional, about 8× MiniLM's cost per text (docs/RECALL.md)."""
+    relative position buckets: optional, about 6.5× MiniLM's cost per text (docs/RECALL.md)."""
 
     kind = "mpnet"
     name = MPNET_NAME
