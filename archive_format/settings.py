@@ -202,7 +202,8 @@ def section(cls: type, meaning: str) -> Any:
 @dataclass(frozen=True)
 class EmbedderSettings:
     kind: str = setting(
-        "auto", "`auto` (MiniLM if found, else hashing), `minilm`, `hashing` or `http`",
+        "auto", "`auto` (the larger model where `mpnet` names it, else MiniLM if found, else"
+        " hashing), `minilm`, `hashing` or `http`",
         text("auto", "minilm", "hashing", "http"),
     )  # fmt: skip
     path: str | None = setting(

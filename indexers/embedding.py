@@ -55,6 +55,7 @@ ENV_HTTP_MODEL = "MEMDIR_EMBED_HTTP_MODEL"
 ENV_HTTP_KEY = "MEMDIR_EMBED_KEY"
 ENV_HTTP_DIM = "MEMDIR_EMBED_DIM"
 _ENDPOINT_HINT = f"{ENV_HTTP_URL} should serve an OpenAI-compatible /embeddings endpoint"
+_MODEL_HINT = f"it should hold {MODEL_NAME}'s or {MPNET_NAME}'s files, as published"
 
 _HEAD_COUNT = 12  # both models
 _LAYER_NORM_EPS = 1e-12  # MiniLM's; MPNet's is 1e-5 (its config.json)
@@ -153,7 +154,7 @@ def load_embedder(
         )
     warning = None
     requested = configured_path or os.environ.get(ENV_MODEL_DIR)
-    if requested and not _is_model_dir(Path(requested).expanduser()):
+    if requested and not _is_model_dir(expanded(requested)):
         warning = (
             f"memdir: {requested} does not hold {' and '.join(REQUIRED_FILES)}; "
             f"using the {MODEL_NAME} found at {model_dir}"
@@ -164,8 +165,8 @@ def load_embedder(
 def _load_mpnet(configured_path: str | None, mpnet: str) -> tuple[Embedder, str | None]:
     """The larger embedder where `embedder.mpnet` holds it, else MiniLM (or hashing) with a
     warning: a memdir keeps working when the optional model is missing."""
-    model_dir = Path(mpnet).expanduser()
-    if _is_model_dir(model_dir):
+    model_dir = expanded(mpnet)
+    if model_kind(model_dir) == "mpnet":
         return MPNetEmbedder(model_dir), None
     fallback, warning = load_embedder(configured_path, "auto")
     return fallback, (
@@ -180,7 +181,7 @@ def _candidate_dirs(configured: str | None) -> list[Path]:
     candidates: list[Path] = []
     for explicit in (configured, os.environ.get(ENV_MODEL_DIR)):
         if explicit:
-            candidates.append(Path(explicit).expanduser())
+            candidates.append(expanded(explicit))
     candidates.extend(_hub_cache_snapshots())
     package_dir = _package_model_dir()
     if package_dir is not None:
@@ -192,17 +193,43 @@ def _is_model_dir(path: Path) -> bool:
     return all((path / name).is_file() for name in REQUIRED_FILES)
 
 
+def expanded(path: str) -> Path:
+    """A configured path with ~ expanded; as written where it cannot be ("~nobody/x"), so it is
+    simply not found."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
+
+
+def model_kind(path: Path) -> str | None:
+    """ "minilm" or "mpnet" by the tensor names in the directory's model.safetensors header
+    (read without numpy or the weights), or None when it holds no such model."""
+    if not _is_model_dir(path):
+        return None
+    try:
+        with (path / "model.safetensors").open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            header = json.loads(handle.read(size)) if 0 < size <= 1 << 24 else {}
+    except (OSError, ValueError):
+        return None
+    names = {name.removeprefix("bert.").removeprefix("mpnet.") for name in header}
+    if "embeddings.word_embeddings.weight" not in names:
+        return None
+    return "mpnet" if "encoder.relative_attention_bias.weight" in names else "minilm"
+
+
 def _hub_cache_root() -> Path:
     """The Hugging Face hub cache, resolved the way huggingface_hub resolves it."""
     for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         value = os.environ.get(variable)
         if value:
-            return Path(value).expanduser()
+            return expanded(value)
     hf_home = os.environ.get("HF_HOME")
     if hf_home:
-        return Path(hf_home).expanduser() / "hub"
+        return expanded(hf_home) / "hub"
     xdg_cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg_cache).expanduser() / "huggingface" / "hub"
+    return expanded(xdg_cache) / "huggingface" / "hub"
 
 
 def _hub_cache_snapshots() -> list[Path]:
@@ -326,20 +353,35 @@ _ATTENTION_NAMES = {
 
 
 def _read_model(model_dir: Path) -> _EncoderModel:
-    import numpy as np
+    """The model in model_dir; a file that is damaged, not a BERT or MPNet, or incomplete is a
+    BadInputError (safetensors and tokenizers raise their own error types)."""
     from safetensors.numpy import load_file
+
+    weights_path = model_dir / "model.safetensors"
+    try:
+        tensors = load_file(str(weights_path))
+    except Exception as error:
+        raise BadInputError(f"{weights_path} cannot be read: {error}", hint=_MODEL_HINT) from None
+    try:
+        return _build_model(model_dir, tensors)
+    except BadInputError:
+        raise
+    except Exception as error:
+        raise BadInputError(
+            f"{model_dir} holds no complete model ({type(error).__name__}: {error})",
+            hint=_MODEL_HINT,
+        ) from None
+
+
+def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
+    import numpy as np
     from tokenizers import Tokenizer
 
     weights_path = model_dir / "model.safetensors"
-    hint = f"it should hold {MODEL_NAME}'s or {MPNET_NAME}'s files, as published"
-    try:
-        tensors = load_file(str(weights_path))
-    except Exception as error:  # safetensors raises its own error types for a damaged file
-        raise BadInputError(f"{weights_path} cannot be read: {error}", hint=hint) from None
     prefix = next((prefix for prefix in ("", "bert.", "mpnet.")
                    if prefix + "embeddings.word_embeddings.weight" in tensors), None)  # fmt: skip
     if prefix is None:
-        raise BadInputError(f"{weights_path} holds no BERT or MPNet encoder", hint=hint)
+        raise BadInputError(f"{weights_path} holds no BERT or MPNet encoder", hint=_MODEL_HINT)
     kind = "mpnet" if prefix + "encoder.relative_attention_bias.weight" in tensors else "minilm"
 
     def tensor(name: str) -> np.ndarray:
@@ -353,9 +395,10 @@ def _read_model(model_dir: Path) -> _EncoderModel:
     query_scale = np.float32(1.0 / math.sqrt(width // _HEAD_COUNT))
     query_name, key_name, value_name, out_name, norm_name = _ATTENTION_NAMES[kind]
     layers = []
-    count = len(
-        {name.split(".")[2] for name in tensors if name.startswith(prefix + "encoder.layer.")}
-    )
+    layer_names = [
+        name[len(prefix) :] for name in tensors if name.startswith(prefix + "encoder.layer.")
+    ]
+    count = len({name.split(".")[2] for name in layer_names})
     for index in range(count):
         base = f"encoder.layer.{index}."
         query_w, query_b = linear(base + query_name)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np  # noqa: TID253 (a test module may load numpy eagerly)
 import pytest
 from conftest import MEMDIR_BIN, T0, clean_env
 
@@ -79,12 +80,24 @@ def test_the_larger_model_is_checked_where_embedder_mpnet_says(
     embedder = checks(done)["embedder"]
     assert embedder["status"] == "problem" and str(empty) in embedder["detail"]
     assert "make quality-model" in embedder["fix"]
-    for name in ("model.safetensors", "tokenizer.json"):  # what the check looks for
-        (empty / name).write_text("{}")
+    # what the check reads: the weights' tensor names (a MiniLM there is still a problem)
+    from safetensors.numpy import save_file
+
+    (empty / "tokenizer.json").write_text("{}")
+    names = ["embeddings.word_embeddings.weight"]
+    save_file({name: np.zeros(1, np.float32) for name in names}, str(empty / "model.safetensors"))
     found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
-    assert (
-        found["embedder"]["status"] == "ok" and "all-mpnet-base-v2" in found["embedder"]["detail"]
-    )
+    assert found["embedder"]["status"] == "problem"
+    names.append("encoder.relative_attention_bias.weight")
+    save_file({name: np.zeros(1, np.float32) for name in names}, str(empty / "model.safetensors"))
+    found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
+    embedder = found["embedder"]
+    assert embedder["status"] == "ok" and "all-mpnet-base-v2" in embedder["detail"]
+    # the larger model named as MiniLM's directory: recall would refuse it, doctor says so
+    config["settings"]["embedder"] = {"path": str(empty)}
+    (md.root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
+    assert found["embedder"]["status"] == "problem" and "embedder.mpnet" in found["embedder"]["fix"]
 
 
 def test_the_fix_for_each_kind_of_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import subprocess
 import sys
 import threading
@@ -143,7 +144,9 @@ def test_a_damaged_or_foreign_model_file_is_an_error_with_a_hint(tmp_path: Path)
     damaged = make_model_dir(tmp_path / "damaged")
     (damaged / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(BadInputError, match="cannot be read"):
-        load_embedder(None, "auto", str(damaged))
+        MiniLMEmbedder(damaged)
+    fallback, warning = load_embedder(None, "auto", str(damaged))  # named as the larger model
+    assert fallback.kind != "mpnet" and warning and "embedder.mpnet" in warning
     from safetensors.numpy import save_file
 
     foreign = make_model_dir(tmp_path / "foreign")
@@ -152,6 +155,25 @@ def test_a_damaged_or_foreign_model_file_is_an_error_with_a_hint(tmp_path: Path)
     )
     with pytest.raises(BadInputError, match="holds no BERT or MPNet encoder"):
         MiniLMEmbedder(foreign)
+
+
+def test_weights_saved_with_the_bert_prefix_give_the_same_vectors(
+    minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    """Checkpoints name their tensors "bert.embeddings…" or "embeddings…": every layer is
+    found either way (a prefixed file once loaded as one layer and embedded nonsense)."""
+    from safetensors.numpy import load_file, save_file
+
+    prefixed = tmp_path / "prefixed"
+    prefixed.mkdir()
+    tensors = load_file(str(minilm.model_dir / "model.safetensors"))
+    save_file({f"bert.{name}": value for name, value in tensors.items()},
+              str(prefixed / "model.safetensors"))  # fmt: skip
+    shutil.copy(minilm.model_dir / "tokenizer.json", prefixed / "tokenizer.json")
+    texts = ["The physician prescribed medication.", "I repaired my bicycle chain."]
+    again = MiniLMEmbedder(prefixed)
+    assert len(again._model.layers) == len(minilm._model.layers) == 6
+    assert np.allclose(again.embed(texts), minilm.embed(texts), atol=1e-6)
 
 
 def test_vectors_are_unit_float32_rows(minilm: MiniLMEmbedder) -> None:

@@ -90,11 +90,37 @@ def test_recall_lowers_the_text_components_of_questions(cli, tmp_path: Path,
         assert demoted[answer]["components"][name] == plain[answer]["components"][name]
     assert data["results"][0]["text"] == answer
     pool = next(stage for stage in data["stages"] if stage["name"] == "candidate pool")
-    assert (
-        "questions: 2 memories are mostly questions: their four text components × 0.60"
-        " (weight questions 0.4)" in pool["notes"]
-    )
+    note = "questions: memories that are mostly questions keep × 0.60 of their four text components"
+    assert f"{note} (weight questions 0.4)" in pool["notes"]
     assert question_share(question) >= MOSTLY
     root = tmp_path / f"memory-None-{exact_below}"
     shown = cli("--dir", str(root), "recall", "where are the spare house keys?", "--explain")
-    assert shown.code == 0 and "2 memories are mostly questions" in shown.out, shown
+    assert shown.code == 0 and "mostly questions keep × 0.60" in shown.out, shown
+
+
+def test_the_note_tells_nothing_of_hidden_memories_and_the_weight_is_checked(
+    cli, tmp_path: Path
+) -> None:
+    """--explain's note is the same whether private questions exist or not (a count would
+    tell of them); a `questions` weight outside 0–1 is a one-line error, not a traceback."""
+    notes = []
+    for private in (False, True):
+        root = tmp_path / f"memory-{private}"
+        assert cli("init", str(root)).code == 0
+        config = yaml.safe_load((root / "memdir.yaml").read_text())
+        config.setdefault("settings", {})["embedder"] = {"kind": "hashing"}
+        (root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        assert cli("--dir", str(root), "teach", "The spare keys are in the blue vase").code == 0
+        if private:
+            for text in ("Where did I hide the spare keys?", "Do you know my PIN?"):
+                done = cli("--dir", str(root), "teach", text, "--visibility", "private")
+                assert done.code == 0, done
+        done = cli("--dir", str(root), "recall", "spare keys", "--json", "--explain")
+        assert done.code == 0, done
+        stages = json.loads(done.out)["stages"]
+        notes.append([n for n in stages[1]["notes"] if n.startswith("questions")])
+    assert notes[0] == notes[1] and notes[0]
+    config["settings"]["recall"] = {"profiles": {"default": {"questions": 1.5}}}
+    (root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    done = cli("--dir", str(root), "recall", "spare keys")
+    assert done.code != 0 and "not between 0 and 1" in done.err and "Traceback" not in done.err

@@ -60,7 +60,7 @@ def _has(module: str) -> bool:
 
 
 def check_embedder(memdir: Memdir) -> Check:
-    from memdir.indexers.embedding import find_model_dir
+    from memdir.indexers.embedding import find_model_dir, model_kind
 
     settings = memdir.settings.embedder
     if settings.kind == "hashing":
@@ -78,6 +78,10 @@ def check_embedder(memdir: Memdir) -> Check:
                      f"MiniLM needs {', '.join(missing)}; memdir falls back to lexical hashing",
                      install_command(*missing))  # fmt: skip
     found = find_model_dir(settings.path)
+    if found is not None and model_kind(found) == "mpnet":
+        return Check("embedder", "problem",
+                     f"{found} holds all-mpnet-base-v2, not all-MiniLM-L6-v2: recall refuses it",
+                     "name that directory in embedder.mpnet instead of embedder.path")  # fmt: skip
     if found is None:
         return Check("embedder", "problem",
                      "all-MiniLM-L6-v2 weights not found; memdir falls back to lexical hashing "
@@ -87,10 +91,10 @@ def check_embedder(memdir: Memdir) -> Check:
 
 def _check_mpnet(configured: str) -> Check:
     """The quality setup's larger model (embedder.mpnet), where the setting says it is."""
-    from memdir.indexers.embedding import REQUIRED_FILES
+    from memdir.indexers.embedding import expanded, model_kind
 
-    where = Path(configured).expanduser()
-    if all((where / name).is_file() for name in REQUIRED_FILES):
+    where = expanded(configured)
+    if model_kind(where) == "mpnet":
         return Check("embedder", "ok", f"all-mpnet-base-v2 from {where} (embedder.mpnet)")
     return Check("embedder", "problem",
                  f"embedder.mpnet: {where} holds no all-mpnet-base-v2; memdir falls back to "

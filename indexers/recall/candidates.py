@@ -52,13 +52,11 @@ def gather(
         if scored.exact
         else f"scope: a pool of {len(scored.iids)} from FAISS and both Tantivy fields"
     )
-    if scored.demoted:
-        strength = weights.get("questions", 0.0)
-        many = scored.demoted != 1
+    strength = weights.get("questions", 0.0)
+    if strength > 0:  # said whatever the scope holds: a count would tell of hidden memories
         trace.notes.append(
-            f"questions: {scored.demoted} {'memories are' if many else 'memory is'} mostly"
-            f" questions: {'their' if many else 'its'} four text components"
-            f" × {1 - min(strength, 1.0):.2f} (weight questions {strength:g})"
+            f"questions: memories that are mostly questions keep × {1 - strength:.2f}"
+            f" of their four text components (weight questions {strength:g})"
         )
     return list(pool.values()), trace
 

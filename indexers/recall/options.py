@@ -104,4 +104,11 @@ def profile_weights(settings: RecallSettings, name: str | None) -> tuple[str, di
             f"unknown recall profile {chosen!r}",
             hint=f"use one of {', '.join(PROFILES)}, or define it under recall.profiles in memdir.yaml",
         )
-    return chosen, {**PROFILES.get(chosen, PROFILES["default"]), **custom}
+    weights = {**PROFILES.get(chosen, PROFILES["default"]), **custom}
+    if not 0 <= weights.get("questions", 0.0) <= 1:
+        raise BadInputError(
+            f"recall profile {chosen!r}: questions is {weights['questions']:g}, not between 0"
+            " and 1", hint="it is the share of their text relevance mostly-questions memories"
+            " lose: 0 keeps it all, 1 drops it (recall.profiles in memdir.yaml)",
+        )  # fmt: skip
+    return chosen, weights

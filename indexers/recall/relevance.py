@@ -106,7 +106,6 @@ class Scored:
     normalised: dict[str, np.ndarray]
     exact: bool
     asks: np.ndarray
-    demoted: int = 0  # how many memories demote_questions lowered
 
     def positions(self, wanted: set[int]) -> dict[int, int]:
         """Where these iids are in the scope (those outside it are left out)."""
@@ -155,13 +154,10 @@ def demote_questions(scored: Scored, strength: float) -> None:
     """
     import numpy as np
 
-    if strength <= 0 or not len(scored.asks):
-        return
     mostly = scored.asks >= MOSTLY
-    scored.demoted = int(mostly.sum())
-    if not scored.demoted:
+    if strength <= 0 or not mostly.any():
         return
-    factor = np.where(mostly, np.float32(1 - min(strength, 1.0)), np.float32(1)).astype(np.float32)
+    factor = np.where(mostly, np.float32(1 - strength), np.float32(1)).astype(np.float32)
     for name in TEXTUAL:
         scored.normalised[name] = scored.normalised[name] * factor
 
