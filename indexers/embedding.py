@@ -26,7 +26,7 @@ import threading
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -213,10 +213,19 @@ def model_kind(path: Path) -> str | None:
             header = json.loads(handle.read(size)) if 0 < size <= 1 << 24 else {}
     except (OSError, ValueError):
         return None
-    names = {name.removeprefix("bert.").removeprefix("mpnet.") for name in header}
-    if "embeddings.word_embeddings.weight" not in names:
-        return None
-    return "mpnet" if "encoder.relative_attention_bias.weight" in names else "minilm"
+    layout = _layout(header)
+    return layout[1] if layout else None
+
+
+def _layout(names: Iterable[str]) -> tuple[str, str] | None:
+    """The tensor-name prefix ("", "bert." or "mpnet.") and the kind ("minilm" or "mpnet") of a
+    checkpoint with these tensor names, or None when they hold no BERT or MPNet encoder."""
+    names = set(names)
+    for prefix in ("", "bert.", "mpnet."):
+        if prefix + "embeddings.word_embeddings.weight" in names:
+            mpnet = prefix + "encoder.relative_attention_bias.weight" in names
+            return prefix, "mpnet" if mpnet else "minilm"
+    return None
 
 
 def _hub_cache_root() -> Path:
@@ -378,11 +387,10 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
     from tokenizers import Tokenizer
 
     weights_path = model_dir / "model.safetensors"
-    prefix = next((prefix for prefix in ("", "bert.", "mpnet.")
-                   if prefix + "embeddings.word_embeddings.weight" in tensors), None)  # fmt: skip
-    if prefix is None:
+    layout = _layout(tensors)
+    if layout is None:
         raise BadInputError(f"{weights_path} holds no BERT or MPNet encoder", hint=_MODEL_HINT)
-    kind = "mpnet" if prefix + "encoder.relative_attention_bias.weight" in tensors else "minilm"
+    prefix, kind = layout
 
     def tensor(name: str) -> np.ndarray:
         return np.asarray(tensors[prefix + name], dtype=np.float32)
