@@ -35,17 +35,13 @@ test-slow: setup
 	$(PY) -m pytest -m slow
 
 SOURCES := memdir cli archive_format indexers tests benchmarks scripts
-# mypy finds modules by their folders, so it reads the installed layout (memdir/cli, …) from a
-# tree of links to the repository's folders.
-TYPECHECK_TREE := .typecheck
 
+# memdir/cli, memdir/archive_format and memdir/indexers are links to the top-level folders, so
+# mypy, pyright and editors resolve every memdir.* import from a plain clone.
 check: setup
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
-	rm -rf $(TYPECHECK_TREE) && mkdir -p $(TYPECHECK_TREE)/memdir
-	ln -s $(CURDIR)/memdir/__init__.py $(CURDIR)/memdir/__main__.py $(TYPECHECK_TREE)/memdir/
-	ln -s $(CURDIR)/cli $(CURDIR)/archive_format $(CURDIR)/indexers $(TYPECHECK_TREE)/memdir/
-	cd $(TYPECHECK_TREE) && ../$(VENV)/bin/mypy --config-file ../pyproject.toml -p memdir
+	$(VENV)/bin/mypy --config-file pyproject.toml -p memdir
 
 demo: setup
 	bash examples/demo.sh
@@ -63,4 +59,4 @@ bench: setup
 	$(MEMDIR) bench safety
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(TYPECHECK_TREE)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

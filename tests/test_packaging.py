@@ -21,7 +21,9 @@ LAYERS = ("archive_format", "indexers", "cli")  # each may import only those bef
 def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
     source = tmp_path / "source"  # a copy, so the build writes nothing into the repository
     for name in ("memdir", *LAYERS):
-        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
     done = subprocess.run(
@@ -46,6 +48,27 @@ def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
     metadata = next(name for name in names if name.endswith("METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "License-Expression: MIT" in text
+
+
+def test_a_plain_clone_resolves_every_memdir_import_without_installing(tmp_path: Path) -> None:
+    """memdir/cli, memdir/indexers and memdir/archive_format are links to the top-level folders,
+    so a reader of the tree (python, mypy, pyright, an editor) finds every memdir.* module."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=120)
+    for layer in LAYERS:
+        link = clone / "memdir" / layer
+        assert link.is_symlink() and link.resolve() == (clone / layer).resolve()
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import memdir.cli.main, memdir.indexers.recall.pipeline, memdir.archive_format.fold as f;"
+        "print(f.__file__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(clone)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).resolve() == (clone / "archive_format" / "fold.py").resolve()
 
 
 def test_python_dash_m_memdir_runs_the_command(tmp_path: Path) -> None:
