@@ -28,11 +28,12 @@ $(MPNET_DIR)/model.safetensors: | setup
 	rm $(VENV)/mpnet.zip
 	touch $@
 
+# PYTEST_ARGS adds options (.ci/run passes --durations, so CI shows the slowest tests).
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-slow: setup
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 SOURCES := memdir cli archive_format indexers tests benchmarks scripts
 
