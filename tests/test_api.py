@@ -356,6 +356,16 @@ def test_the_api_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
             ) from error
 
 
+def test_the_readme_python_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (snippet,) = python_blocks(REPO / "README.md")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("MEMDIR_NOW", T0)
+    memdir.init(tmp_path / "memory", actor="user", settings=HASHING)
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "readme"})
+    memories = [line for line in shelf_lines(tmp_path / "memory") if line["kind"] == "memory"]
+    assert [line["key"] for line in memories] == ["coffee"]
+
+
 def test_the_agent_loop_example_remembers_what_the_user_said(tmp_path: Path) -> None:
     sys.path.insert(0, str(REPO / "examples"))
     try:
