@@ -112,12 +112,14 @@ def init(
     return Memdir(archive, chosen)
 
 
-def _moment(now: Moment) -> datetime:
+def _moment(now: Moment, name: str = "now") -> datetime:
     """`now` as given (a datetime, or an ISO string as `--now` takes), else $MEMDIR_NOW, else
     the clock."""
     if isinstance(now, datetime):
         return now
-    return clock.now(now)
+    if now:
+        return clock.parse_time(now, name)
+    return clock.now()
 
 
 def _refused(outcome: Outcome, actor: Actor) -> Outcome:
@@ -297,7 +299,7 @@ class Memdir:
         channel = "api:assistant" if self.actor.assistant else "api"
         fields = {"role": role, "session": session, "text": text, "topic": topic,
                   "visibility": visibility, "secrecy": secrecy,
-                  "at": _moment(at) if at is not None else None}  # fmt: skip
+                  "at": clock.format_time(_moment(at, "at")) if at is not None else None}  # fmt: skip
         turn = turn_from_fields(fields, moment, channel)
         refuse_user_turns(self.actor, [turn])
         [(stored, added)] = record_turns(self.archive, [turn], moment)
@@ -315,11 +317,14 @@ class Memdir:
     ) -> list[dict[str, Any]]:
         """`memdir journal read --json`: turns as of `now`, oldest first, each with the
         memories that summarise it; private, sealed and secret text masked (`everything`,
-        like `--all`, shows private text, never sealed or secret text)."""
+        like `--all`, shows private text, never sealed or secret text). `since` is a datetime,
+        an ISO time or a duration back from now ("2d", "6h"), as `--since` takes."""
+        from memdir.cli.commands.journal import _since
         from memdir.cli.usecases.journal import read_turns
 
-        start = _moment(since) if since is not None else None
-        return read_turns(self.archive, _moment(now), session, role, start, window, everything)
+        moment = _moment(now)
+        start = since if isinstance(since, datetime) else _since(since, moment)
+        return read_turns(self.archive, moment, session, role, start, window, everything)
 
     # continuity ---------------------------------------------------------------------------
     def sleep(self, *, dry_run: bool = False, now: Moment = None) -> SleepReport:

@@ -97,6 +97,25 @@ def test_context_and_journal_read_serialise_to_the_cli_json(
     assert as_json(rows) == cli_json(user.root, capsys, "journal", "read")
 
 
+def test_journal_times_are_taken_as_the_command_takes_them(
+    user: memdir.Memdir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memdir.archive_format.clock import parse_time
+
+    user.journal_add("an old turn", role="user", session="s1", at=parse_time(T0), now=T2)
+    user.journal_add("a newer turn", role="user", session="s1", at=T1, now=T2)
+    rows = user.journal_read(now=T2)
+    assert [(row["at"], row["text"]) for row in rows] == [(T0, "an old turn"), (T1, "a newer turn")]
+    recent = user.journal_read(since="90m", now=T2)
+    assert [row["text"] for row in recent] == ["a newer turn"]
+    assert as_json(recent) == cli_json(
+        user.root, capsys, "journal", "read", "--since", "90m", now=T2
+    )
+    assert user.journal_read(since=T1, now=T2) == recent
+    with pytest.raises(memdir.BadInputError):
+        user.journal_add("when?", role="user", session="s1", at="yesterday-ish")
+
+
 # any text a command line can carry ('-' alone means standard input there)
 TEXTS = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40).filter(lambda t: t != "-")
 
