@@ -386,11 +386,11 @@ def test_the_readme_python_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_the_agent_loop_example_remembers_what_the_user_said(tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "examples"))
+    sys.path.insert(0, str(REPO / "examples" / "agent-loop"))
     try:
         import agent_loop
     finally:
-        sys.path.remove(str(REPO / "examples"))
+        sys.path.remove(str(REPO / "examples" / "agent-loop"))
     home = memdir.init(tmp_path / "memory", actor="user", settings=HASHING, now=T0).root
     replies = agent_loop.run(home, ["I keep bees on the roof.", "What do I keep on the roof?"],
                              session="s1")  # fmt: skip
@@ -407,3 +407,17 @@ def test_the_agent_loop_example_remembers_what_the_user_said(tmp_path: Path) -> 
         ("user", "api"), ("user", "api"),
     ]  # fmt: skip
     assert "bees" in replies[1], "the second prompt carried the memory to the model"
+
+
+def test_the_agent_loop_example_runs_as_a_script(tmp_path: Path) -> None:
+    """As a user runs it, in a fresh process (where the script's own folder comes first on the
+    import path): one reply per line typed, until an empty line."""
+    home = memdir.init(tmp_path / "memory", actor="user", settings=HASHING, now=T0).root
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "agent-loop" / "agent_loop.py"), str(home)],
+        input="My cat is called Pixel.\nWhat is my cat called?\n\n",
+        capture_output=True, text=True, timeout=120, env=clean_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("(echo)") == 2
+    assert "My cat is called Pixel (m-" in done.stdout, "the memory reached the second prompt"

@@ -14,7 +14,7 @@ Per turn the loop
    the model made up would be stored as an unconfirmed inference instead.
 
 Two handles, two actors: the model's side never holds the user's handle, so it cannot write
-as the user. Run it:  python examples/agent_loop.py ~/memory  (then type; an empty line ends)
+as the user. Run it:  python examples/agent-loop/agent_loop.py ~/memory  (then type; an empty line ends)
 """
 
 from __future__ import annotations
