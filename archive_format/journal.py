@@ -7,8 +7,9 @@
     journal/entries/*.md   narrative entries: end-of-thread reflections, sleep reports
 
 Turn ids are content ids ('t-' + 16 hex digits), so appending the same transcript twice adds
-nothing. A user turn is *trusted* only when it came from the command line or an import: an MCP
-client can claim any role, so its "user" turns are kept but never taken as the user's word.
+nothing. A user turn is *trusted* only when it came from the command line, the Python API used
+as the user (memdir/api.py) or an import: an MCP client can claim any role, so its "user" turns
+are kept but never taken as the user's word.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ TURN_FIELDS = (
     "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
 )  # fmt: skip
 DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
-TRUSTED_CHANNELS = ("cli",)
+TRUSTED_CHANNELS = ("cli", "api")  # the user's shell; a program using the API as the user
 TRUSTED_PREFIXES = ("import:",)
 SUMMARY_LINK = "summarises"  # a summary memory's link to each turn it summarises
 
