@@ -537,7 +537,7 @@ def refers(
     words: list[str],
     memory: str,
     memory_id: str = "",
-    object_: set[str] = frozenset(),
+    object_: frozenset[str] | set[str] = frozenset(),
     raw: str = "",
 ) -> bool:
     """Whether `words` are about this memory: they name its id (a prefix of at least 6
