@@ -4,7 +4,7 @@ recall of "accept", per split (dev, held-out), per operation, and over the whole
 
 By default every case is played end to end — a memdir of its own, the user's turn recorded by
 the trusted path, the assistant's write through cli/usecases/provenance.py
-(cli/bench/safety/quotes.play). `--reading-only` asks quote_guard.judge alone (fast).
+(cli/bench/safety/quotes.py, `play`). `--reading-only` asks quote_guard.judge alone (fast).
 `--provenance FILE` plays the cases through another provenance module (e.g. main's, to
 measure before → after); operations that module does not guard (link, people, self, show)
 count as accepted, as they were written unguarded.
@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from memdir.cli.bench.safety import quotes as experiment
+from memdir.cli.bench.safety.quotes import load_cases, play
 from memdir.cli.usecases import quote_guard
 
 
@@ -51,11 +51,11 @@ def decide(case: dict[str, Any], root: Path | None, other: Any) -> bool:
         sys.modules["memdir.cli.usecases.provenance"] = other
         sys.modules["memdir.cli.usecases"].provenance = other
         try:
-            return experiment.play(root, case)["safeguarded"]
+            return play(root, case)["safeguarded"]
         finally:
             sys.modules["memdir.cli.usecases.provenance"] = saved
             sys.modules["memdir.cli.usecases"].provenance = provenance
-    return experiment.play(root, case)["safeguarded"]
+    return play(root, case)["safeguarded"]
 
 
 def score(rows: list[tuple[bool, bool]]) -> str:
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--provenance", help="play through this provenance.py instead")
     args = parser.parse_args()
     other = _module(args.provenance) if args.provenance else None
-    cases = experiment.load_cases()
+    cases = load_cases()
     scratch = Path(tempfile.mkdtemp(prefix="memdir-quotes-"))
     groups: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     wrong: list[str] = []
