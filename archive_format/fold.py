@@ -22,7 +22,7 @@ their order or on how often a line occurs, so clones whose shelves were union-me
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -150,20 +150,38 @@ class ArchiveView:
                       for event in state.events if event.op == "link" and event.to == memory_id]  # fmt: skip
         return sorted(found, key=lambda link: (_moment(link["at"]), link["from"]))
 
-    def resolve(self, given: str) -> MemoryState:
-        """The memory named by an id or a unique id prefix ('m-' may be left out)."""
+    def resolve(
+        self,
+        given: str,
+        among: Callable[[MemoryState], bool] | None = None,
+        named: Callable[[MemoryState], bool] | None = None,
+    ) -> MemoryState:
+        """The memory named by an id or a unique id prefix ('m-' may be left out). A surface
+        that may not show every memory passes `among` (the others are as if absent: not found,
+        never listed) and `named` (which ids an ambiguous prefix's error may list)."""
         given = given.strip()
-        if given in self.states:
-            return self.states[given]
+        states = self.states
+        if among is not None:
+            states = {key: state for key, state in states.items() if among(state)}
+        if given in states:
+            return states[given]
         prefixes = {given} if given.startswith("m-") else {given, f"m-{given}"}
         candidates = sorted(
-            state_id for state_id in self.states if any(state_id.startswith(p) for p in prefixes)
+            state_id for state_id in states if any(state_id.startswith(p) for p in prefixes)
         )
         if len(candidates) == 1:
-            return self.states[candidates[0]]
+            return states[candidates[0]]
         if not candidates or len(given) < 1:
             raise NotFoundError(
                 f"no memory with id {given!r}", hint="`memdir list` shows ids; a prefix is enough"
+            )
+        if named is not None:
+            listed = [state_id for state_id in candidates if named(states[state_id])]
+            shown = ", ".join(listed[:10]) + (" …" if len(listed) > 10 else "")
+            raise AmbiguousIdError(
+                f"id prefix {given!r} matches several memories"
+                + (f", among them {shown}" if shown else ""),
+                hint="give more characters of the id",
             )
         shown = ", ".join(candidates[:10]) + (" …" if len(candidates) > 10 else "")
         raise AmbiguousIdError(

@@ -63,6 +63,13 @@ def shown(visibility: str, secrecy: str = "public", *, include_private: bool = F
     return withheld(visibility, secrecy, include_private=include_private) is None
 
 
+def leaves(visibility: str, secrecy: str = "public") -> bool:
+    """Whether a record's text may be handed to a program the user configured (dream's
+    summariser, `distill.command`): what the dream surface may quote — never private, sealed
+    or secret text."""
+    return decide("dream", None, exposure(visibility, secrecy)) is Show.TEXT
+
+
 def summary_visibility(secrecies: Iterable[str]) -> str:
     """The visibility of a memory summarising turns: private when any of them is sensitive."""
     return "private" if "sensitive" in secrecies else "normal"
@@ -142,8 +149,14 @@ SURFACES: dict[str, Surface] = {
                 _row("text", "text", "asked", "asked", "asked", "asked"), "--status",
                 "a forgotten memory has no text: asked for, its row shows `—`",
                 persona=Show.OMITTED),
-        Surface("show", ("show", "decay"), ("show",), _NAMED_EXPOSURE, _NAMED,
+        Surface("show", ("show", "decay"), (), _NAMED_EXPOSURE, _NAMED,
                 note="naming the id is asking for it: private text is shown"),
+        Surface("show (MCP)", (), ("show",), _exposed("text", "text", "asked", "omitted", "omitted"),
+                _NAMED, "quote: the user's words asking about it, from a trusted turn of the "
+                "quote window (what confirm requires)",
+                "an assistant naming an id is not the user asking: a private memory is shown "
+                "only on the user's quoted words, and an id the tool may not show is not "
+                "found and never listed"),
         Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
         Surface("annotate", ("annotate", "distill"), (), _LISTED_EXPOSURE,
                 _row("text", "text", "text", "omitted", "omitted", "omitted"),
@@ -171,6 +184,9 @@ SURFACES: dict[str, Surface] = {
         Surface("boot", ("boot",), ("boot",), _PROMPT_EXPOSURE,
                 _row("text", "text", "text", "text", "omitted", "omitted"),
                 note="also documents/boot.md; expired and rejected ones as recent events"),
+        Surface("sleep --json", ("sleep --json",), (), _LISTED_EXPOSURE, _LIVE,
+                note="`decay.weakest`, the live memories fading most: private and sealed ones "
+                "masked; its dream part follows dream's row", kinds=("memories", "turns")),
         Surface("dream", ("dream", "sleep"), (),
                 _exposed("text", "text", "omitted", "omitted", "omitted"),
                 note="what a summary may quote; a summary of a sensitive turn is private",

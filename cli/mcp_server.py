@@ -265,11 +265,20 @@ class MemdirTools:
         self._keep_models(index)
         return {"query": query, "results": results}
 
-    def show(self, memory_id: MemoryId) -> dict[str, Any]:
-        """One memory with its current status, provenance and history of events."""
-        state = lifecycle.load_view(self.memdir, self._now()).resolve(memory_id)
-        # naming the id is asking for it: private is shown, sealed never (masked)
-        return state.shown_on("show") or {"id": state.id, "status": state.status}
+    def show(
+        self,
+        memory_id: MemoryId,
+        quote: Annotated[
+            str | None,
+            Field(
+                description="For a private memory: the user's words asking about it, quoted "
+                "exactly from their recent turn."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """One memory with its current status, provenance and history of events. A private
+        memory is shown only with `quote`, the user's words asking about it; sealed never."""
+        return provenance.show(self.memdir, memory_id, quote, self._now(), self.window)
 
     def stats(self) -> dict[str, Any]:
         """Counts of memories by status, source and store, and of journal turns."""

@@ -43,6 +43,15 @@ EMBED_BATCH = 512
 COMPACT_ALWAYS_BELOW = 2000
 COMPACT_RATIO = 0.1
 
+
+def withheld_from_programs(line: dict[str, Any]) -> bool:
+    """Whether a memory line's text must not reach a program the user configured
+    (`distill.command`): dream's rule for its summariser (visibility.leaves)."""
+    from memdir.archive_format import visibility
+
+    return not visibility.leaves(str(line.get("visibility", "normal")))
+
+
 log = logging.getLogger("memdir")
 
 Progress = Callable[[str, int, int], None]
@@ -360,7 +369,8 @@ class IndexUpdater:
         report.embedded = self._embed(
             [digest for _, digest in fresh], [line["text"] for line, _ in fresh], progress
         )
-        self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh])
+        self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh],
+                      [withheld_from_programs(line) for line, _ in fresh])  # fmt: skip
         self._settle_guaranteed(iids, [line for line, _ in fresh], [d for _, d in fresh])
         rows = self.catalog.vector_rows(digest for _, digest in fresh)
         self.storage.memory_table.set(
@@ -494,39 +504,53 @@ class IndexUpdater:
             (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
         )
 
-    def _distill(self, hashes: list[str], texts: list[str]) -> int:
+    def _distill(self, hashes: list[str], texts: list[str], withheld: list[bool]) -> int:
         """Distil the memories not yet distilled (indexers/distill.py), from their cached
-        vectors; returns how many."""
+        vectors; returns how many. A `withheld` text (private or sealed) never goes to the
+        user's distill.command."""
         known = self.catalog.distilled_for(hashes)
         pending = dict((h, t) for h, t in zip(hashes, texts, strict=True) if h not in known)
         if not pending:
             return 0
+        kept_in = {h for h, hidden in zip(hashes, withheld, strict=True) if hidden}
         rows = self.catalog.vector_rows(pending)
         ready = [digest for digest in pending if digest in rows]
         if not ready:
             return 0
         vectors = self.storage.store.rows([rows[digest] for digest in ready])
-        found = self._distilled([pending[d] for d in ready], vectors)
+        found = self._distilled([pending[d] for d in ready], vectors,
+                                [digest in kept_in for digest in ready])  # fmt: skip
         self.catalog.set_distilled(
             (digest, value.to_dict()) for digest, value in zip(ready, found, strict=True)
         )
         return len(ready)
 
-    def _distilled(self, texts: list[str], vectors: Any) -> list[Any]:
-        """The configured distiller command's answers (`distill.command`), else — and when it
-        fails, with a warning — the built-in distiller's."""
+    def _distilled(self, texts: list[str], vectors: Any, withheld: list[bool]) -> list[Any]:
+        """The configured distiller command's answers (`distill.command`) for the texts it may
+        read, else — for withheld texts, and when it fails, with a warning — the built-in
+        distiller's."""
         from .distill import CommandDistiller, Distiller
 
         settings = self.storage.memdir.settings.distill
-        if settings.command:
+        found: list[Any] = [None] * len(texts)
+        outside = [number for number, hidden in enumerate(withheld) if not hidden]
+        if settings.command and outside:
             try:
                 command = CommandDistiller(settings.command, settings.timeout.total_seconds())
-                return command.distill(texts)
+                for number, value in zip(outside, command.distill([texts[n] for n in outside]),
+                                         strict=True):  # fmt: skip
+                    found[number] = value
             except ValueError as error:
                 log.warning("warning: %s; the built-in distiller is used instead", error)
-        if self._distiller is None:  # its prototypes are embedded once per updater
-            self._distiller = Distiller(self.storage.embedder)
-        return list(self._distiller.distill(texts, vectors))
+                found = [None] * len(texts)
+        rest = [number for number, value in enumerate(found) if value is None]
+        if rest:
+            if self._distiller is None:  # its prototypes are embedded once per updater
+                self._distiller = Distiller(self.storage.embedder)
+            for number, value in zip(rest, self._distiller.distill([texts[n] for n in rest],
+                                                                   vectors[rest]), strict=True):  # fmt: skip
+                found[number] = value
+        return found
 
     def redistill(self) -> int:
         """Distil every memory again (`memdir distill --recompute`)."""
@@ -535,7 +559,8 @@ class IndexUpdater:
             hashes = [m.content_hash for m in memories]
             with self.catalog.transaction():
                 self.catalog.clear_distilled()
-                done = self._distill(hashes, [m.text for m in memories])
+                done = self._distill(hashes, [m.text for m in memories],
+                                     [withheld_from_programs(m.line) for m in memories])  # fmt: skip
                 self._settle_guaranteed(
                     [m.iid for m in memories], [m.line for m in memories], hashes
                 )

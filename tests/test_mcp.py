@@ -89,9 +89,11 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
             seen["confirm_unbacked"] = await call("confirm", memory_id=guess["id"],
                                                   quote="yes, mornings are best")  # fmt: skip
             await anyio.sleep(1.1)  # the user's answer comes after the inference
-            await anyio.to_thread.run_sync(user_says, hashed, "Yes, mornings are best for me")
+            # (about *this* memory: two of its words, not one — issue 32)
+            await anyio.to_thread.run_sync(user_says, hashed,
+                                           "Yes, morning meetings are best for me")  # fmt: skip
             seen["confirm_backed"] = await call("confirm", memory_id=guess["id"],
-                                                quote="yes, mornings are best")  # fmt: skip
+                                                quote="yes, morning meetings are best")  # fmt: skip
 
             seen["recall"] = await call("recall", query="how does the user take coffee?", k=3)
             seen["search"] = await call("search", query="coffee")
@@ -166,7 +168,7 @@ def test_mcp_round_trip_over_stdio(hashed: Memdir, tmp_path: Path) -> None:
     assert "Ask the user" in seen["confirm_unbacked"]["message"]
     assert seen["confirm_backed"]["done"] is True and seen["confirm_backed"]["status"] == "durable"
     [confirm] = [line for line in lines.values() if line.get("op") == "confirm"]
-    assert confirm["actor"] == "user" and "mornings are best" in confirm["evidence"]
+    assert confirm["actor"] == "user" and "morning meetings are best" in confirm["evidence"]
     # the journal: MCP wrote only the assistant turn, on channel "mcp"
     recorded = turns(hashed)
     assert [(t["role"], t["channel"]) for t in recorded] == [

@@ -121,6 +121,8 @@ class View:
     json: bool = False
     only: str | None = None  # the one record a view of one id shows
     marks: bool = False  # plain output marks a record on its line
+    partial: bool = False  # shows some records only (the weakest three, ten ids of a prefix):
+    # checked for what it must not show, not for what it must
 
 
 def _cli(memdir: Memdir, *args: str, in_process: bool = False) -> str:
@@ -182,6 +184,9 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
         memdir, "dream", "--dry-run", "--json", "--now", format_time(NOW + timedelta(days=1))
     )
     views.append(View("dream", "dream --dry-run --json", dreamt, ids=False, json=True))
+    slept = _cli(memdir, "sleep", "--dry-run", "--json")
+    views.append(View("sleep --json", "sleep --dry-run --json", slept, ids=False, json=True,
+                      partial=True))  # fmt: skip
     for encrypt in (False, True):
         out = tmp / f"export-{encrypt}.tar.gz"
         _cli(memdir, "export", "--out", str(out), *(["--encrypt"] if encrypt else []))
@@ -263,8 +268,21 @@ def mcp_views(memdir: Memdir) -> list[View]:
             await call("search", "search", query="quokka", k=30)
             await call("search", "search", private, query="quokka", k=30, include_private=True)
             for record in RECORDS:
-                if record.kind == "memories":
-                    await call("show", "show", only=record.name, memory_id=record.id)
+                if record.kind == "memories" and decide("show (MCP)", record.status,
+                                                        record.exposure) is not Show.OMITTED:  # fmt: skip
+                    await call("show (MCP)", "show", only=record.name, memory_id=record.id)
+            # an id the tool may not show is not found, as an id that does not exist
+            for record in RECORDS:
+                if record.kind == "memories" and decide("show (MCP)", record.status,
+                                                        record.exposure) is Show.OMITTED:  # fmt: skip
+                    result = await client.call_tool("show", {"memory_id": record.id})
+                    assert result.is_error, record.name
+                    assert "no memory with id" in result.content[0].text, record.name
+            # an ambiguous prefix lists only ids the tool may show
+            result = await client.call_tool("show", {"memory_id": "m-"})
+            assert result.is_error
+            found.append(View("show (MCP)", "MCP show m- (ambiguous)", result.content[0].text,
+                              json=False, partial=True))  # fmt: skip
             await call("journal_read (MCP)", "journal_read")
             await call("journal_read (MCP)", "journal_read", private, include_private=True)
             await call("ring", "ring")
@@ -351,17 +369,19 @@ def test_every_surface_follows_the_matrix(observed: list[View], surface: str) ->
                 continue
             outcome = expected(view, record)
             if outcome is Show.TEXT and record.status != "forgotten":
+                if view.partial:
+                    continue
                 assert has_text, f"{where}: the matrix shows it"
                 _check_marker(view, record, where)
             elif outcome is Show.MASKED:
                 assert not has_text, f"{where}: the matrix masks it"
-                if view.ids:
+                if view.ids and not view.partial:
                     assert has_id, f"{where}: a masked record still appears"
             elif outcome is Show.OMITTED:
                 assert not has_text, f"{where}: the matrix leaves it out"
                 if view.ids:
                     assert not has_id, f"{where}: the matrix leaves it out"
-            elif view.ids:
+            elif view.ids and not view.partial:
                 assert has_id, where
 
 
@@ -462,3 +482,172 @@ def test_docs_hold_the_matrix() -> None:
     assert visibility.matrix_markdown() in doc, (
         "paste visibility.matrix_markdown() into docs/POLICY.md"
     )
+
+
+# every --json output (issue 32) --------------------------------------------------------------
+# Commands whose --json output shows no record (visibility.NO_RECORDS): each runs here, in
+# process, on a planted memdir, and no planted record's text may be in what it prints.
+QUIET_JSON: dict[str, tuple[str, ...]] = {
+    "expire": ("expire",),
+    "stats": ("stats",),
+    "verify": ("verify",),
+    "index": ("index",),
+    "doctor": ("doctor",),
+    "people list": ("people", "list"),
+    "people show": ("people", "show", "Ana"),
+    "self show": ("self", "show"),
+    "journal add": ("journal", "add", "--role", "assistant", "--session", "s9", "Noted."),
+    "journal write": ("journal", "write", "We planned the garden."),
+    "journal forget": ("journal", "forget", "{turn}"),
+    "export": ("export", "--out", "{tmp}/quiet.tar.gz"),
+    "restore": ("restore", "{tmp}/quiet.tar.gz", "{tmp}/restored"),
+    "import": ("import", "{tmp}/chat.jsonl", "--format", "jsonl"),
+    "sync": ("sync",),
+}
+# --json outputs this test does not run, and where they are covered
+NOT_RUN = {
+    "serve": "a resident service: it answers other commands, whose rows apply (test_serve, "
+    "context_views above)",
+    "bench locomo": "reads benchmark data into its own throwaway memdirs, never a memdir's records",
+    "bench safety": "builds its own throwaway memdirs (test_safety; experiment 12 probes these "
+    "surfaces)",
+}
+
+
+def _json_commands() -> set[str]:
+    import typer.main
+
+    from memdir.cli.main import app
+
+    found: set[str] = set()
+
+    def walk(command: Any, prefix: str) -> None:
+        if hasattr(command, "list_commands"):
+            for name in command.list_commands(None):
+                walk(command.get_command(None, name), f"{prefix} {name}".strip())
+        elif any("--json" in getattr(option, "opts", ()) for option in command.params):
+            found.add(prefix)
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+def test_every_json_output_is_read(observed: list[View]) -> None:
+    """A command with --json is read by the matrix test, run by the quiet-output test, or
+    named here with where it is covered: a new --json output cannot go unread."""
+    labels = [view.label for view in observed if view.json]
+    read = {name for name in _json_commands()
+            if any(label == name or label.startswith(f"{name} ") for label in labels)}  # fmt: skip
+    missing = _json_commands() - read - set(QUIET_JSON) - set(NOT_RUN)
+    assert sorted(missing) == [], "--json outputs no test reads"
+    # export's --json is a report on the archive it wrote (the archive is the export row)
+    quiet = set(QUIET_JSON) - {"export"}
+    assert quiet <= set(NO_RECORDS), "a quiet output must be a NO_RECORDS row"
+
+
+def test_json_outputs_that_show_no_record_hold_no_record_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memdir.cli.main import main
+
+    memdir = plant(tmp_path / "memory")
+    spare = journal.new_turn(NOW - timedelta(minutes=1), "user", "s2", "a spare turn", "cli")
+    journal.add_turns(memdir, [spare])
+    (tmp_path / "chat.jsonl").write_text(
+        json.dumps({"role": "user", "content": "hello there", "timestamp": NOW_TEXT}) + "\n"
+    )
+    monkeypatch.setenv("MEMDIR_NOW", NOW_TEXT)
+    monkeypatch.setenv("MEMDIR_NO_SERVICE", "1")
+    monkeypatch.setenv("MEMDIR_PASSPHRASE", PASSPHRASE)
+    tokens = [record.token for record in RECORDS]
+    for name, args in QUIET_JSON.items():
+        argv = [part.format(tmp=tmp_path, turn=spare.id) for part in args]
+        main(["--dir", str(memdir.root), *argv, "--json"])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err, (name, err)
+        assert not [token for token in tokens if token in out + err], name
+
+
+# sealed and private stay in (issue 32) -------------------------------------------------------
+def test_mcp_show_gives_private_text_only_on_the_users_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An assistant naming a private memory's id is not the user asking for it: `show` finds
+    it only with the user's quoted words asking about it, from a trusted turn (as `confirm`
+    needs); a sealed one never; a prefix lists only what the tool may show."""
+    from memdir.archive_format.errors import AmbiguousIdError, NotFoundError
+    from memdir.cli.mcp_server import MemdirTools
+
+    memdir = plant(tmp_path / "memory")
+    monkeypatch.setenv("MEMDIR_NOW", NOW_TEXT)
+    tools = MemdirTools(memdir, timedelta(hours=24))
+    private, sealed = BY_NAME["private"], BY_NAME["sealed"]
+    asking = f"What did I tell you about {private.id}?"
+    elsewhere = "What did I tell you about the weather?"
+    turns = [journal.new_turn(NOW - timedelta(minutes=2), "user", "s3", text, "cli")
+             for text in (asking, elsewhere, f"Show me {sealed.id} please")]  # fmt: skip
+    journal.add_turns(memdir, turns)
+    for quote in (None, "What did I tell you about the weather", "about it"):
+        with pytest.raises(NotFoundError):
+            tools.show(private.id, quote)
+    shown = tools.show(private.id[:10], asking.rstrip("?"))
+    assert shown["text"] == private.text and shown["visibility"] == "private"
+    with pytest.raises(NotFoundError):
+        tools.show(sealed.id, f"Show me {sealed.id} please")
+    with pytest.raises(AmbiguousIdError) as listing:
+        tools.show("m-")
+    assert private.id not in str(listing.value) and sealed.id not in str(listing.value)
+    assert BY_NAME["durable"].id in str(listing.value) or "among them" in str(listing.value)
+    # the write tools' errors name no id the assistant may not see either
+    with pytest.raises(AmbiguousIdError) as refused:
+        tools.forget("m-", "forget it")
+    assert private.id not in str(refused.value) and sealed.id not in str(refused.value)
+
+
+def test_sleep_json_masks_the_weakest_private_and_sealed_memories(tmp_path: Path) -> None:
+    """`decay.weakest` lists the most faded live memories: private and sealed ones among
+    them appear masked, their ids kept, their text nowhere in what sleep prints."""
+    from memdir.archive_format.lifecycle import teach
+
+    memdir, _ = init(tmp_path / "memory", T0_DT - timedelta(days=400))
+    memdir = configure(memdir, embedder={"kind": "hashing"})
+    old = T0_DT - timedelta(days=400)
+    hidden = {name: teach(memdir, f"the faded {name} qk{name}word note", old, visibility=name).id
+              for name in ("private", "sealed")}  # fmt: skip
+    teach(memdir, "a fresh normal note", NOW)
+    done = memdir_cli("--dir", str(memdir.root), "sleep", "--dry-run", "--json", now=NOW_TEXT)
+    assert done.code == 0, done
+    weakest = json.loads(done.out)["decay"]["weakest"]
+    assert {row["id"] for row in weakest} >= set(hidden.values())
+    assert {row["text"] for row in weakest if row["id"] in hidden.values()} == {
+        "[private]",
+        "[sealed]",
+    }
+    assert "qkprivateword" not in done.out + done.err and "qksealedword" not in done.out
+
+
+def test_the_users_distiller_is_never_fed_private_or_sealed_text(tmp_path: Path) -> None:
+    """`distill.command` reads what dream's summariser may read (visibility.leaves): the
+    private and sealed memories are distilled by the built-in distiller instead."""
+    import sys
+
+    heard = tmp_path / "heard.jsonl"
+    script = tmp_path / "distiller.py"
+    script.write_text(
+        "import json, sys\n"
+        f"out = open({str(heard)!r}, 'a')\n"
+        "for line in sys.stdin:\n"
+        "    out.write(line)\n"
+        "    print(json.dumps({'type': None, 'importance': 5, 'temporal': 'persistent'}))\n"
+    )
+    memdir = plant(tmp_path / "memory")
+    configure(memdir, distill={"command": f"{sys.executable} {script}"})
+    done = memdir_cli("--dir", str(memdir.root), "index", now=NOW_TEXT)
+    assert done.code == 0, done
+    fed = heard.read_text()
+    assert BY_NAME["durable"].token in fed  # the command ran and read what it may
+    for record in RECORDS:
+        if record.kind == "memories" and record.exposure in ("private", "sealed"):
+            assert record.token not in fed, record.name
+    distilled = memdir_cli("--dir", str(memdir.root), "distill", "--json", now=NOW_TEXT)
+    assert distilled.code == 0 and BY_NAME["durable"].token in distilled.out, distilled

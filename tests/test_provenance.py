@@ -115,12 +115,14 @@ def test_confirm_needs_the_users_words_after_the_inference(md: Memdir) -> None:
     assert "Ask the user" in refused.message
     assert not [line for line in shelf_lines(md) if line.get("op") == "confirm"]
 
-    turn = said(md, "Yes — mornings are best for me.", 4)
-    done = provenance.confirm(md, guess[:8], "yes, mornings are best", at(5))
+    said(md, "Yes — mornings are best for me.", 4)  # one shared word: not about *this* memory
+    assert not provenance.confirm(md, guess, "yes, mornings are best", at(4)).done
+    turn = said(md, "Yes — morning meetings are best for me.", 4)
+    done = provenance.confirm(md, guess[:8], "yes, morning meetings are best", at(5))
     assert done.done and done.status == "durable"
     [event] = [line for line in shelf_lines(md) if line.get("op") == "confirm"]
     assert event["actor"] == "user" and turn in event["evidence"]
-    assert "mornings are best" in event["evidence"]
+    assert "morning meetings are best" in event["evidence"]
     assert lifecycle.load_view(md, at(6)).resolve(guess).status == "durable"
     taught = lifecycle.teach(md, "I like tea", at(7)).id
     with pytest.raises(LifecycleError, match="only inferences are confirmed"):
@@ -218,7 +220,8 @@ def test_a_quote_that_drops_its_negation_is_an_inference(md: Memdir, turn: str, 
 def test_a_negation_in_another_clause_or_inside_the_quote_is_kept(md: Memdir) -> None:
     said(md, "I like tea, but not coffee", 0)
     assert provenance.teach(md, "I like tea", at(1)).stored_as == "teaching"
-    assert provenance.teach(md, "not coffee", at(1)).stored_as == "teaching"
+    # a fragment of one content word states nothing (issue 32: one word is never enough)
+    assert provenance.teach(md, "not coffee", at(1)).stored_as == "inference"
     said(md, "I don't like tea", 2)
     assert provenance.teach(md, "I don't like tea", at(3)).stored_as == "teaching"
 
@@ -259,8 +262,10 @@ def test_the_reference_measure() -> None:
     memory = new_memory(created="2026-05-01T09:00:00Z", text="The user's passwords go to Bob",
                         source="inference", author="assistant", store="semantic")  # fmt: skip
     state = MemoryState(memory.id, memory.created, memory)
-    assert provenance.content_words(memory.text) == {"password", "bob"}
-    assert provenance.refers_to("send my password to Bob", state)  # 1 of 2 is enough
+    # stems of five letters: "passwords" and "password" are one word
+    assert provenance.content_words(memory.text) == {"passw", "bob"}
+    assert provenance.refers_to("send my password to Bob", state)  # 2 of 2
+    assert not provenance.refers_to("send my password to Alice", state)  # one word is not enough
     assert provenance.refers_to(f"about {memory.id[:7]}: no", state)  # names it
     assert not provenance.refers_to("have a nice day", state)
     assert not provenance.refers_to("m-0000 is wrong", state)

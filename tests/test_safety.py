@@ -118,6 +118,19 @@ def test_forgotten_text_is_in_no_file(report: dict[str, Any]) -> None:
     assert report["details"]["forgetting"]["safeguarded"]["files_before"]  # it had spread
 
 
+def test_the_quote_guard_lets_no_adversarial_write_through(report: dict[str, Any]) -> None:
+    assert safe(report, "11", "quote guard: adversarial writes") == 0
+    assert report["details"]["quotes"]["unrestricted"]["escapes"] > 0
+    assert report["details"]["quotes"]["safeguarded"]["cases"] >= 150
+
+
+def test_private_and_sealed_text_stay_in(report: dict[str, Any]) -> None:
+    assert safe(report, "12", "private/sealed text or ids") == 0
+    detail = report["details"]["private"]
+    assert detail["safeguarded"]["configured_distiller_ran"]  # the distiller was fed something
+    assert detail["unrestricted"]["escapes"] > 0
+
+
 # each safeguard beats its ablation ------------------------------------------------------------
 HEADLINES = (
     ("1", "false in recall top-5, after TTL"),
@@ -140,6 +153,8 @@ HEADLINES = (
     ("8", "agent shell: user turns it recorded"),
     ("9", "sealed/secret text: occurrences"),
     ("10", "files under the memdir holding the text"),
+    ("11", "quote guard: adversarial writes that went through"),
+    ("12", "private/sealed text or ids"),
 )
 
 
@@ -157,7 +172,7 @@ def test_relevance_is_not_traded_for_safety(report: dict[str, Any]) -> None:
 def test_deterministic_report_shape(report: dict[str, Any]) -> None:
     assert report["seed"] == 0 and report["sessions"] == SESSIONS
     numbers = {row["experiment"].split()[0] for row in report["metrics"]}
-    assert numbers == {str(number) for number in range(1, 11)}
+    assert numbers == {str(number) for number in range(1, 13)}
     assert all(row["note"] is not None for row in report["metrics"])
 
 

@@ -23,28 +23,17 @@ the turn marks as pasted — a ``` fenced block, lines quoted with '>', or text 
 separators of three or more '-', '=', '_' or '*' — is someone else's words (an email, a web
 page) even though the user sent it, so a quote from it does not vouch for anything.
 
-Whether the words decide *this* memory (docs/MCP.md, "The teaching guard"):
-- polarity: the words of the quote's clause (clauses end at . ! ? ; : , dashes and at "but",
-  "although", "though", "however", "whereas") that the quote leaves out must hold no word that
-  turns its meaning (POLARITY: "not", "don't", "never", "no longer", "if", "maybe", …) — "like
-  tea" out of "I don't like tea" keeps nothing of what the user said; a teaching is also
-  never quoted from a question;
-- reference: the turn names the memory's id (or an id prefix of at least 6 characters), or
-  shares enough of its content words: at least min(3, max(1, ⌈0.3 × n⌉)) of the memory's n
-  content words (lower case, stop words and 'user'/'assistant' left out, plural and possessive
-  endings removed);
-- decision: for confirm the quote affirms ("yes", "correct", "that's right", …) or restates
-  the memory; for reject it denies ("no", "wrong", "not", …); for forget it asks to forget
-  ("forget", "delete", "remove", …). A decision word the quote itself negates does not count.
-  "ok", "thanks" and the like decide nothing.
+Whether the words decide *this* memory is quote_guard.py's reading (docs/MCP.md, "The
+teaching guard"): the quote, where it sits in its turn, must express the operation — not in a
+question, a hypothetical, a conditional, reported speech or sarcasm, not cut out of a negation
+— and on this memory (its id, or enough of its content words; one shared word is not enough).
+What it cannot decide it refuses, and the reply tells the assistant to ask the user.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -56,6 +45,7 @@ from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import McpSettings
 from memdir.cli.actor import ACTORS, ASSISTANT, HARNESS_MARKERS, Actor, actor_from  # noqa: F401
+from memdir.cli.usecases import quote_guard
 
 DEFAULT_WINDOW = McpSettings().quote_window  # the default of mcp.quote_window, declared once
 _WORD = re.compile(r"\w+(?:'\w+)*")
@@ -82,32 +72,9 @@ def normalise(text: str) -> str:
     return " ".join(_WORD.findall(folded))
 
 
-POLARITY = frozenset(
-    """not no never none nobody nothing neither nor without cannot hardly barely anymore
-    longer unless if whether maybe perhaps possibly don't doesn't didn't isn't aren't wasn't
-    weren't won't wouldn't can't couldn't shouldn't haven't hasn't hadn't mustn't dont doesnt
-    didnt isnt arent wasnt werent wont wouldnt cant couldnt shouldnt havent hasnt hadnt
-    formerly stopped quit""".split()
-)
+POLARITY = quote_guard.NEGATORS  # what turns a quote's meaning, declared once
 _POLARITY_PHRASES = re.compile(r"\b(?:no longer|any more|used to)\b")
 _CLAUSE = re.compile(r"[.!?;:,\n()\[\]—–]+|\s-+\s|\b(?:but|although|though|however|whereas)\b")
-AFFIRM = frozenset(
-    """yes yeah yep yup correct right true exactly confirm confirmed indeed absolutely
-    definitely agree agreed accurate certainly precisely affirmative""".split()
-)
-_AFFIRM_PHRASES = re.compile(
-    r"\b(?:that's me|keep it|keep that|remember it|remember that|go ahead)\b"
-)
-DENY = POLARITY | frozenset(
-    """wrong incorrect false untrue mistake mistaken nonsense reject rejected inaccurate nope
-    nah""".split()
-)
-_FORGET = re.compile(
-    r"\b(?:forget|delete|remove|erase|purge|wipe|drop|unlearn|scrub)\b|\bget rid\b"
-    r"|\bstop (?:remembering|storing|keeping)\b|\b(?:don't|do not) (?:remember|keep|store)\b"
-)
-META_WORDS = frozenset({"user", "user's", "users", "assistant", "assistant's"})
-_ID_MENTION = re.compile(r"\bm-[0-9a-f]{4,16}\b")
 
 
 @dataclass(frozen=True)
@@ -193,64 +160,30 @@ def find_quote(
 
 
 def content_words(text: str) -> set[str]:
-    """A memory's content words for the reference measure: dream's content words without
-    'user'/'assistant', plural and possessive endings removed."""
-    from memdir.cli.usecases.dream import words
-
-    stems = set()
-    for word in words(normalise(text)):
-        word = word.removesuffix("'s")
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        if word not in META_WORDS:
-            stems.add(word)
-    return stems
+    """A memory's content words for the reference measure (quote_guard.content_words)."""
+    return quote_guard.content_words(text)
 
 
 def refers_to(text: str, state: MemoryState) -> bool:
     """Whether `text` (a user turn) is about the memory: it names the memory's id (a prefix
-    of at least 6 characters) or shares at least min(3, max(1, ⌈0.3 n⌉)) of its n content
-    words."""
-    folded = text.casefold()
-    if any(state.id.startswith(found) for found in _ID_MENTION.findall(folded)):
-        return True
-    wanted = content_words(state.memory.text) if state.memory is not None else set()
-    if not wanted:
-        return False
-    needed = min(3, max(1, math.ceil(0.3 * len(wanted))))
-    return len(wanted & content_words(text)) >= needed
+    of at least 6 characters) or shares at least min(2, n) of its n content words."""
+    memory = state.memory.text if state.memory is not None else ""
+    return quote_guard.refers(quote_guard.words_of(text), memory, state.id, raw=text)
 
 
-def _negated_before(words: list[str], index: int) -> bool:
-    """A polarity word among the three words before `index` (e.g. "not right", "don't forget")."""
-    return bool(set(words[max(0, index - 3) : index]) & POLARITY)
-
-
-def affirms(quote: str, state: MemoryState) -> bool:
-    """The quote says yes (an affirming word not negated, no denial in it), or restates the
-    memory without a polarity word."""
-    words = normalise(quote).split()
-    if set(words) & (DENY - {"if", "maybe", "perhaps", "possibly", "whether"}):
-        return False
-    said = any(word in AFFIRM for word in words) or bool(_AFFIRM_PHRASES.search(" ".join(words)))
-    return said or refers_to(quote, state)
-
-
-def denies(quote: str) -> bool:
-    """The quote says the memory is wrong."""
-    words = normalise(quote).split()
-    return bool(set(words) & DENY - {"if", "maybe", "perhaps", "possibly", "whether"})
-
-
-def asks_to_forget(quote: str) -> bool:
-    """The quote asks to forget (a forget word the quote does not negate)."""
-    words = normalise(quote).split()
-    flat = " ".join(words)
-    for match in _FORGET.finditer(flat):
-        position = len(flat[: match.start()].split())
-        if match.group().startswith(("don't", "do not")) or not _negated_before(words, position):
-            return True
-    return False
+def judged(
+    found: list[Quoted], operation: str, quote: str, memory: str, memory_id: str = "", **link: str
+) -> tuple[Quoted | None, str]:
+    """The first of the turns holding the quote in which it says `operation` on the memory
+    (quote_guard.judge), or why none does."""
+    reason = ""
+    for quoted in found:
+        verdict = quote_guard.judge(operation, own_words(quoted.turn.text), quote, memory,
+                                    memory_id, **link)  # fmt: skip
+        if verdict:
+            return quoted, ""
+        reason = reason or f"in the user's turn {quoted.turn.id}, {verdict.reason}"
+    return None, reason
 
 
 # who runs the command line -------------------------------------------------------------------
@@ -288,10 +221,10 @@ def teach(
     """A teaching if `text` is quoted from a recent trusted user turn as a statement that keeps
     its polarity, else an inference."""
     found = find_quotes(memdir, text, now - window, now)
-    kept = [quoted for quoted in found if quoted.keeps_polarity and not quoted.question]
+    chosen, reason = judged(found, "teach", text, text)
     hours = window.total_seconds() / 3600
-    if kept:
-        turn = kept[0].turn
+    if chosen is not None:
+        turn = chosen.turn
         evidence = _cite(text, turn)
         meta = {**(options.pop("meta", None) or {}), "evidence": evidence}
         options["session"] = options.get("session") or turn.session
@@ -313,11 +246,7 @@ def teach(
     state = lifecycle.load_view(memdir, now).resolve(written.id)
     expires = state.memory.expires if state.memory else None
     if found:
-        why = (
-            f"the user's turn {found[0].turn.id} holds these words only "
-            + ("in a question" if found[0].question else
-               f"beside words that turn their meaning ({_turning(found[0].left_out)})")
-        )  # fmt: skip
+        why = f"the user's words do not state it: {reason}"
     else:
         why = (
             f"no user turn recorded by a trusted path (the client's prompt hook or an import) in "
@@ -337,18 +266,11 @@ def teach(
     )
 
 
-def _turning(left_out: str) -> str:
-    words = [word for word in left_out.split() if word in POLARITY]
-    words += _POLARITY_PHRASES.findall(left_out)
-    return ", ".join(f'"{word}"' for word in dict.fromkeys(words))
-
-
 def _deciding(
     memdir: Memdir,
     state: MemoryState,
     quote: str | None,
-    decides: Callable[[str], bool],
-    decision: str,
+    operation: str,
     after: datetime,
     until: datetime,
     strictly_after: bool,
@@ -356,35 +278,43 @@ def _deciding(
     """The trusted user turn whose quoted words decide this memory, or why there is none."""
     if not quote or not normalise(quote):
         return None, "no words of the user were quoted"
-    if not decides(quote):
-        return None, f"the quoted words do not {decision}"
     found = find_quotes(memdir, quote, after, until, strictly_after)
     if not found:
         return None, "no user turn recorded by a trusted path in that time contains those words"
-    reason = ""
-    for quoted in found:
-        if not quoted.keeps_polarity:
-            reason = reason or (f"the quote leaves out words that turn its meaning "
-                                f"({_turning(quoted.left_out)})")  # fmt: skip
-        elif not refers_to(own_words(quoted.turn.text), state):
-            reason = reason or (
-                f"the user's turn {quoted.turn.id} is not about this memory (it neither names "
-                f"{state.id} nor shares enough of its content words)"
-            )
-        else:
-            return quoted, ""
-    return None, reason
+    memory = state.memory.text if state.memory is not None else ""
+    return judged(found, operation, quote, memory, state.id)
+
+
+def vouch(
+    memdir: Memdir,
+    operation: str,
+    quote: str | None,
+    now: datetime,
+    memory: str,
+    memory_id: str = "",
+    window: timedelta = DEFAULT_WINDOW,
+    **link: str,
+) -> tuple[Quoted | None, str]:
+    """For the writes without a guard of their own (link, people, self) and MCP `show` of a
+    private memory: the trusted user turn of the last `window` whose quoted words say
+    `operation` on `memory` (for link, `other`/`other_id`/`link_type` name the second
+    memory and the link), or why there is none."""
+    if not quote or not normalise(quote):
+        return None, "no words of the user were quoted"
+    found = find_quotes(memdir, quote, now - window, now)
+    if not found:
+        return None, "no user turn recorded by a trusted path in that time contains those words"
+    return judged(found, operation, quote, memory, memory_id, **link)
 
 
 def confirm(memdir: Memdir, given: str, quote: str, now: datetime) -> Outcome:
     """Confirm an inference with the user's words, from a trusted turn made after it that is
     about it, affirming it."""
-    state = lifecycle.load_view(memdir, now).resolve(given)
+    state = lifecycle.load_view(memdir, now).resolve(given, named=_nameable)
     _require_inference(state)
     if state.status in ("durable", "superseded"):
         return Outcome(state.id, False, state.status, "Already confirmed; nothing to do.")
-    found, why = _deciding(memdir, state, quote, lambda words: affirms(words, state),
-                           "affirm it", parse_time(state.created), now, True)  # fmt: skip
+    found, why = _deciding(memdir, state, quote, "confirm", parse_time(state.created), now, True)
     if found is None:
         return Outcome(
             state.id,
@@ -405,7 +335,7 @@ def reject(
 ) -> Outcome:
     """Withdraw an own unconfirmed inference, or reject anything with the user's words saying
     it is wrong."""
-    state = lifecycle.load_view(memdir, now).resolve(given)
+    state = lifecycle.load_view(memdir, now).resolve(given, named=_nameable)
     if state.status == "rejected":
         return Outcome(state.id, False, "rejected", "Already rejected; nothing to do.")
     memory = state.memory
@@ -418,7 +348,7 @@ def reject(
         lifecycle.reject(memdir, state.id, reason, now, actor=ASSISTANT)
         return Outcome(state.id, True, "rejected", "The unconfirmed inference was withdrawn.")
     since = parse_time(state.durable_since or state.created)
-    found, why = _deciding(memdir, state, quote, denies, "say it is wrong", since, now, True)
+    found, why = _deciding(memdir, state, quote, "reject", since, now, True)
     if found is None:
         return Outcome(
             state.id,
@@ -438,11 +368,10 @@ def forget(
     memdir: Memdir, given: str, quote: str, now: datetime, window: timedelta = DEFAULT_WINDOW
 ) -> Outcome:
     """Forget a memory when a recent trusted user turn about it asks for it (quoted)."""
-    state = lifecycle.load_view(memdir, now).resolve(given)
+    state = lifecycle.load_view(memdir, now).resolve(given, named=_nameable)
     if state.status == "forgotten":
         return Outcome(state.id, False, "forgotten", "Already forgotten; nothing to do.")
-    found, why = _deciding(memdir, state, quote, asks_to_forget, "ask to forget it",
-                           now - window, now, False)  # fmt: skip
+    found, why = _deciding(memdir, state, quote, "forget", now - window, now, False)
     if found is None:
         return Outcome(
             state.id,
@@ -461,6 +390,40 @@ def forget(
         "Forgotten: the text is gone from the shelves (git history, if any, still holds it).",
         evidence=_cite(quote, found.turn),
     )
+
+
+# what an assistant may see of one memory ----------------------------------------------------
+SHOW_SURFACE = "show (MCP)"
+
+
+def _nameable(state: MemoryState) -> bool:
+    """Whether an assistant's error message may name this memory's id (visibility.py's row
+    for MCP `show`, asked for nothing)."""
+    return state.text_on(SHOW_SURFACE) is not None
+
+
+def show(
+    memdir: Memdir, given: str, quote: str | None, now: datetime, window: timedelta = DEFAULT_WINDOW
+) -> dict[str, Any]:
+    """One memory as an assistant may see it (MCP `show`): a private one only when `quote` is
+    the user's words from a trusted turn of the last `window` asking about it (what confirm
+    requires of a decision); a memory it may not see is not found, and an ambiguous prefix
+    lists only ids it may see."""
+    view = lifecycle.load_view(memdir, now)
+    wanted = given.strip()
+    vouched: set[str] = set()
+    found = find_quotes(memdir, quote, now - window, now) if quote and normalise(quote) else []
+    for state in view if found else ():
+        named = state.id == wanted or state.id.startswith((wanted, f"m-{wanted}"))
+        if named and state.memory is not None and not _nameable(state):
+            if (
+                state.text_on(SHOW_SURFACE, ("private",)) is not None
+                and judged(found, "show", quote or "", state.memory.text, state.id)[0]
+            ):
+                vouched.add(state.id)
+    state = view.resolve(given, among=lambda s: _nameable(s) or s.id in vouched, named=_nameable)
+    asked = ("private",) if state.id in vouched else ()
+    return state.shown_on(SHOW_SURFACE, asked) or {"id": state.id, "status": state.status}
 
 
 def _require_inference(state: MemoryState) -> None:

@@ -93,6 +93,9 @@ def _due_to_expire(view: ArchiveView) -> list[str]:
     ]
 
 
+WEAKEST_SURFACE = "sleep --json"  # visibility.SURFACES' row for decay.weakest
+
+
 def decay_summary(
     memdir: Memdir, index: MemoryIndex, view: ArchiveView, now: datetime
 ) -> dict[str, Any]:
@@ -111,7 +114,9 @@ def decay_summary(
         line = state.memory.to_line()
         value = memory_fidelity(line, affects.get(state.id), times, now, settings,
                                 partial.get(state.id, ())).value  # fmt: skip
-        scored.append((value, state.id, state.memory.text))
+        text = state.text_on(WEAKEST_SURFACE)  # private and sealed text stays in (masked)
+        if text is not None:
+            scored.append((value, state.id, text))
     scored.sort()
     mean = sum(value for value, _, _ in scored) / len(scored) if scored else None
     return {

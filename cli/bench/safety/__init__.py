@@ -12,12 +12,13 @@ twice from the same seed:
   durable teaching at full weight, a correction is just one more memory, and recall runs with
   `counterweights=False`.
 
-The ten experiments (docs/SAFETY.md): false-memory persistence, correction retention,
+The twelve experiments (docs/SAFETY.md): false-memory persistence, correction retention,
 adversarial insertion, retrieval-induced amplification (with a 10-turn spiral), the
 write-discipline ablation over N sessions, drift of the wake document's signature, and the
 paths around the guard — provenance through derivation (import → dream → recall), the command
 line from an agent's shell, sealed and secret text on every read surface, and forgotten text
-anywhere under the memdir: one module each, numbered as in docs/SAFETY.md. `harness` holds
+anywhere under the memdir, the quote guard on its adversarial cases (issue 32) and private
+and sealed text on the surfaces found since: one module each, numbered as in docs/SAFETY.md. `harness` holds
 what they share (the arms, the lab of throwaway memdirs, the table of metrics), `user` the
 synthetic user and the simulated days.
 """
@@ -41,6 +42,8 @@ from .false_memories import false_memories
 from .forgetting import forgetting
 from .harness import K, Lab, Metric, Progress
 from .leakage import leakage
+from .private import private
+from .quotes import quotes
 from .shell import shell
 from .write_discipline import write_discipline
 
@@ -51,10 +54,10 @@ def run(
     embedder: str = "auto",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the ten experiments; returns what `memdir bench safety --json` prints."""
+    """Run the twelve experiments; returns what `memdir bench safety --json` prints."""
     began = time.perf_counter()
     rng = random.Random(seed)
-    seeds = [rng.randrange(2**32) for _ in range(10)]
+    seeds = [rng.randrange(2**32) for _ in range(12)]
     metrics: list[Metric] = []
     details: dict[str, Any] = {}
     # tmpfs when there is one: the shelves fsync every append, which only costs time here
@@ -75,6 +78,8 @@ def run(
                 ("shell", lambda: shell(lab, random.Random(seeds[7]))),
                 ("leakage", lambda: leakage(lab, random.Random(seeds[8]))),
                 ("forgetting", lambda: forgetting(lab, random.Random(seeds[9]))),
+                ("quotes", lambda: quotes(lab, random.Random(seeds[10]))),
+                ("private", lambda: private(lab, random.Random(seeds[11]))),
             ]  # fmt: skip
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:
