@@ -95,6 +95,7 @@ class Memdir:
     def lock(self, timeout: float | None = None) -> WriterLock:
         """The writer lock; hold it for every write to the canonical files. Whoever takes it
         first re-applies the tombstones a merge may have undone (archive_format/tombstones.py)."""
+        check_cache(self)
         return WriterLock(self.cache_dir / "lock", timeout, on_acquire=self._reapply_tombstones)
 
     def _reapply_tombstones(self) -> None:
@@ -124,6 +125,36 @@ class Memdir:
         for warning in warnings:
             log.warning(warning)
         return cls(root.resolve(), config, settings)
+
+
+STRAY_CACHE = "stray-"  # the name, inside the new cache, of a `.memdir` that was a file
+
+
+def check_cache(memdir: Memdir) -> None:
+    """A `.memdir` that is not a directory (a stray file) cannot hold the cache or the lock:
+    name it and the remedy, rather than fail on a path below it."""
+    cache = memdir.cache_dir
+    if (cache.exists() or cache.is_symlink()) and not cache.is_dir():
+        raise FormatError(
+            f"{cache} is not a directory (it must hold the index cache and the locks)",
+            hint="`memdir index --rebuild` moves it aside and builds the cache again",
+        )
+
+
+def move_stray_cache(memdir: Memdir, now: datetime) -> Path | None:
+    """Move a `.memdir` that is not a directory into a new, empty cache directory, as
+    `stray-TIME` — kept, not deleted (whatever it holds is the user's to look at; git ignores
+    it there). Where it went, or None when `.memdir` is a directory or absent."""
+    cache = memdir.cache_dir
+    if not (cache.exists() or cache.is_symlink()) or cache.is_dir():
+        return None
+    stamp = format_time(now).replace(":", "").replace("-", "")
+    moving = cache.with_name(f"{CACHE_NAME}.{STRAY_CACHE}{stamp}.{uuid.uuid4().hex[:8]}")
+    cache.rename(moving)
+    cache.mkdir()
+    target = cache / f"{STRAY_CACHE}{stamp}"
+    moving.rename(target)
+    return target
 
 
 def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> tuple[Memdir, bool]:

@@ -151,7 +151,7 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 report.problems.append(f"{memory_id}: links to itself")
             elif link["to"].startswith("m-") and link["to"] not in known:
                 report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
-    checked, found, turns = journal.check(memdir, memories, known)
+    checked, found, turns = journal.check(memdir, memories, known, report.notes)
     report.lines += checked
     report.problems.extend(found)
     report.problems.extend(_derived_mentions(memdir, tombstones | journal.forgotten_turns(memdir)))

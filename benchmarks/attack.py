@@ -4,12 +4,20 @@ Each attack runs the real `memdir` executable and checks three things: no traceb
 "internal error": a bug caught by the last-resort boundary) reaches the user, no acknowledged
 record is lost, and no file outside the memdir changes. Kinds of attack: random line mutations
 under every read command, damaged cache files, bad arguments, concurrent writers with an
-indexer and forget, SIGKILLed writers, a full disk (a file-size rlimit), a read-only memdir,
-symbolic links, and tampered exports.
+indexer and forget, SIGKILLed writers, a full disk (a file-size rlimit), a read-only memdir
+(a real read-only bind mount in a private mount namespace when run as root, where chmod stops
+nothing), symbolic links, tampered exports, a sleep SIGKILLed before each of its writes
+(`verify` must pass at once, and the next sleep finish the work), and slow clients of
+`memdir serve` (more than its slots, a lone surrogate, SIGTERM while they hang on).
+
+An escape is an attack the safeguards should have stopped and did not, short of a traceback or
+a lost record: a command that hung, a verify that fails after a crash, a read-only memdir that
+does not answer, a service a client could hold.
 
 Usage:
   python -m benchmarks.attack [--seed 19] [--mutations 80] [--workdir /tmp/memdir-attack]
-Prints per kind, then: attacks N, survived S, records lost L, tracebacks T.
+      [--only crash,read-only,slow-client]
+Prints per kind, then: attacks N, survived S, records lost L, tracebacks T, escapes E.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ class Campaign:
     def __init__(self, workdir: Path, seed: int) -> None:
         self.workdir = workdir
         self.rng = random.Random(seed)
-        self.attacks = self.survived = self.lost = self.tracebacks = 0
+        self.attacks = self.survived = self.lost = self.tracebacks = self.escapes = 0
         self.kinds: dict[str, list[int]] = {}
         self.failures: list[str] = []
         self.outside = workdir / "outside.txt"
@@ -69,6 +77,7 @@ class Campaign:
         self.survived += ok
         self.lost += lost
         self.tracebacks += len(traced)
+        self.escapes += bool(not ok and not traced and not lost)
         tally = self.kinds.setdefault(kind, [0, 0])
         tally[0] += 1
         tally[1] += ok
@@ -269,16 +278,158 @@ class Campaign:
                         len(before - self.ids(root)))  # fmt: skip
 
     def read_only(self) -> None:
+        """The reads of a memdir nobody may write, as a mounted backup: each answers (search and
+        recall included), a write fails in one line, and nothing changes."""
         root = self.copy()
-        for path in [root, *root.rglob("*")]:
+        before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        reads = (["search", "coffee"], ["recall", "coffee", "--no-record"], ["recall", "coffee"],
+                 ["list"], ["wake"], ["verify"], ["similar", "tea"], ["context", "coffee"])  # fmt: skip
+        for args in [*reads, ["teach", "x"]]:
+            done = self.run_read_only(root, list(args))
+            answered = done.returncode == 0 or args[0] == "teach"
+            self.record("read-only", args[0] + (" (no record)" if "--no-record" in args else ""),
+                        [done] if answered else [done, _failed([done])])  # fmt: skip
+        changed = [p for p, data in before.items() if not p.exists() or p.read_bytes() != data]
+        self.record("read-only", "nothing written", [] if not changed else [_failed([])])
+
+    def run_read_only(self, root: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+        """One command on `root` read-only: bind-mounted read-only in a private mount namespace
+        as root (the mount dies with the process), by file modes otherwise."""
+        if os.getuid() == 0 and shutil.which("unshare"):
+            view = self.workdir / "read-only-view"
+            view.mkdir(exist_ok=True)
+            script = (
+                'mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" && shift 2 && exec "$@"'
+            )
+            command = ["unshare", "-m", "sh", "-c", script, "sh", str(root), str(view), MEMDIR,
+                       "--dir", str(view), *args]  # fmt: skip
+            environment = {**os.environ, "MEMDIR_NOW": NOW, "MEMDIR_NO_SERVICE": "1"}
+            try:
+                return subprocess.run(command, capture_output=True, text=True, env=environment,
+                                      timeout=120)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return subprocess.CompletedProcess(command, 124, "", "timed out")
+        paths = [root, *root.rglob("*")]
+        for path in paths:
             path.chmod(path.stat().st_mode & ~0o222)
         try:
-            for args in (["search", "coffee"], ["recall", "coffee", "--no-record"], ["list"],
-                         ["teach", "x"], ["wake"], ["verify"]):  # fmt: skip
-                self.record("read-only", args[0], [self.run(root, *args)])
+            return self.run(root, *args)
         finally:
-            for path in [root, *root.rglob("*")]:
+            for path in paths:
                 path.chmod(path.stat().st_mode | 0o200)
+
+    def crashes(self, limit: int = 12) -> None:
+        """A sleep SIGKILLed before its Nth canonical write (a shelf append or an atomic
+        rename), for an even spread of N: verify passes at once, the next sleep succeeds and
+        verify passes again, and no record is lost."""
+        base = self.copy("crash-base")
+        for minute, text in enumerate(("we talked about the cello", "and about my cat Pixel")):
+            at = f"2026-05-20T10:0{minute}:00Z"
+            self.run(base, "journal", "add", "--role", "user", "--session", "c1", text,
+                     env={"MEMDIR_NOW": at})  # fmt: skip
+        self.run(base, "infer", "the user may want a reminder", "--ttl", "1d",
+                 env={"MEMDIR_NOW": "2026-05-20T10:00:00Z"})  # fmt: skip
+        probe = self.workdir / "crash-probe"  # how many writes a whole sleep makes here
+        shutil.rmtree(probe, ignore_errors=True)
+        shutil.copytree(base, probe, symlinks=True)
+        counted = self._killed_sleep(probe, 0)
+        writes = int(counted.stdout.split()[-1]) if counted.returncode == 0 else 0
+        points = sorted({max(1, round(1 + i * (writes - 1) / max(1, limit - 1)))
+                         for i in range(limit)}) if writes else []  # fmt: skip
+        for point in points:
+            root = self.workdir / "crashed"
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.copytree(base, root, symlinks=True)
+            before = self.ids(root)
+            died = self._killed_sleep(root, point)
+            checked = self.run(root, "verify")
+            again = self.run(root, "sleep")
+            after = self.run(root, "verify")
+            runs = [died, checked, again, after]
+            held = died.returncode == -9 and all(r.returncode == 0 for r in runs[1:])
+            self.record("crash", f"sleep killed at write {point}/{writes}",
+                        runs if held else [*runs, _failed(runs)], len(before - self.ids(root)))  # fmt: skip
+
+    def _killed_sleep(self, root: Path, point: int) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", KILLER, str(root), str(point), NOW]
+        environment = {**os.environ, "MEMDIR_NOW": NOW, "MEMDIR_NO_SERVICE": "1"}
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=environment,
+                                  timeout=300)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(command, 124, "", "timed out")
+        if done.returncode == -9:  # the kill was the point: its stderr is not the user's
+            done.stderr = ""
+        return done
+
+    def slow_clients(self) -> None:
+        """`memdir serve` against clients that hold on: more slow ones than slots (a real
+        command must still be answered promptly), lone surrogates in a request, and SIGTERM
+        while slow clients hang on (it must stop within seconds)."""
+        root = self.copy("served")
+        log = self.workdir / "serve.log"
+        log.unlink(missing_ok=True)
+        server = subprocess.Popen([MEMDIR, "--dir", str(root), "serve", "--no-watch", "--log", str(log)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  env={k: v for k, v in os.environ.items() if k != "MEMDIR_NOW"})  # fmt: skip
+        sock = root / ".memdir" / "serve.sock"
+        deadline = time.monotonic() + 60
+        while "serving " not in (log.read_text() if log.exists() else ""):
+            if time.monotonic() > deadline or server.poll() is not None:
+                self.record("slow client", "service start", [_failed([])])
+                server.kill()
+                return
+            time.sleep(0.05)
+        try:
+            expected = self.run(root, "search", "coffee", env={"MEMDIR_NO_SERVICE": "1"}).stdout
+            slow = [subprocess.Popen([sys.executable, "-c", TRICKLE, str(sock)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                    for _ in range(40)]  # fmt: skip
+            for client in slow:
+                assert client.stdout is not None
+                client.stdout.readline()
+            began = time.monotonic()
+            # a client that would wait 30 s for a held service: it must be told "busy" at once
+            done = self.run(root, "search", "coffee",
+                            env={"MEMDIR_NO_SERVICE": "", "MEMDIR_SERVICE_TIMEOUT": "30"})  # fmt: skip
+            took = time.monotonic() - began
+            prompt = done.returncode == 0 and done.stdout == expected and took < 10
+            self.record("slow client", f"40 slow clients, a real search ({took:.1f} s)",
+                        [done] if prompt else [done, _failed([done])])  # fmt: skip
+            for client in slow:
+                client.wait(timeout=60)
+            for payload in (b'{"v": 1, "command": "search", "args": ["x", "-"], "stdin": "\\ud800"}\n',
+                            b'{"v": 1, "command": "search", "args": ["\\udcff"]}\n'):  # fmt: skip
+                answer = _exchange(sock, payload)
+                answered = answer is not None and "error" in answer
+                probe = subprocess.CompletedProcess([], 0, "", "")
+                self.record("slow client", f"lone surrogate {payload[:40]!r}",
+                            [probe] if answered else [_failed([probe])])  # fmt: skip
+            hanging = [subprocess.Popen([sys.executable, "-c", TRICKLE, str(sock)],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                       for _ in range(8)]  # fmt: skip
+            for client in hanging:
+                assert client.stdout is not None
+                client.stdout.readline()
+            stopping = time.monotonic()
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            took = time.monotonic() - stopping
+            stopped = server.returncode == 0 and took < 5
+            logged = log.read_text()
+            run = subprocess.CompletedProcess([], 0, "", logged if "Traceback" in logged else "")
+            self.record("slow client", f"SIGTERM with 8 slow clients ({took:.1f} s)",
+                        [run] if stopped else [run, _failed([run])])  # fmt: skip
+            for client in hanging:
+                client.kill()
+                client.wait()
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
 
     def symlinks(self) -> None:
         for where in ("shelves/extra.jsonl", "shelves/memories.jsonl", ".memdir/lock",
@@ -335,6 +486,63 @@ for n in range(count):
 """
 
 
+KILLER = """
+import os, signal, sys
+from memdir.archive_format import shelf
+point, calls = int(sys.argv[2]), [0]
+def counted(original):
+    def write(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == point:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(*args, **kwargs)
+    return write
+shelf.append = counted(shelf.append)
+os.replace = counted(os.replace)
+from memdir.cli.main import main
+code = main(["--dir", sys.argv[1], "--now", sys.argv[3], "sleep"])
+print("writes", calls[0])
+sys.exit(code)
+"""
+
+# a client that connects, then sends one byte every 0.3 s for up to 30 s (never a whole line)
+TRICKLE = """
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("connected", flush=True)
+end, piece = time.monotonic() + 30, b'{"v": 1'
+while time.monotonic() < end:
+    try:
+        s.sendall(piece)
+        s.settimeout(0.3)
+        if s.recv(65536) == b"":
+            break
+    except TimeoutError:
+        pass
+    except OSError:
+        break
+    piece = b" "
+"""
+
+
+def _exchange(path: Path, payload: bytes) -> dict | None:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(path))
+            sock.sendall(payload)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        answer = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
 def _failed(runs: list[subprocess.CompletedProcess[str]]) -> subprocess.CompletedProcess[str]:
     """A run standing for a failed expectation (counted as a traceback-free failure)."""
     detail = " | ".join(r.stderr.strip().splitlines()[-1] for r in runs if r.stderr.strip())
@@ -346,6 +554,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--mutations", type=int, default=80)
     parser.add_argument("--workdir", default="/tmp/memdir-attack")
+    parser.add_argument("--only", default="", help="comma-separated kinds to run (default all)")
     args = parser.parse_args()
     workdir = Path(args.workdir)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -353,19 +562,27 @@ def main() -> None:
     campaign = Campaign(workdir, args.seed)
     campaign.outside.write_bytes(b"precious outside file\n")
     started = time.monotonic()
-    for step in (lambda: campaign.mutations(args.mutations), campaign.caches, campaign.arguments,
-                 campaign.concurrency, lambda: campaign.kills(15), campaign.full_disk,
-                 campaign.read_only, campaign.symlinks, lambda: campaign.exports(30)):  # fmt: skip
-        step()
+    steps = {
+        "mutation": lambda: campaign.mutations(args.mutations), "cache": campaign.caches,
+        "argument": campaign.arguments, "concurrency": campaign.concurrency,
+        "kill": lambda: campaign.kills(15), "full-disk": campaign.full_disk,
+        "read-only": campaign.read_only, "symlink": campaign.symlinks,
+        "export": lambda: campaign.exports(30), "crash": campaign.crashes,
+        "slow-client": campaign.slow_clients,
+    }  # fmt: skip
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()] or list(steps)
+    for name in chosen:
+        steps[name]()
     for kind, (total, ok) in campaign.kinds.items():
         print(f"{kind:16} {ok}/{total} survived")
     for failure in campaign.failures:
         print(f"FAILED {failure}")
-    root_note = " (root: chmod does not stop root's writes)" if os.getuid() == 0 else ""
+    root_note = " (root: read-only by a bind mount, not chmod)" if os.getuid() == 0 else ""
     print(f"elapsed {time.monotonic() - started:.0f} s; running as uid {os.getuid()}{root_note}")
     print(
         f"attacks {campaign.attacks}, survived {campaign.survived}, "
-        f"records lost {campaign.lost}, tracebacks {campaign.tracebacks}"
+        f"records lost {campaign.lost}, tracebacks {campaign.tracebacks}, "
+        f"escapes {campaign.escapes}"
     )
 
 

@@ -46,7 +46,8 @@ def _schema() -> Any:
 
 
 class TantivyIndex:
-    """One Tantivy index directory (`.memdir/index/tantivy-N`, `sessions-N`)."""
+    """One Tantivy index directory (`.memdir/index/tantivy-N`, `sessions-N`), or one held in
+    memory only (`in_memory`)."""
 
     def __init__(self, path: Path) -> None:
         import tantivy
@@ -56,14 +57,16 @@ class TantivyIndex:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
         self.schema = _schema()
+        self._writer: Any = None
         try:
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
         except ValueError as error:
             if "ReadOnlyFilesystem" in str(error) or "PermissionDenied" in str(error):
                 raise MemdirError(
                     f"the memdir is read-only: Tantivy cannot take its lock file in {path}",
-                    hint="full-text search and recall need a writable .memdir/; `memdir list`, "
-                    "`show`, `similar` and `wake` work without one",
+                    hint="a read-only memdir is searched from the index it was copied with; "
+                    "index it on a writable copy first (`memdir list`, `show` and `wake` work "
+                    "without one)",
                 ) from None
             if "schema does not match" not in str(error):
                 raise
@@ -72,7 +75,21 @@ class TantivyIndex:
             self.wipe(path)
             path.mkdir(parents=True, exist_ok=True)
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
-        self._writer: Any = None
+
+    @classmethod
+    def in_memory(cls, documents: Sequence[Document]) -> TantivyIndex:
+        """An index in memory holding `documents`: what a read-only memdir answers from, since
+        Tantivy cannot open a directory it may not write (it takes a lock file to read)."""
+        import tantivy
+
+        made = cls.__new__(cls)
+        made.path = Path()
+        made.schema = _schema()
+        made.index = tantivy.Index(made.schema)
+        made._writer = None
+        made._add(documents)
+        made.commit()
+        return made
 
     @staticmethod
     def wipe(path: Path) -> None:

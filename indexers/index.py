@@ -9,6 +9,7 @@ they read it (`needs_update()` is cheap), so results never lag the shelves.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["Hit", "MemoryIndex", "Progress", "UpdateReport"]
+
+log = logging.getLogger("memdir")
 
 
 class MemoryIndex(IndexStorage):
@@ -43,7 +46,15 @@ class MemoryIndex(IndexStorage):
 
     def needs_update(self) -> bool:
         """Cheap check: has any shelf changed since the last update? (Also follows a rebuild
-        made by another process.) A damaged catalog is discarded: then an update is due."""
+        made by another process.) A damaged catalog is discarded: then an update is due.
+        A read-only index is never due: it answers as last built (one warning when that is
+        behind the shelves)."""
+        if self.read_only:
+            if not self.__dict__.get("_told_behind") and self.updater.needs_update():
+                self.__dict__["_told_behind"] = True
+                log.warning("the memdir is read-only: answering from its index as last built, "
+                            "which is behind the shelves")  # fmt: skip
+            return False
         try:
             return self.updater.needs_update()
         except Exception as error:

@@ -43,7 +43,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("memdir")
 
 FULLTEXT_NAMES = ("tantivy", "sessions")
-GENERATION_PARTS = ("fulltext", "sessions", "memory_table", "base")  # reopened after a rebuild
+GENERATION_PARTS = (
+    "fulltext",
+    "sessions",
+    "_in_memory_fulltext",
+    "memory_table",
+    "base",
+)  # reopened after a rebuild
 
 # A long-lived process (`memdir serve`) loads each model once and lends it to every index it
 # opens (the model's settings → the loaded embedder or annotator), and keeps one open index
@@ -234,8 +240,11 @@ class IndexStorage:
         annotator: Annotator | None = None,
         parts: IndexParts | None = None,
     ) -> None:
+        from memdir.archive_format.memdir import check_cache
+
         self.memdir = memdir
         self.root = memdir.cache_dir / "index"
+        check_cache(memdir)
         self.root.mkdir(parents=True, exist_ok=True)
         self.parts = parts if parts is not None else open_parts(memdir, self.root)
         self.catalog: Catalog = self._open_catalog()
@@ -334,16 +343,36 @@ class IndexStorage:
             self._generation = int(self.catalog.manifest().get("generation", "0"))
         return self._generation
 
+    @property
+    def read_only(self) -> bool:
+        """Whether this index cannot be written (a memdir on a read-only mount, a backup): it
+        is answered from as it is, never updated."""
+        return bool(getattr(self.catalog, "read_only", False))
+
     # Each part is opened on first use and kept (cached_property); the parts of one generation
     # are dropped together when it changes, and reopened on next use.
     @cached_property
     def fulltext(self) -> FullTextIndex:
+        if self.read_only:
+            return self._in_memory_fulltext[0]
         return self.parts.fulltext("tantivy", self.generation)
 
     @cached_property
     def sessions(self) -> FullTextIndex:
         """One document per session (its memories joined): recall's session prior."""
+        if self.read_only:
+            return self._in_memory_fulltext[1]
         return self.parts.fulltext("sessions", self.generation)
+
+    @cached_property
+    def _in_memory_fulltext(self) -> tuple[FullTextIndex, FullTextIndex]:
+        """Both full-text indexes loaded into memory from the catalog (a read-only memdir:
+        Tantivy takes a lock file even to read). Scored as a compacted index is."""
+        from .fulltext import TantivyIndex
+        from .updater import fulltext_documents
+
+        texts, sessions = fulltext_documents(self.catalog)
+        return TantivyIndex.in_memory(texts), TantivyIndex.in_memory(sessions)
 
     @cached_property
     def memory_table(self) -> MemoryTable:

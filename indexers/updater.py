@@ -27,7 +27,7 @@ from memdir.archive_format.errors import BadInputError, LockedError
 from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
 
-from .backends import META_FIELDS, CatalogMemory, Checkpoint, Document, speaker_of
+from .backends import META_FIELDS, Catalog, CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
 from .questions import question_share
 from .storage import IndexStorage
@@ -472,16 +472,10 @@ class IndexUpdater:
                 force or live < COMPACT_ALWAYS_BELOW or replaced > COMPACT_RATIO * live
             ):
                 return False
-            memories = [memory for memory in self.catalog.all_memories() if memory.searchable]
-            rows = self.catalog.session_rows(
-                sorted({m.line["session"] for m in memories if m.line.get("session")})
-            )
-            context, _ = _contexts(rows)
+            texts, sessions = fulltext_documents(self.catalog)
             try:
-                storage.fulltext.replace_all(
-                    [_document(m, context.get(m.iid, m.text)) for m in memories]
-                )
-                storage.sessions.replace_all(_session_documents(rows))
+                storage.fulltext.replace_all(texts)
+                storage.sessions.replace_all(sessions)
                 storage.fulltext.commit()
                 storage.sessions.commit()
             except BaseException:
@@ -746,6 +740,18 @@ def _session_documents(rows: dict[str, list[tuple[int, str]]]) -> list[Document]
         for name, members in rows.items()
         if members
     ]
+
+
+def fulltext_documents(catalog: Catalog) -> tuple[list[Document], list[Document]]:
+    """Every document of the two full-text indexes, from the catalog: the memories', and one
+    per session (compaction writes them again; a read-only memdir loads them into memory)."""
+    memories = [memory for memory in catalog.all_memories() if memory.searchable]
+    rows = catalog.session_rows(
+        sorted({m.line["session"] for m in memories if m.line.get("session")})
+    )
+    context, _ = _contexts(rows)
+    texts = [_document(m, context.get(m.iid, m.text)) for m in memories]
+    return texts, _session_documents(rows)
 
 
 def _document(memory: CatalogMemory, context: str) -> Document:

@@ -423,12 +423,13 @@ def read_only(filled: Memdir, tmp_path: Path, cli) -> Any:
 
 
 def test_a_read_only_memdir_answers_or_says_why_in_one_line(read_only: Path, cli) -> None:
-    for command in (("list",), ("similar", "coffee"), ("wake",), ("stats",), ("verify",)):
+    for command in (("list",), ("similar", "coffee"), ("wake",), ("stats",), ("verify",),
+                    ("search", "coffee"), ("recall", "coffee"), ("recall", "coffee", "--no-record")):  # fmt: skip
         done = cli("--dir", str(read_only), *command)
         assert done.code == 0 and "Traceback" not in done.err, done
-    assert "coffee" in cli("--dir", str(read_only), "similar", "coffee").out
-    for command in (("search", "coffee"), ("teach", "x")):
-        one_line_error(cli("--dir", str(read_only), *command), "ead-only")
+    for command in (("similar", "coffee"), ("search", "coffee"), ("recall", "coffee")):
+        assert "coffee" in cli("--dir", str(read_only), *command).out, command
+    one_line_error(cli("--dir", str(read_only), "teach", "x"), "ead-only")
 
 
 def test_an_escaped_lone_surrogate_in_an_id_is_skipped_by_every_reader(filled: Memdir) -> None:

@@ -115,9 +115,16 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir index --status
         """
+        from memdir.archive_format.memdir import move_stray_cache
         from memdir.indexers.index import MemoryIndex
 
-        memory_index = MemoryIndex(context.open_memdir(ctx))
+        memdir = context.open_memdir(ctx)
+        if rebuild:
+            moved = move_stray_cache(memdir, context.now(ctx))
+            if moved is not None:
+                note(f"{memdir.cache_dir.name} was a file, not the cache directory: moved it to "
+                     f"{moved.relative_to(memdir.root)}")  # fmt: skip
+        memory_index = MemoryIndex(memdir)
         if status:
             data = memory_index.status()
             if json_:

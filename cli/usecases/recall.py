@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -66,11 +67,20 @@ def recall(
         if index is not None:
             index.close()
     if record and result.results:
+        if not writable(memdir):
+            log.warning("the memdir is read-only; this recall was not recorded")
+            return result
         try:
             record_recall(memdir, [c.id for c in result.results], now, actor, f"recall: {query}")
         except LockedError:
             log.warning("the memdir is busy; this recall was not recorded")
     return result
+
+
+def writable(memdir: Memdir) -> bool:
+    """Whether a recall can be recorded: the shelves and the lock's directory are writable
+    (False on a read-only mount, a backup; as root only a read-only mount says so)."""
+    return all(os.access(path, os.W_OK) for path in (memdir.memory_shelf.parent, memdir.cache_dir))
 
 
 def search(

@@ -19,8 +19,14 @@ nothing else). The writer lock (archive_format/lock.py) also serialises writes a
 
 Safety: the socket is created with mode 0600 under `.memdir/`, and each connection's peer uid
 (SO_PEERCRED) must be this process's own; a request line is at most `MAX_REQUEST` bytes and
-must arrive within `READ_TIMEOUT`; anything malformed gets a one-line error answer. SIGTERM
-and SIGINT stop accepting, let the running command finish, and remove the socket.
+the whole of it must arrive within `REQUEST_DEADLINE` (a client that trickles a byte at a
+time is cut off there, not after each read), the whole answer must be taken within
+`SEND_DEADLINE`; anything malformed (a lone surrogate included) gets a one-line error answer.
+Nobody can hold the service: one client process (the peer pid) has at most `PER_PEER`
+connections at once and all together `MAX_CONNECTIONS`; a connection past either limit is
+answered "busy" at once (the client then runs the command in-process) instead of waiting for a
+slot. SIGTERM and SIGINT stop accepting, cut off the clients still sending or receiving, let
+the running command finish (at most `STOP_WAIT` in all), and remove the socket.
 
 One service per memdir: `.memdir/serve.pid` is flocked for its lifetime. Unless told not to,
 it also keeps the indexes fresh (the watch daemon's loop, cli/usecases/watch.py) in a thread,
@@ -57,9 +63,11 @@ from .watch import Watcher, WatchLock
 log = logging.getLogger("memdir")
 
 PID_FILE = "serve.pid"
-READ_TIMEOUT = 5.0  # seconds for a client to send its request line
-MAX_CONNECTIONS = 32  # handled at once; the next client waits in the listen queue
-STOP_WAIT = 30.0  # seconds SIGTERM waits for the command that is running
+REQUEST_DEADLINE = 5.0  # seconds for a client to send its whole request line
+SEND_DEADLINE = 5.0  # seconds for a client to take its whole answer
+MAX_CONNECTIONS = 32  # handled at once; the next client is answered "busy"
+PER_PEER = 8  # connections one client process may hold at once (the client uses one)
+STOP_WAIT = 30.0  # seconds SIGTERM waits, in all, for the commands that are running
 READERS = 2  # threads answering read-only commands side by side (a 2-core machine)
 NEVER_RECORD = ("search", "similar")
 RECORD_UNLESS_TOLD = ("recall", "context")  # read-only with --no-record
@@ -172,6 +180,36 @@ def refusal(message: str, status: ExitStatus = ExitStatus.BAD_INPUT) -> dict[str
     return {"v": PROTOCOL, "status": int(status), "error": message}
 
 
+def holds_lone_surrogate(value: object) -> bool:
+    """Whether a decoded request holds a lone surrogate anywhere ("\\ud800" is valid JSON but
+    no text: it cannot be encoded for the command's stdin or written to a file)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, list):
+        return any(holds_lone_surrogate(item) for item in value)
+    if isinstance(value, dict):
+        return any(holds_lone_surrogate(k) or holds_lone_surrogate(v) for k, v in value.items())
+    return False
+
+
+def encode_reply(reply: dict[str, Any]) -> bytes:
+    """One answer line as UTF-8. Output that holds a lone surrogate (a damaged line printed
+    back) is sent as Python's stderr would print it, backslash-escaped, never as a surrogate."""
+    try:
+        return (json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = {
+            key: value.encode("utf-8", "backslashreplace").decode("utf-8")
+            if isinstance(value, str) else value
+            for key, value in reply.items()
+        }  # fmt: skip
+        return (json.dumps(escaped, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def resident_kib() -> int | None:
     """This process's resident memory (VmRSS), in KiB; None off Linux."""
     with suppress(OSError, ValueError):
@@ -213,7 +251,12 @@ class Service:
         self._counting = threading.Lock()
         self._gate = ReadWriteLock()
         self._stop = threading.Event()
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        # connections being handled, by peer pid; and those waiting on their client (cut off
+        # by stop()) — both under one lock, which also orders a cut-off before a close
+        self._connections = threading.Lock()
+        self._peers: dict[int, int] = {}
+        self._talking: set[socket.socket] = set()
+        self.busy = 0  # connections answered "busy" (a limit reached)
         self._threads: set[threading.Thread] = set()
         # the commands that write run here, one at a time, so this thread's open index stays
         # warm across them; read-only ones on the readers (see the module doc)
@@ -234,6 +277,8 @@ class Service:
             return refusal("malformed request: not a JSON line")
         if not isinstance(request, dict):
             return refusal("malformed request: expected a JSON object")
+        if holds_lone_surrogate(request):
+            return refusal("malformed request: text holds a lone surrogate (not UTF-8 text)")
         if request.get("v") != PROTOCOL:
             return refusal(
                 f"unsupported protocol version {request.get('v')!r} (this service speaks "
@@ -318,22 +363,32 @@ class Service:
             "pid": os.getpid(), "root": str(self.memdir.root), "socket": str(self.path),
             "protocol": PROTOCOL, "uptime_s": round(time.time() - self.started, 1),
             "requests": self.requests, "refused": self.refused, "abandoned": self.abandoned,
-            "rss_kib": resident_kib(), "readers": READERS,
+            "busy": self.busy, "rss_kib": resident_kib(), "readers": READERS,
         }  # fmt: skip
 
     # connections ----------------------------------------------------------------------------
-    def _peer_uid(self, conn: socket.socket) -> int:
+    def _peer(self, conn: socket.socket) -> tuple[int, int]:
+        """(pid, uid) of the connected process (SO_PEERCRED)."""
         size = struct.calcsize("3i")
-        _pid, uid, _gid = struct.unpack(
+        pid, uid, _gid = struct.unpack(
             "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size)
         )
-        return int(uid)
+        return int(pid), int(uid)
 
     def _read_line(self, conn: socket.socket) -> bytes | dict[str, Any]:
-        conn.settimeout(READ_TIMEOUT)
+        """The request line, or the refusal to send: too large, or not all there by the
+        deadline (one deadline for the whole line, however slowly it trickles in)."""
+        deadline = time.monotonic() + REQUEST_DEADLINE
         data = b""
         while b"\n" not in data:
-            chunk = conn.recv(1 << 16)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return refusal(f"the request did not arrive within {REQUEST_DEADLINE:g} s")
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(1 << 16)
+            except TimeoutError:
+                return refusal(f"the request did not arrive within {REQUEST_DEADLINE:g} s")
             if not chunk:
                 break
             data += chunk
@@ -344,28 +399,85 @@ class Service:
             return refusal(f"request too large (more than {MAX_REQUEST} bytes)")
         return line
 
-    def handle(self, conn: socket.socket) -> None:
+    @contextmanager
+    def _talking_to(self, conn: socket.socket, answering: bool = False) -> Iterator[None]:
+        """While the service waits on this client (its request, its taking the answer): stop()
+        may cut it off. Once stopping, no request is read any more; an answer still goes out
+        (within SEND_DEADLINE) to the client whose command has run."""
+        with self._connections:
+            if self._stop.is_set() and not answering:
+                raise ConnectionAbortedError("the service is stopping")
+            self._talking.add(conn)
+        try:
+            yield
+        finally:
+            with self._connections:
+                self._talking.discard(conn)
+
+    def _reply_to(self, conn: socket.socket, uid: int) -> dict[str, Any]:
+        """The answer for this connection; never raises but for the connection itself (an
+        unexpected failure is one logged line and an error answer, not a dead thread)."""
+        if uid != self.allowed_uid:
+            with self._counting:
+                self.refused += 1
+            log.warning("refused a connection from another user")
+            return refusal("refused: this service answers only its own user", ExitStatus.FAILED)
+        with self._talking_to(conn):
+            got = self._read_line(conn)
+        if isinstance(got, dict):
+            return got
+        try:
+            return self.answer(got)
+        except Exception as error:  # a bug: the client still gets an answer, the thread lives
+            log.error("the service failed on a request: %s: %s", type(error).__name__, error)
+            log.debug("the failure in full", exc_info=True)
+            return refusal("the service failed on this request (see its log)", ExitStatus.FAILED)
+
+    def handle(self, conn: socket.socket, pid: int, uid: int) -> None:
         try:
             with conn:
-                if self._peer_uid(conn) != self.allowed_uid:
-                    self.refused += 1
-                    log.warning("refused a connection from another user")
-                    reply = refusal("refused: this service answers only its own user",
-                                    ExitStatus.FAILED)  # fmt: skip
-                else:
-                    got = self._read_line(conn)
-                    reply = got if isinstance(got, dict) else self.answer(got)
-                conn.settimeout(READ_TIMEOUT)
-                try:
-                    conn.sendall((json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8"))
-                except (BrokenPipeError, ConnectionResetError):
-                    with self._counting:
-                        self.abandoned += 1
-                    raise
-        except OSError as error:  # the client went away or was too slow: nothing to answer
+                reply = self._reply_to(conn, uid)
+                with self._talking_to(conn, answering=True):
+                    conn.settimeout(SEND_DEADLINE)  # sendall's timeout is for the whole answer
+                    try:
+                        conn.sendall(encode_reply(reply))
+                    except (BrokenPipeError, ConnectionResetError):
+                        with self._counting:
+                            self.abandoned += 1
+                        raise
+        except OSError as error:  # the client went away, was too slow, or the service stops
             log.info("dropped a connection: %s", error)
         finally:
-            self._slots.release()
+            with self._connections:
+                self._peers[pid] -= 1
+                if not self._peers[pid]:
+                    del self._peers[pid]
+
+    def _admit(self, pid: int) -> bool:
+        """Take a slot for this peer: False when it, or the service, has no slot left."""
+        with self._connections:
+            if sum(self._peers.values()) >= MAX_CONNECTIONS or self._peers.get(pid, 0) >= PER_PEER:
+                return False
+            self._peers[pid] = self._peers.get(pid, 0) + 1
+            return True
+
+    def _turn_away(self, conn: socket.socket) -> None:
+        """Answer "busy" without waiting for the client (a small line fits the socket's
+        buffer; if it does not, the client gets nothing and falls back all the same)."""
+        with self._counting:
+            self.busy += 1
+        with conn, suppress(OSError):
+            conn.setblocking(False)
+            conn.send(encode_reply(refusal("busy: too many connections; run it in-process",
+                                           ExitStatus.LOCKED)))  # fmt: skip
+
+    def _cut_off_clients(self) -> None:
+        """End every connection that waits on its client (stop): a slow client does not hold
+        the service's exit."""
+        with self._connections:
+            for conn in self._talking:
+                with suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
 
     def _bind(self) -> socket.socket:
         if self.path.exists() or self.path.is_symlink():
@@ -402,11 +514,14 @@ class Service:
             listener.close()
             with suppress(FileNotFoundError):
                 self.path.unlink()
-            for thread in list(self._threads):
-                thread.join(STOP_WAIT)
+            with self._connections:
+                self._stop.set()  # no connection starts waiting on its client after this
+            self._cut_off_clients()
+            deadline = time.monotonic() + STOP_WAIT  # one bound for everything still running
             if keeper is not None:
                 keeper[0].stop()
-                keeper[1].join(STOP_WAIT)
+            for thread in [*self._threads, *([keeper[1]] if keeper else [])]:
+                thread.join(max(0.0, deadline - time.monotonic()))
             self._readers.shutdown(wait=True)
             self._writer.shutdown(wait=True)
             sys.stdout, sys.stderr = self._stdout.fallback, self._stderr.fallback
@@ -421,8 +536,16 @@ class Service:
             except OSError as error:
                 log.warning("accept failed: %s", error)
                 continue
-            self._slots.acquire()
-            thread = threading.Thread(target=self.handle, args=(conn,), daemon=True)
+            try:
+                pid, uid = self._peer(conn)
+            except OSError as error:
+                log.info("dropped a connection: %s", error)
+                conn.close()
+                continue
+            if not self._admit(pid):
+                self._turn_away(conn)
+                continue
+            thread = threading.Thread(target=self.handle, args=(conn, pid, uid), daemon=True)
             self._threads = {alive for alive in self._threads if alive.is_alive()} | {thread}
             thread.start()
 
