@@ -23,7 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
-from memdir.archive_format.cutoffs import past_cutoff
+from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
@@ -212,7 +212,10 @@ def current(state: MemoryState, now: datetime, cutoffs: Mapping[str, timedelta])
     if memory is None:
         return False
     labels = (memory.type, memory.subtype, memory.temporal)
-    return past_cutoff(labels, parse_time(state.created), now, cutoffs) is None
+    hard = is_hard_fact(key=memory.key, pinned=memory.pinned, source=memory.source,
+                        type=memory.type)  # fmt: skip
+    return past_cutoff(labels, parse_time(state.created), now, cutoffs, text=memory.text,
+                       hard=hard) is None  # fmt: skip
 
 
 def _hard_facts(view: ArchiveView, now: datetime, cutoffs: Mapping[str, timedelta]) -> Section:
