@@ -274,7 +274,7 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
 def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
     """Contradiction candidates linked lately (the recent view's) and stale hard facts, at most
     DECISION_LIMIT; `memdir review` lists them all."""
-    from .review import contradiction_pairs, stale_facts
+    from .review import automatic_supersedes, contradiction_pairs, stale_facts
 
     section = Section("decisions", empty="no contradiction or stale fact to settle",
                       more="memdir review")  # fmt: skip
@@ -292,6 +292,14 @@ def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
             f"{other['source']} {other['created'][:10]}): ask which holds"
         )
         section.items.append({"what": "contradiction", **row})
+    for row in automatic_supersedes(view, lookup, now - timedelta(days=RECENT_TEACHINGS_DAYS)):
+        old, new = row["old"], row["new"]
+        section.lines.append(
+            f"- sleep replaced {short_text(old['text'], 100)} ({old['id']}) by "
+            f"{short_text(new['text'], 100)} ({new['id']}): if both hold, undo with "
+            f"`memdir link {new['id']} {old['id']} --type compatible`"
+        )
+        section.items.append({"what": "automatic supersede", **row})
     for row in stale_facts(view, now):
         section.lines.append(
             f"- still true? {row['key']}: {short_text(row['text'], 120)} ({row['id']}), "
