@@ -247,3 +247,43 @@ def test_hard_facts_join_when_the_prompt_names_them_or_always_when_the_user_says
     facts = [entry for entry in found["entries"] if entry["kind"] == "fact"]
     assert [entry["id"] for entry in facts] == [ids["rent"]]
     assert ids["I love jasmine green tea in the afternoon"] in [e["id"] for e in found["entries"]]
+
+
+# --- wake's sections and the guaranteed channel -------------------------------------------------
+
+
+def test_milestones_take_no_slot_from_a_query_they_do_not_bear_on(
+    capsys: pytest.CaptureFixture[str], minilm_md: Memdir
+) -> None:
+    wedding = lifecycle.teach(minilm_md, "We got married in Lisbon", NOV1, temporal="milestone").id
+    born = lifecycle.teach(minilm_md, "Our son Leo was born in March", NOV1,
+                           temporal="milestone").id  # fmt: skip
+    for text in ("My manager Rita praised the launch plan", "The manager meeting moved to Monday",
+                 "Rita is a calm and fair manager", "I repotted the basil"):  # fmt: skip
+        lifecycle.teach(minilm_md, text, NOV1)
+    found = recall_json(capsys, minilm_md, "manager", NOV1 + timedelta(days=1), "-k", "3")
+    shown = [r["id"] for r in found["results"]]
+    assert wedding not in shown and born not in shown and len(shown) == 3
+    # a query about the milestone still gets it
+    found = recall_json(capsys, minilm_md, "when did we get married?", NOV1 + timedelta(days=1))
+    assert wedding in [r["id"] for r in found["results"]]
+
+
+def test_wake_threads_follow_the_cutoffs_and_summaries_do_not_flood_review(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir
+) -> None:
+    parked = lifecycle.teach(hashed, "I parked on level 3", NOV1, temporal="ephemeral").id
+    lifecycle.teach(hashed, "I like green tea", NOV1)
+    for number in range(8):
+        lifecycle.infer(hashed, f"Conversation on 2026-11-0{number + 1}: User: hello {number}",
+                        NOV1, ttl=timedelta(days=30), author="memdir")  # fmt: skip
+    guess = lifecycle.infer(hashed, "The user may prefer oolong", NOV1, ttl=timedelta(days=30)).id
+    code, out = cli(
+        capsys, hashed, "wake", "--json", "--now", (NOV1 + timedelta(days=19)).isoformat()
+    )
+    sections = json.loads(out)["sections"]
+    assert parked not in json.dumps(sections["threads"])
+    review = sections["review"]["items"]
+    assert [item.get("id") for item in review if "id" in item] == [guess]
+    [summaries] = [item for item in review if item.get("what") == "conversation summaries"]
+    assert summaries["count"] == 8

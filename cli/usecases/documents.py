@@ -56,6 +56,7 @@ BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
+DREAM_AUTHOR = "memdir"  # who writes dream's summaries (docs/CONTINUITY.md, Dream)
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
 
@@ -255,8 +256,12 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
 
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    queue = review_queue(view, now)
-    section.total = len(queue)
+    everything = review_queue(view, now)
+    section.total = len(everything)
+    # dream's conversation summaries (author memdir) are one line, not one question each: a
+    # week of imported chats must not bury the inferences the person is asked about
+    summaries = [row for row in everything if row["author"] == DREAM_AUTHOR]
+    queue = [row for row in everything if row["author"] != DREAM_AUTHOR]
     for row in queue[:BOOT_LIMIT]:
         expires, left = row["expires"], row["expires_in"] or "never"
         when = (
@@ -268,6 +273,13 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
         )
         section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
+    if summaries:
+        section.lines.append(
+            f"- {len(summaries)} conversation summaries by dream await confirmation (newest "
+            f"{summaries[0]['id']}); `memdir review` lists them, unconfirmed they expire"
+        )
+        section.items.append({"what": "conversation summaries", "count": len(summaries),
+                              "ids": [row["id"] for row in summaries]})  # fmt: skip
     return section
 
 
@@ -366,13 +378,18 @@ def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
     return section
 
 
-def _threads(memdir: Memdir, view: ArchiveView, zone: Any) -> Section:
+def _threads(memdir: Memdir, view: ArchiveView, zone: Any, now: datetime,
+             cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """The console ring's live memories, newest first, by the same cut-offs as every section
+    (a 19-day-old ephemeral note is not an open thread)."""
     section = Section("threads", empty="the console ring is empty", more="memdir ring")
     seen: set[str] = set()
     for slot in reversed(ring.read_ring(memdir)):
         memory_id = str(slot.get("id", ""))
         state = view.states.get(memory_id)
         if memory_id in seen or state is None or not state.live or not shown(state):
+            continue
+        if not current(state, now, cutoffs):
             continue
         seen.add(memory_id)
         when = _local(parse_time(str(slot["at"])), zone)
@@ -448,7 +465,7 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
         "review": _review(view, now, zone),
         "decisions": _decisions(memdir, view, now),
         "people": _people(memdir),
-        "threads": _threads(memdir, view, zone),
+        "threads": _threads(memdir, view, zone, now, cutoffs),
         "entry": _entry(memdir, now, zone),
         "raw_window": _raw_window(memdir, book, now, zone),
     }
