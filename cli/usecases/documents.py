@@ -274,12 +274,11 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
         section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
     if summaries:
-        section.lines.append(
-            f"- {len(summaries)} conversation summaries by dream await confirmation (newest "
-            f"{summaries[0]['id']}); `memdir review` lists them, unconfirmed they expire"
-        )
-        section.items.append({"what": "conversation summaries", "count": len(summaries),
-                              "ids": [row["id"] for row in summaries]})  # fmt: skip
+        line = (f"{len(summaries)} conversation summaries by dream await confirmation (newest "
+                f"{summaries[0]['id']}); `memdir review` lists them, unconfirmed they expire")  # fmt: skip
+        section.lines.append(f"- {line}")
+        section.items.append({"what": "conversation summaries", "text": line,
+                              "count": len(summaries), "ids": [row["id"] for row in summaries]})  # fmt: skip
     return section
 
 
