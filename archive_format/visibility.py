@@ -157,6 +157,10 @@ SURFACES: dict[str, Surface] = {
                 _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",)),
         Surface("journal read --all", ("journal read --all",), (),
                 _exposed("text", "text", "text", "masked", "masked"), kinds=("turns",)),
+        Surface("journal search", ("journal search",), (),
+                _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="--all",
+                note="full text over the turns; a turn it may not show is not a hit (a masked "
+                "hit would tell what a private turn says)", kinds=("turns",)),
         Surface("journal_read (MCP)", (), ("journal_read",),
                 _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private",
                 kinds=("turns",)),

@@ -287,3 +287,51 @@ def test_wake_threads_follow_the_cutoffs_and_summaries_do_not_flood_review(
     assert [item.get("id") for item in review if "id" in item] == [guess]
     [summaries] = [item for item in review if item.get("what") == "conversation summaries"]
     assert summaries["count"] == 8
+
+
+# --- the journal is searchable (cli/usecases/journal.py: search_turns) --------------------------
+
+
+def test_a_detail_said_mid_conversation_in_an_import_is_found(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir, tmp_path: Path
+) -> None:
+    from memdir.archive_format import journal
+
+    def message(number: int, role: str, text: str, parent: str | None) -> dict:
+        return {"id": f"n{number}", "parent": parent, "children": [f"n{number + 1}"],
+                "message": {"id": f"n{number}", "author": {"role": role},
+                            "create_time": 1793523600 + number * 60,
+                            "content": {"content_type": "text", "parts": [text]}}}  # fmt: skip
+
+    said = ["I need help planning a move next spring.", "Happy to help. Where to?",
+            "We found a flat in Valencia near the old riverbed park.", "Lovely choice.",
+            "Mostly I worry about the paperwork.", "Let's make a list."]  # fmt: skip
+    mapping = {}
+    for number, text in enumerate(said):
+        node = message(number, "user" if number % 2 == 0 else "assistant", text,
+                       f"n{number - 1}" if number else None)  # fmt: skip
+        mapping[node["id"]] = node
+    mapping[f"n{len(said) - 1}"]["children"] = []
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([{"id": "c0000000-0000-4000-8000-00000000000a", "title": "Move",
+                                   "create_time": 1793523600, "mapping": mapping,
+                                   "current_node": f"n{len(said) - 1}"}]))  # fmt: skip
+    later = datetime(2027, 1, 1, tzinfo=timezone.utc)
+    code, out = cli(capsys, hashed, "import", str(export), "--now", later.isoformat())
+    assert code == 0, out
+    code, out = cli(capsys, hashed, "journal", "search", "valencia", "--json", "--now",
+                    later.isoformat())  # fmt: skip
+    rows = json.loads(out)
+    assert [row["text"] for row in rows] == [said[2]] and rows[0]["role"] == "user"
+    # a private turn is no hit unless asked for, a sealed one never
+    journal.add_turns(hashed, [
+        journal.new_turn(later, "user", "s9", "Valencia rent is private", "cli", "private"),
+        journal.new_turn(later, "user", "s9", "Valencia keys are sealed", "cli", "sealed"),
+    ])  # fmt: skip
+    code, out = cli(capsys, hashed, "journal", "search", "Valencia", "--json", "--now",
+                    (later + timedelta(minutes=1)).isoformat())  # fmt: skip
+    assert [row["text"] for row in json.loads(out)] == [said[2]]
+    code, out = cli(capsys, hashed, "journal", "search", "Valencia", "--all", "--json", "--now",
+                    (later + timedelta(minutes=1)).isoformat())  # fmt: skip
+    texts = [row["text"] for row in json.loads(out)]
+    assert "Valencia rent is private" in texts and "Valencia keys are sealed" not in texts
