@@ -353,6 +353,15 @@ class DistillSettings:
 
 
 @dataclass(frozen=True)
+class ContextSettings:
+    hard_facts: str = setting(
+        "relevant", "hard facts in the per-prompt block: `relevant` (those the prompt names or"
+        " bears on) or `always` (every current keyed memory in every prompt, as ANIMA does)",
+        text("relevant", "always"),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class WakeSettings:
     budget: int = setting(1500, "token budget of the wake document", whole(1))
 
@@ -447,6 +456,7 @@ class Settings:
     decay: DecaySettings = section(DecaySettings, "decay (docs/CONTINUITY.md)")
     dream: DreamSettings = section(DreamSettings, "dream: grouping and summaries")
     distill: DistillSettings = section(DistillSettings, "distillation (docs/RECALL.md)")
+    context: ContextSettings = section(ContextSettings, "the per-prompt block (`memdir context`)")
     wake: WakeSettings = section(WakeSettings, "the wake document")
     vectors: VectorSettings = section(VectorSettings, "the vector index (FAISS or pgvector)")
     index: IndexSettings = section(IndexSettings, "where the derived index lives (docs/SCALE.md)")

@@ -162,13 +162,18 @@ SURFACES: dict[str, Surface] = {
                 _row("text", "text", "text", "omitted", "omitted", "omitted"),
                 note="the index's searchable memories (an expired inference stays searchable)"),
         Surface("review", ("review",), (), _PROMPT_EXPOSURE,
-                _row("asked", "text", "omitted", "omitted", "omitted", "omitted"),
+                _row("asked", "text", "omitted", "omitted", "asked", "omitted"),
                 note="a durable memory appears only as a side of a contradiction candidate or "
-                "as a stale hard fact"),
+                "as a stale hard fact; a superseded teaching only as the older side of sleep's "
+                "automatic supersede, with its undo"),
         Surface("journal read", ("journal read",), (),
                 _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",)),
         Surface("journal read --all", ("journal read --all",), (),
                 _exposed("text", "text", "text", "masked", "masked"), kinds=("turns",)),
+        Surface("journal search", ("journal search",), (),
+                _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="--all",
+                note="full text over the turns; a turn it may not show is not a hit (a masked "
+                "hit would tell what a private turn says)", kinds=("turns",)),
         Surface("journal_read (MCP)", (), ("journal_read",),
                 _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private",
                 kinds=("turns",)),
@@ -176,14 +181,18 @@ SURFACES: dict[str, Surface] = {
                 _LIVE, note="state/ring.yaml never stores text the ring may not show"),
         Surface("context", ("context",), (), _PROMPT_EXPOSURE, _LIVE,
                 note="the block for one prompt (the per-prompt hook's): one recall that never "
-                "includes private or expired memories, nothing unless its verdict is GROUNDED; "
-                "a provisional memory is shown as a question for the user"),
-        Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE, _LIVE,
+                "includes private or expired memories, only what bears on the prompt and nothing "
+                "unless a durable memory it carries grounds it; a provisional memory is shown as "
+                "a question for the user"),
+        Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE,
+                _row("text", "text", "omitted", "omitted", "asked", "omitted"),
                 note="also documents/wake.md; a provisional memory is in the review queue; "
-                "turns in the raw window", kinds=("memories", "turns")),
+                "turns in the raw window; a superseded teaching only as the older side of "
+                "sleep's automatic supersede (Needs your decision)", kinds=("memories", "turns")),
         Surface("boot", ("boot",), ("boot",), _PROMPT_EXPOSURE,
-                _row("text", "text", "text", "text", "omitted", "omitted"),
-                note="also documents/boot.md; expired and rejected ones as recent events"),
+                _row("text", "text", "text", "text", "asked", "omitted"),
+                note="also documents/boot.md; expired and rejected ones as recent events; a "
+                "superseded teaching as in wake"),
         Surface("sleep --json", ("sleep --json",), (), _LISTED_EXPOSURE, _LIVE,
                 note="`decay.weakest`, the live memories fading most: private and sealed ones "
                 "masked; its dream part follows dream's row", kinds=("memories", "turns")),
@@ -230,6 +239,7 @@ NO_RECORDS: dict[str, str] = {
             "mcp",
             "doctor",
             "bench locomo",
+            "bench delivery",
             "bench safety",
         ),
         "counts and reports; no record text",

@@ -158,16 +158,51 @@ def _content(text: str) -> set[str]:
     return {token.lower() for token in _TOKEN.findall(text)} - _FILLER
 
 
+# Verbs that relate a subject to a place, a thing or a role: two memories differing only in one
+# of these ("lives in Krakow" / "works in Krakow as a nurse") tell two facts that both hold.
+_RELATION_VERBS = frozenset(
+    """live lives living lived work works working worked study studies studying studied stay
+    stays staying stayed teach teaches teaching taught go goes going born grew grow grows
+    volunteer volunteers volunteering share shares sharing play plays playing is was""".split()
+)
+# Words that announce a change: with one of them a newer statement replaces the older at the
+# lower CHANGE_COSINE ("I live in Madrid" → "I now live in Berlin" is at cosine 0.46).
+_CHANGE = re.compile(
+    r"\b(now|moved|retired|no longer|any ?more|these days|switched|changed|instead|since then)\b",
+    re.I,
+)
+CHANGE_COSINE = 0.45
+
+
 def restates(older: str, newer: str) -> bool:
     """Whether `newer` says something else about what `older` says, rather than adding to it:
     it drops or replaces one of the older's content words or numbers ("800" → "850", "tea" →
     "coffee"), or one of the two negates and the other does not; and it carries no cue of an
-    addition ("also", "too", "as well", "another", "especially")."""
+    addition ("also", "too", "as well", "another", "especially"). A pair that keeps every
+    content word of the older but a relation verb ("lives" → "works … as a nurse") adds a
+    second fact about the same place or thing, and restates nothing — unless it announces a
+    change ("moved from Rome to Milan", "retired from the bakery")."""
     if _ADDITION.search(newer):
         return False
     if bool(NEGATION.search(older)) != bool(NEGATION.search(newer)):
         return True
-    return bool(_content(older) - _content(newer))
+    dropped = _content(older) - _content(newer)
+    return bool(dropped) and (not dropped <= _RELATION_VERBS or bool(_CHANGE.search(newer)))
+
+
+def supersede_cosine(newer: str) -> float:
+    """The cosine at or above which `newer` may replace a close older memory: SUPERSEDE_COSINE,
+    or CHANGE_COSINE when it announces a change ("now", "moved", "no longer", "switched")."""
+    return CHANGE_COSINE if _CHANGE.search(newer) else SUPERSEDE_COSINE
+
+
+def replaces(older: str, older_label: str | None, newer: str, newer_label: str | None,
+             cosine: float) -> bool:  # fmt: skip
+    """Sleep's automatic-supersede rule on one pair (docs/CONTINUITY.md): the same supersedable
+    type and subject, the newer restating the older, close enough in meaning."""
+    return (cosine >= supersede_cosine(newer)
+            and same_subject(newer, newer_label, older, older_label)
+            and restates(older, newer))  # fmt: skip
 
 
 def same_subject(text: str, label: str | None, other_text: str, other_label: str | None) -> bool:

@@ -20,7 +20,7 @@ def stocked(hashed: Memdir) -> Memdir:
     lifecycle.teach(hashed, "Sam takes his coffee black, no sugar", T0_DT)
     lifecycle.teach(hashed, "The deadline is Friday the 12th", T0_DT, key="deadline")
     lifecycle.teach(hashed, "Sam's coffee grinder is a Comandante", T0_DT)
-    lifecycle.infer(hashed, "Sam might take sugar in his coffee after all", T0_DT,
+    lifecycle.infer(hashed, "Sam might take his coffee black with sugar after all", T0_DT,
                     ttl=timedelta(days=7))  # fmt: skip
     lifecycle.teach(hashed, "Sam's coffee sugar debt is private", T0_DT, visibility="private")
     lifecycle.teach(hashed, "Sam's sealed coffee sugar secret", T0_DT, visibility="sealed")

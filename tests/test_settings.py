@@ -325,6 +325,21 @@ def test_recall_cutoffs_drop_old_memories_of_a_type(md: Memdir) -> None:
     assert parked in [c.id for c in _recall(longer, "where did I park", later).results]
 
 
+@effect("context.hard_facts")
+def test_context_hard_facts_always_puts_every_keyed_memory_in_every_block(md: Memdir) -> None:
+    from memdir.cli.usecases.prompt import prompt_context
+
+    md = _hashing(md)
+    rent = lifecycle.teach(md, "My rent is 1450 euros a month", T0_DT, key="rent").id
+    lifecycle.teach(md, "Jasmine tea in the afternoon is my favourite", T0_DT)
+    prompt = "which jasmine tea in the afternoon?"
+    relevant = prompt_context(md, prompt, T0_DT + timedelta(hours=1), record=False)
+    assert rent not in [entry.id for entry in relevant.entries]
+    always = configure(md, context={"hard_facts": "always"})
+    found = prompt_context(always, prompt, T0_DT + timedelta(hours=1), record=False)
+    assert [entry.id for entry in found.entries if entry.kind == "fact"] == [rent]
+
+
 @effect("recall.distilled_cutoffs")
 def test_recall_distilled_cutoffs_apply_the_cutoffs_to_derived_types(md: Memdir) -> None:
     md = _hashing(md)

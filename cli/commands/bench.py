@@ -120,6 +120,63 @@ def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
     write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
+@bench_app.command("delivery")
+def delivery(
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="locomo10.json-style files.", exists=True, dir_okay=False),
+    ],
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N samples of each file.")
+    ] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", min=1, help="The context block's token budget.")
+    ] = None,
+    per_question: Annotated[
+        Path | None,
+        typer.Option(
+            "--per-question",
+            dir_okay=False,
+            help="Write one JSON line per question (top 10, block, scores) to this file.",
+        ),
+    ] = None,  # fmt: skip
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What the per-prompt hook delivers (`memdir context` for every question): answered,
+    silent with the answer in recall's top 10, noise share and tokens, per file and category.
+
+    Example: memdir bench delivery ../shared/bench/locomo/locomo-dev.json --json
+    """
+    from memdir.cli.bench.delivery import run
+
+    rows: list[dict[str, Any]] | None = [] if per_question is not None else None
+    with progress_bar() as advance:
+        report = run(files, limit, budget, progress=advance, per_question=rows)
+    if per_question is not None and rows is not None:
+        write_lines(per_question, rows)
+    if json_:
+        emit_json(report)
+        return
+    from rich.table import Table
+
+    out = console()
+    parts = list(report["files"].items())
+    if len(files) > 1:
+        parts.append((f"pooled over {len(files)} files", report["pooled"]))
+    columns = ("answered", "answered_when_available", "silent_with_answer", "noise",
+               "mean_tokens")  # fmt: skip
+    for title, figures in parts:
+        table = Table("category", "n", "answered", "of available", "silent w/ answer", "noise",
+                      "tokens", title=title)  # fmt: skip
+        shown = [("overall (1–4)", figures["overall"])] + [
+            (f"{key} {value['name']}", value) for key, value in figures["categories"].items()
+        ]
+        for label, row in shown:
+            table.add_row(label, str(row["n"]), *(
+                "–" if row.get(name) is None else f"{row[name]:g}" for name in columns))  # fmt: skip
+        out.print(table)
+
+
 @bench_app.command("safety")
 def safety(
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,

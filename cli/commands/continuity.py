@@ -238,6 +238,13 @@ def render_review(data: dict[str, Any]) -> None:
         lines.append(
             f"    still true? teach its current wording with `--key {row['key']}`, or forget it"
         )
+    supersedes = data.get("automatic_supersedes", [])
+    lines.append(f"Automatic supersedes ({len(supersedes)}): teachings sleep replaced")
+    for row in supersedes:
+        lines.append(f"  {_side(row['old'])}")
+        lines.append(f"   replaced by {_side(row['new'])} on {row['at'][:10]}")
+        lines.append(f"    both hold? `memdir link {row['new']['id']} {row['old']['id']} "
+                     "--type compatible`")  # fmt: skip
     room = width()
     for line in lines:
         text = line.lstrip()

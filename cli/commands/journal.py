@@ -140,6 +140,38 @@ def read(
             typer.echo(line)
 
 
+@journal_app.command("search")
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Words to find in the turns.")],
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most N turns.")] = 20,
+    everything: Annotated[
+        bool, typer.Option("--all", help="Search private turns too (never sealed or secret).")
+    ] = False,
+    json_: context.JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """Full-text search over the journal's turns (imported conversations included), best
+    first, with the memories that summarise each.
+
+    Example: memdir journal search "Valencia flat" --json
+    """
+    from memdir.cli.usecases.journal import search_turns
+
+    memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+    rows = search_turns(memdir, query, moment, limit, everything)
+    if json_:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo("no turns match", err=True)
+    room = width()
+    for row in rows:
+        for line in wrap(f"{row['at']} [{row['session']}] {row['role']}: {row['text']} "
+                         f"({row['id']})", room):  # fmt: skip
+            typer.echo(line)
+
+
 def _since(value: str | None, now: datetime) -> datetime | None:
     """--since: an ISO date-time, or a duration back from now."""
     if not value:

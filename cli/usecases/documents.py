@@ -23,7 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
-from memdir.archive_format.cutoffs import past_cutoff
+from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
@@ -56,6 +56,7 @@ BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
+DREAM_AUTHOR = "memdir"  # who writes dream's summaries (docs/CONTINUITY.md, Dream)
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
 
@@ -212,7 +213,10 @@ def current(state: MemoryState, now: datetime, cutoffs: Mapping[str, timedelta])
     if memory is None:
         return False
     labels = (memory.type, memory.subtype, memory.temporal)
-    return past_cutoff(labels, parse_time(state.created), now, cutoffs) is None
+    hard = is_hard_fact(key=memory.key, pinned=memory.pinned, source=memory.source,
+                        type=memory.type)  # fmt: skip
+    return past_cutoff(labels, parse_time(state.created), now, cutoffs, text=memory.text,
+                       hard=hard) is None  # fmt: skip
 
 
 def _hard_facts(view: ArchiveView, now: datetime, cutoffs: Mapping[str, timedelta]) -> Section:
@@ -252,8 +256,12 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
 
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    queue = review_queue(view, now)
-    section.total = len(queue)
+    everything = review_queue(view, now)
+    section.total = len(everything)
+    # dream's conversation summaries (author memdir) are one line, not one question each: a
+    # week of imported chats must not bury the inferences the person is asked about
+    summaries = [row for row in everything if row["author"] == DREAM_AUTHOR]
+    queue = [row for row in everything if row["author"] != DREAM_AUTHOR]
     for row in queue[:BOOT_LIMIT]:
         expires, left = row["expires"], row["expires_in"] or "never"
         when = (
@@ -265,13 +273,19 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
         )
         section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
+    if summaries:
+        line = (f"{len(summaries)} conversation summaries by dream await confirmation (newest "
+                f"{summaries[0]['id']}); `memdir review` lists them, unconfirmed they expire")  # fmt: skip
+        section.lines.append(f"- {line}")
+        section.items.append({"what": "conversation summaries", "text": line,
+                              "count": len(summaries), "ids": [row["id"] for row in summaries]})  # fmt: skip
     return section
 
 
 def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
     """Contradiction candidates linked lately (the recent view's) and stale hard facts, at most
     DECISION_LIMIT; `memdir review` lists them all."""
-    from .review import contradiction_pairs, stale_facts
+    from .review import automatic_supersedes, contradiction_pairs, stale_facts
 
     section = Section("decisions", empty="no contradiction or stale fact to settle",
                       more="memdir review")  # fmt: skip
@@ -289,6 +303,14 @@ def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
             f"{other['source']} {other['created'][:10]}): ask which holds"
         )
         section.items.append({"what": "contradiction", **row})
+    for row in automatic_supersedes(view, lookup, now - timedelta(days=RECENT_TEACHINGS_DAYS)):
+        old, new = row["old"], row["new"]
+        section.lines.append(
+            f"- sleep replaced {short_text(old['text'], 100)} ({old['id']}) by "
+            f"{short_text(new['text'], 100)} ({new['id']}): if both hold, undo with "
+            f"`memdir link {new['id']} {old['id']} --type compatible`"
+        )
+        section.items.append({"what": "automatic supersede", **row})
     for row in stale_facts(view, now):
         section.lines.append(
             f"- still true? {row['key']}: {short_text(row['text'], 120)} ({row['id']}), "
@@ -355,13 +377,18 @@ def _events(view: ArchiveView, now: datetime, zone: Any) -> Section:
     return section
 
 
-def _threads(memdir: Memdir, view: ArchiveView, zone: Any) -> Section:
+def _threads(memdir: Memdir, view: ArchiveView, zone: Any, now: datetime,
+             cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """The console ring's live memories, newest first, by the same cut-offs as every section
+    (a 19-day-old ephemeral note is not an open thread)."""
     section = Section("threads", empty="the console ring is empty", more="memdir ring")
     seen: set[str] = set()
     for slot in reversed(ring.read_ring(memdir)):
         memory_id = str(slot.get("id", ""))
         state = view.states.get(memory_id)
         if memory_id in seen or state is None or not state.live or not shown(state):
+            continue
+        if not current(state, now, cutoffs):
             continue
         seen.add(memory_id)
         when = _local(parse_time(str(slot["at"])), zone)
@@ -437,7 +464,7 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
         "review": _review(view, now, zone),
         "decisions": _decisions(memdir, view, now),
         "people": _people(memdir),
-        "threads": _threads(memdir, view, zone),
+        "threads": _threads(memdir, view, zone, now, cutoffs),
         "entry": _entry(memdir, now, zone),
         "raw_window": _raw_window(memdir, book, now, zone),
     }

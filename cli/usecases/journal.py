@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -134,3 +135,54 @@ def read_turns(
         row = {**turn.to_line(), "text": text}
         rows.append({**row, "trusted": turn.trusted, "summarised_by": summaries.get(turn.id, [])})
     return rows
+
+
+def search_turns(memdir: Memdir, query: str, now: datetime, limit: int = 20,
+                 everything: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Full text over the journal's turns as of `now`: every turn holding at least one of the
+    query's words (case and accents aside, a plural `s` off), best first — the most query
+    words, then the rarest, then the newest — as the policy's `journal search` row lets it show
+    (private turns only with `everything`, sealed and secret never; withheld turns are no
+    hits). So a detail said in the middle of an imported conversation can be found, not only
+    what dream kept of it."""
+    import math
+
+    wanted = _terms(query)
+    if not wanted:
+        return []
+    book = journal.read_journal(memdir, until=now)
+    asked = ("private",) if everything else ()
+    shown: list[tuple[Turn, str, set[str]]] = []
+    for turn in book.turns:
+        text = turn.text_on("journal search", asked)
+        if text is None:
+            continue
+        found = wanted & _terms(text)
+        if found:
+            shown.append((turn, text, found))
+    counts = {term: sum(1 for _, _, found in shown if term in found) for term in wanted}
+    summaries = book.summaries_of()
+
+    def weight(found: set[str]) -> float:
+        return sum(math.log(1 + len(shown) / counts[term]) for term in found)
+
+    shown.sort(key=lambda hit: (-len(hit[2]), -weight(hit[2]), -hit[0].moment.timestamp()))
+    return [{**turn.to_line(), "text": text, "matched": sorted(found),
+             "summarised_by": summaries.get(turn.id, [])}
+            for turn, text, found in shown[:limit]]  # fmt: skip
+
+
+_WORDS = re.compile(r"\w+")
+_STOP = frozenset("a an and are at be did do for i in is it me my of on or the to was what "
+                  "when where who with you".split())  # fmt: skip
+
+
+def _terms(text: str) -> set[str]:
+    """The words of `text` a search matches on: lower case, accents off, a plural `s` off."""
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", text.lower())
+    plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
+    words = {word[:-1] if len(word) > 3 and word.endswith("s") else word
+             for word in _WORDS.findall(plain)}  # fmt: skip
+    return words - _STOP

@@ -5,6 +5,8 @@
   or `contradicts` (the user or the assistant), both sides with their source, author and date.
   A candidate is settled when one side is no longer live (rejected, forgotten, superseded) or
   the pair is linked `compatible` (both hold: `memdir link A B --type compatible`);
+- automatic supersedes: teachings sleep superseded by a newer teaching that restates them
+  (docs/CONTINUITY.md), each with its undo (`memdir link NEW OLD --type compatible`);
 - stale hard facts: the current memory of a supersede key, last taught or confirmed more than
   STALE_DAYS ago — worth asking whether it still holds (teach its current wording with its
   key to renew it — the same text again is the same memory and renews nothing — or forget it).
@@ -79,6 +81,33 @@ def contradiction_pairs(
     return rows
 
 
+def automatic_supersedes(
+    states: Iterable[MemoryState], lookup: dict[str, MemoryState], since: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Teachings sleep superseded on its own (a `superseded-by` link by actor `memdir`) since
+    `since` (all when None), newest first: sleep never changes a teaching's status unseen, so
+    each stays listed — with how to undo it, `memdir link NEW OLD --type compatible` (both
+    hold) — until the user settles it (that link, or rejecting or forgetting either side)."""
+    rows = []
+    for state in states:
+        memory = state.memory
+        if state.status != "superseded" or memory is None or memory.source != "teaching":
+            continue
+        for event in state.events:
+            if event.op != "link" or event.link_type != "superseded-by" or event.actor != "memdir":
+                continue
+            if since is not None and parse_time(event.at) < since:
+                continue
+            newer = lookup.get(event.to or "")
+            # the policy's review and wake rows show a superseded teaching only here (asked)
+            replaced = state.text_on("boot", asked=("superseded",)) is not None
+            if newer is None or not (replaced and shown(newer)) or not newer.live:
+                continue
+            rows.append({"at": event.at, "old": side(state), "new": side(newer)})
+    rows.sort(key=lambda row: str(row["at"]), reverse=True)
+    return rows
+
+
 def last_affirmed(state: MemoryState) -> str:
     """When the user last stood by a memory: its creation, durability or last confirmation."""
     times = [state.created, state.durable_since or state.created]
@@ -125,11 +154,13 @@ class Review:
     queue: list[dict[str, Any]] = field(default_factory=list)
     contradictions: list[dict[str, Any]] = field(default_factory=list)
     stale: list[dict[str, Any]] = field(default_factory=list)
+    supersedes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"now": format_time(self.now), "queue": self.queue,
                 "contradictions": self.contradictions, "stale_hard_facts": self.stale,
-                "stale_after_days": STALE_DAYS}  # fmt: skip
+                "stale_after_days": STALE_DAYS,
+                "automatic_supersedes": self.supersedes}  # fmt: skip
 
 
 def review(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -> Review:
@@ -141,4 +172,5 @@ def review(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -> Re
         queue=review_queue(states, now),
         contradictions=contradiction_pairs(states, view.states),
         stale=stale_facts(states, now),
+        supersedes=automatic_supersedes(states, view.states),
     )

@@ -31,7 +31,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.cli.usecases import documents
 from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock, words
-from memdir.indexers.distill import NEGATION, SUPERSEDE_COSINE
+from memdir.indexers.distill import CHANGE_COSINE, NEGATION, SUPERSEDE_COSINE
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex
@@ -173,7 +173,8 @@ def relink(
                                       key=lambda state: (state.created, state.id), reverse=True)  # fmt: skip
                 pairs.append((float(similarity[position, other]), newer, older))
     # type labels only for the pairs close enough to be a supersede
-    close = {state.id for cosine, *both in pairs if cosine >= SUPERSEDE_COSINE for state in both}
+    floor = min(SUPERSEDE_COSINE, CHANGE_COSINE)
+    close = {state.id for cosine, *both in pairs if cosine >= floor for state in both}
     labels = _labels(index, [catalogued[memory_id] for memory_id in close])
     proposed: list[tuple[float, str, str, str]] = []
     for cosine, newer, older in pairs:
@@ -227,16 +228,15 @@ def _same_statement(
     """Whether `newer` restates what `older` says about the same subject (automatic supersede:
     docs/CONTINUITY.md): the same supersedable type, subject and personas, close in meaning,
     and no supersede key on either (the user's key decides those)."""
-    from memdir.indexers.distill import restates, same_subject
+    from memdir.indexers.distill import replaces
 
     assert newer.memory is not None and older.memory is not None
-    if cosine < SUPERSEDE_COSINE or newer.memory.key or older.memory.key:
+    if newer.memory.key or older.memory.key:
         return False
     if set(newer.memory.personas) != set(older.memory.personas):
         return False
-    return same_subject(newer.memory.text, labels.get(newer.id),
-                        older.memory.text, labels.get(older.id)) \
-        and restates(older.memory.text, newer.memory.text)  # fmt: skip
+    return replaces(older.memory.text, labels.get(older.id), newer.memory.text,
+                    labels.get(newer.id), cosine)  # fmt: skip
 
 
 def _link_kind(

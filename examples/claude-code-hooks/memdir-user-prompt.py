@@ -84,7 +84,11 @@ def ask_service(args: list, prompt: str) -> "str | None":
         answer = json.loads(data)
     except (OSError, ValueError):
         return None
-    if not isinstance(answer, dict) or "error" in answer or not isinstance(answer.get("status"), int):
+    if (
+        not isinstance(answer, dict)
+        or "error" in answer
+        or not isinstance(answer.get("status"), int)
+    ):
         return None
     if answer["status"] != 0:  # it ran and failed: say why, do not run it twice
         sys.stderr.write(str(answer.get("stderr") or ""))

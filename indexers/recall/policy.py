@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memdir.archive_format.clock import parse_time
-from memdir.archive_format.cutoffs import past_cutoff
+from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff
 from memdir.archive_format.fold import fold
 from memdir.archive_format.visibility import Withheld, present, withheld
 
@@ -111,5 +111,8 @@ def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
     if distilled_cutoffs:
         derived = effective(line, candidate.distilled)
         labels += (derived["type"], derived["subtype"], derived["temporal"])
-    label = past_cutoff(labels, parse_time(line["created"]), now, cutoffs)
+    hard = is_hard_fact(key=line.get("key"), pinned=bool(line.get("pinned")),
+                        source=line.get("source"), type=line.get("type"))  # fmt: skip
+    label = past_cutoff(labels, parse_time(line["created"]), now, cutoffs,
+                        text=candidate.memory.text, hard=hard)  # fmt: skip
     return f"older than the {label} cut-off" if label else None

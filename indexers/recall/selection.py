@@ -37,7 +37,15 @@ def reserve_guaranteed(ranked: list[Candidate], options: RecallOptions,
     at a small k the channel yields instead of the answer (docs/RECALL.md)."""
     trace = Trace(Stage.GUARANTEED)
     chosen = ranked[: options.k]
-    pinned = [c for c in ranked if "guaranteed" in c.channels and c not in chosen]
+    # the channel keeps a pinned or milestone memory in sight of a query it bears on, at least
+    # weakly (the verdict's LOW_CONFIDENCE thresholds), never in slots the query has no use for
+    pinned = [c for c in ranked if "guaranteed" in c.channels and c not in chosen
+              and _bears_on(c, thresholds)]  # fmt: skip
+    unrelated = sum(1 for c in ranked if "guaranteed" in c.channels and c not in chosen) - len(
+        pinned
+    )
+    if unrelated:
+        trace.notes.append(f"{unrelated} guaranteed memories left out: not about the query")
     already = sum(1 for c in chosen if "guaranteed" in c.channels)
     for candidate in pinned[: max(0, options.guaranteed_slots - already)]:
         if len(chosen) < options.k:
@@ -55,6 +63,15 @@ def reserve_guaranteed(ranked: list[Candidate], options: RecallOptions,
     if not trace.rows and not trace.notes:
         trace.notes.append("no guaranteed memory outside the results")
     return chosen, trace
+
+
+def _bears_on(candidate: Candidate, thresholds: VerdictSettings) -> bool:
+    """Whether a guaranteed memory is about the query at all: raw cosine at the verdict's
+    weak threshold, or any BM25 match."""
+    return (
+        candidate.raw.get("cosine", 0.0) >= thresholds.weak_cosine
+        or candidate.raw.get("bm25", 0.0) > 0
+    )
 
 
 def _protected(candidate: Candidate, thresholds: VerdictSettings) -> bool:

@@ -1,0 +1,155 @@
+"""A year of one scripted person's memdir, through the CLI (issue 26): hard facts,
+appointments, medication, a preference that changes, people, feelings, ephemera, an
+inference confirmed and one rejected, a forget, a sleep every week — and questions asked at many
+dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTINUITY.md:
+
+- a hard fact (a keyed memory, a pinned one, a FINANCIAL or MEDICATION teaching) is recalled at
+  every date after it was taught (the cut-offs exempt it); a keyed one gives the current value;
+- an appointment is recalled until a week after the day it names, and not after;
+- a feeling is gone after 48 h, an ephemeral note after 24 h (the cut-offs);
+- a forgotten or rejected memory is never recalled;
+- no teaching changes status silently: each one superseded is either replaced by the user's
+  own key or listed in `memdir review`'s automatic supersedes.
+
+    .venv/bin/python benchmarks/year_of_life.py          # the whole year: 52 weekly sleeps
+tests/test_year.py runs the fast part (a sleep a month, fewer dates).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Year:
+    """The outcome: every check made and every one that failed."""
+
+    checks: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def expect(self, ok: bool, what: str) -> None:
+        self.checks += 1
+        if not ok:
+            self.failures.append(what)
+
+
+class Person:
+    """One memdir driven through `memdir.cli.main.main`, in-process."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def run(self, when: datetime, *args: str) -> str:
+        from memdir.cli.main import main
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["--dir", str(self.root), *args, "--now", when.isoformat()])
+        if code != 0:
+            raise RuntimeError(f"memdir {' '.join(args)} exited {code}: {out.getvalue()}")
+        return out.getvalue().strip()
+
+    def recalled(self, when: datetime, query: str) -> list[str]:
+        found = json.loads(self.run(when, "recall", query, "--json", "--no-record"))
+        return [row["id"] for row in found["results"]]
+
+
+def days(number: float) -> timedelta:
+    return timedelta(days=number)
+
+
+def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
+    """Run the year (a sleep every `sleep_every` days, the standing questions every `ask_every`
+    days) and return the checks."""
+    from memdir.archive_format.memdir import init
+
+    init(root, START, settings={"embedder": {"kind": "hashing"}})
+    me = Person(root)
+    year = Year()
+    t = START
+    rent = me.run(t, "teach", "My rent is 1450 euros a month", "--type", "FINANCIAL",
+                  "--key", "rent")  # fmt: skip
+    pill = me.run(t, "teach", "I take 50 mg of sertraline every morning", "--type", "MEDICATION")
+    allergy = me.run(t, "teach", "I am allergic to penicillin", "--pin", "--importance", "9")
+    tea = me.run(t, "teach", "I drink green tea every afternoon", "--key", "tea")
+    anna = me.run(t, "teach", "My sister Anna lives in Krakow")
+    anna_work = me.run(t + days(1), "teach", "My sister Anna works in Krakow as a nurse")
+    mood = me.run(t, "teach", "I feel anxious about the new job", "--type", "EMOTION")
+    parked = me.run(t, "teach", "I parked on level 3", "--temporal", "ephemeral")
+    dentist = me.run(t, "teach", "My dentist appointment is on 3 March", "--type",
+                     "DATE:appointment")  # fmt: skip
+    guess = me.run(t, "infer", "The user may be vegetarian")
+    secret_code = me.run(t, "teach", "The garage code is 4471")
+    me.run(t + days(2), "reject", guess, "--reason", "not true")
+    me.run(t + days(3), "forget", secret_code)
+    oolong: str | None = None
+    standing = {  # query → the memory that must be recalled from the day it was taught
+        "how much is my rent": rent,
+        "what medication do I take": pill,
+        "am I allergic to anything": allergy,
+        "where does Anna work": anna_work,
+    }
+    dentist_day = datetime(2026, 3, 3, tzinfo=timezone.utc)
+    for day in range(1, 366):
+        now = START + days(day)
+        if day == 60:  # a preference that changes, with the user's key
+            oolong = me.run(now, "teach", "I drink oolong tea every afternoon now", "--key", "tea")
+        if day % sleep_every == 0:
+            me.run(now, "sleep", "--json")
+            _no_silent_supersede(me, now, year)
+        if day % ask_every:
+            continue
+        for query, wanted in standing.items():
+            year.expect(wanted in me.recalled(now, query), f"day {day}: {query!r} lost {wanted}")
+        drinks = me.recalled(now, "what tea do I drink")
+        current = oolong if oolong else tea
+        year.expect(current in drinks, f"day {day}: the current tea ({current}) not recalled")
+        if oolong:
+            year.expect(tea not in drinks, f"day {day}: the replaced tea still recalled")
+        appointment = me.recalled(now, "when is my dentist appointment")
+        due = now <= dentist_day + days(8)
+        year.expect((dentist in appointment) == due,
+                    f"day {day}: the appointment {'lost' if due else 'kept'}")  # fmt: skip
+        year.expect(mood not in me.recalled(now, "how do I feel about the new job"),
+                    f"day {day}: a feeling past 48 h")  # fmt: skip
+        year.expect(parked not in me.recalled(now, "where did I park"),
+                    f"day {day}: an ephemeral note past 24 h")  # fmt: skip
+        year.expect(guess not in me.recalled(now, "is the user vegetarian"),
+                    f"day {day}: a rejected inference recalled")  # fmt: skip
+        year.expect(secret_code not in me.recalled(now, "garage code"),
+                    f"day {day}: a forgotten memory recalled")  # fmt: skip
+        year.expect(anna in me.recalled(now, "where does my sister Anna live"),
+                    f"day {day}: a true teaching about Anna lost")  # fmt: skip
+    return year
+
+
+def _no_silent_supersede(me: Person, now: datetime, year: Year) -> None:
+    """Every superseded teaching is replaced by a key the user gave, or listed with its undo."""
+    listed = {row["old"]["id"] for row in
+              json.loads(me.run(now, "review", "--json"))["automatic_supersedes"]}  # fmt: skip
+    rows = json.loads(me.run(now, "list", "--status", "superseded", "--json"))
+    for row in rows:
+        keyed = bool(row.get("key"))
+        year.expect(keyed or row["id"] in listed,
+                    f"{now:%Y-%m-%d}: {row['id']} superseded without a word")  # fmt: skip
+
+
+if __name__ == "__main__":
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="memdir-year-") as scratch:
+        outcome = live_year(Path(scratch) / "me")
+    print(f"{outcome.checks} checks, {len(outcome.failures)} failed, "
+          f"{time.perf_counter() - began:.0f} s")  # fmt: skip
+    for failure in outcome.failures:
+        print(f"  {failure}")
+    sys.exit(1 if outcome.failures else 0)

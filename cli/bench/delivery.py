@@ -1,0 +1,165 @@
+"""`memdir bench delivery`: what an agent's per-prompt hook receives, scored (issue 26).
+
+Each sample of a LoCoMo-style file becomes the same memdir `memdir bench locomo` builds
+(`locomo.build_memdir`: one observation per turn). Every question then goes the hook's path:
+the `memdir context` block (`usecases.prompt`: the same recall options and the same `block`
+rule), beside recall's own top 10 (as `memdir bench locomo` ranks it), and scores:
+
+- **answered**: the block holds an evidence turn;
+- **silent with the answer available**: the block is empty although recall's top 10 holds an
+  evidence turn;
+- **noise**: the share of the block's entries that are not evidence (over the blocks shown);
+- **tokens**: the block's estimated tokens (characters ÷ 4), over the blocks shown.
+
+`answered_when_available` is answered over the questions whose evidence is in the top 10: the
+share the block delivers of what recall found. The questions carry no date of their own, so
+each is asked where `memdir bench locomo` asks it, a day after the sample's last session.
+Each sample's wake document (`memdir wake`, the session-start path) is measured too: its
+tokens and how many of its entries are turns of the sample.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from memdir.archive_format.documents import estimate_tokens
+
+from .locomo import CATEGORIES, build_memdir, load_samples
+
+TOP = 10  # recall's top k that says whether memory had the answer
+
+
+def _question(block: Any, top: list[str], by_id: dict[str, str], evidence: set[str]
+              ) -> dict[str, Any]:  # fmt: skip
+    shown = [by_id.get(entry.id, "") for entry in block.entries]
+    available = bool(evidence & set(top[:TOP]))
+    answered = bool(evidence & set(shown))
+    text = block.markdown()
+    return {
+        "available": available,
+        "answered": answered,
+        "silent": not shown,
+        "entries": len(shown),
+        "noise": sum(1 for dia in shown if dia not in evidence),
+        "tokens": estimate_tokens(text) if text else 0,
+    }
+
+
+def _result(candidate: Any, by_id: dict[str, str]) -> dict[str, Any]:
+    """One result of the block's recall, for `--per-question`: what a relevance rule looks at."""
+    return {"dia_id": by_id.get(candidate.id, ""), "score": round(candidate.score, 4),
+            "relevance": round(candidate.relevance, 4),
+            "cosine": round(candidate.raw.get("cosine", 0.0), 4),
+            "bm25": round(candidate.raw.get("bm25", 0.0), 4),
+            "channels": sorted(candidate.channels), "status": candidate.status,
+            "tokens": estimate_tokens(candidate.memory.text)}  # fmt: skip
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The delivery figures over `rows` (one per question)."""
+    if not rows:
+        return {"n": 0}
+    available = [r for r in rows if r["available"]]
+    spoken = [r for r in rows if not r["silent"]]
+    entries = sum(r["entries"] for r in spoken)
+
+    def share(part: int, whole: int) -> float | None:
+        return round(part / whole, 4) if whole else None
+
+    return {
+        "n": len(rows),
+        "available": share(len(available), len(rows)),
+        "answered": share(sum(r["answered"] for r in rows), len(rows)),
+        "answered_when_available": share(sum(r["answered"] for r in available), len(available)),
+        "silent_with_answer": share(sum(r["silent"] for r in available), len(rows)),
+        "silent": share(sum(r["silent"] for r in rows), len(rows)),
+        "noise": share(sum(r["noise"] for r in spoken), entries),
+        "mean_entries": round(statistics.fmean(r["entries"] for r in spoken), 2) if spoken else 0,
+        "mean_tokens": round(statistics.fmean(r["tokens"] for r in spoken), 1) if spoken else 0,
+    }
+
+
+def _report(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by_category: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_category.setdefault(row["category"], []).append(row)
+    return {
+        "overall": summarise([r for r in rows if r["category"] != 5]),
+        "categories": {
+            str(category): {"name": CATEGORIES.get(category, "?"), **summarise(part)}
+            for category, part in sorted(by_category.items())
+        },
+    }
+
+
+def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, Any] | None,
+              progress: Callable[[str, int, int], None] | None,
+              per_question: list[dict[str, Any]] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
+    from memdir.archive_format.memdir import Memdir
+    from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.recall import RecallOptions, recall
+
+    from ..usecases.documents import wake
+    from ..usecases.prompt import QUERY_CHARS, block, context_options
+
+    samples = load_samples(path)[:limit]
+    rows: list[dict[str, Any]] = []
+    wakes: list[dict[str, Any]] = []
+    total = sum(len(sample.questions) for sample in samples)
+    done = 0
+    for sample in samples:
+        with tempfile.TemporaryDirectory(prefix="memdir-delivery-") as scratch:
+            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, settings)
+            memdir = Memdir.open(Path(scratch) / sample.sample_id)
+            now = max(turn.created for turn in sample.turns) + timedelta(days=1)
+            index = MemoryIndex(memdir)
+            index.update(progress)
+            ranking = RecallOptions(k=TOP)
+            for number, question in enumerate(sample.questions):
+                done += 1
+                if progress:
+                    progress("questions", done, total)
+                if not question.evidence:
+                    continue
+                top = recall(index, question.text, now, ranking)
+                asked = recall(index, question.text[:QUERY_CHARS], now, context_options())
+                found = block(asked, budget)
+                ranked = [by_id.get(c.id, "") for c in top.results]
+                row = {"category": question.category,
+                       **_question(found, ranked, by_id, set(question.evidence))}  # fmt: skip
+                rows.append(row)
+                if per_question is not None:
+                    per_question.append({"file": path.name, "sample": sample.sample_id,
+                                         "question_number": number, "question": question.text,
+                                         "evidence": question.evidence, "top": ranked,
+                                         "block": [by_id.get(e.id, "") for e in found.entries],
+                                         "verdict": found.verdict, **row,
+                                         "results": [_result(c, by_id) for c in asked.results]})  # fmt: skip
+            index.parts.drop()
+            index.close()
+            document = wake(memdir, now)
+            wakes.append({"sample": sample.sample_id, "tokens": estimate_tokens(document.markdown),
+                          "memories": sum(1 for memory_id in by_id if memory_id in document.markdown)})  # fmt: skip
+    report = {**_report(rows), "samples": len(samples), "budget": budget, "wake": wakes}
+    return report, rows
+
+
+def run(paths: list[Path], limit: int | None = None, budget: int | None = None,
+        settings: dict[str, Any] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        per_question: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Each file's delivery figures under `files`, and pooled over all of them."""
+    from ..usecases.prompt import DEFAULT_BUDGET
+
+    files: dict[str, dict[str, Any]] = {}
+    pooled: list[dict[str, Any]] = []
+    for path in paths:
+        files[str(path)], rows = _run_file(path, limit, budget or DEFAULT_BUDGET, settings,
+                                           progress, per_question)  # fmt: skip
+        pooled.extend(rows)
+    return {"files": files, "pooled": _report(pooled)}
