@@ -117,9 +117,12 @@ def register(app: typer.Typer) -> None:
         """
         from memdir.indexers.index import MemoryIndex
 
-        memory_index = MemoryIndex(context.open_memdir(ctx))
+        memdir = context.open_memdir(ctx)
+        memory_index = MemoryIndex(memdir)
         if status:
-            data = memory_index.status()
+            from memdir.indexers.storage import describe_backend
+
+            data = {"backend": describe_backend(memdir), **memory_index.status()}
             if json_:
                 emit_json(data)
                 return
