@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MEMDIR := $(VENV)/bin/memdir
 
-.PHONY: setup quality-model test test-slow check demo bench clean
+.PHONY: setup quality-model test test-slow check docs demo bench clean
 
 setup: $(VENV)/.installed
 
@@ -46,6 +46,10 @@ check: setup
 	ln -s $(CURDIR)/memdir/__init__.py $(CURDIR)/memdir/__main__.py $(TYPECHECK_TREE)/memdir/
 	ln -s $(CURDIR)/cli $(CURDIR)/archive_format $(CURDIR)/indexers $(TYPECHECK_TREE)/memdir/
 	cd $(TYPECHECK_TREE) && ../$(VENV)/bin/mypy --config-file ../pyproject.toml -p memdir
+
+# docs/CLI.md is generated from the commands; tests/test_reference.py checks it is current.
+docs: setup
+	$(PY) -m memdir.cli.reference > docs/CLI.md
 
 demo: setup
 	bash examples/demo.sh
