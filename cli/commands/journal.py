@@ -68,7 +68,8 @@ def add(
     turns: only the user's own path (a prompt hook) may record what the user said.
 
     With --jsonl, stdin holds one {"role", "text", ...} object per line (also session, topic,
-    visibility, secrecy, at); the options give defaults.
+    visibility, secrecy, at); the options give defaults. Turns without `at` are dated one
+    second apart in the order given, the last one now, so the journal keeps their order.
 
     Example: memdir journal add --role user --session s1 "I planted tomatoes today"
     """
