@@ -80,8 +80,10 @@ def _memory_options(
     session: Session = None,
 ) -> dict[str, Any]:
     """The parameters teach and infer share, as memory fields."""
-    kind, _, subtype = (type or "").partition(":")
-    return {"type": kind or None, "subtype": subtype or None, "key": key,
+    from memdir.archive_format.records import memory_type
+
+    kind, subtype = memory_type(type)
+    return {"type": kind, "subtype": subtype, "key": key,
             "importance": importance, "temporal": temporal, "store": store,
             "visibility": visibility, "session": session}  # fmt: skip
 

