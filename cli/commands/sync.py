@@ -17,7 +17,11 @@ def register(app: typer.Typer) -> None:
         remote: str | None = typer.Option(
             None, "--remote", help="The git remote (else the upstream, else origin)."
         ),
-        push: bool = typer.Option(True, "--push/--no-push", help="Push after merging."),
+        push: bool = typer.Option(
+            True,
+            "--push/--no-push",
+            help="Push after merging. --no-push in a memdir without a remote only commits.",
+        ),
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Say what would happen; change nothing."
         ),
@@ -37,7 +41,10 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(report.to_dict())
             return
-        where = f"{report.remote}/{report.branch}" if report.remote else "no remote (--local)"
+        if report.remote:
+            where = f"{report.remote}/{report.branch}" if report.branch else report.remote
+        else:
+            where = "no remote (--local)" if local else "no remote: committed here only"
         if dry_run:
             typer.echo(
                 f"would commit {counted(len(report.to_commit), 'path')}, then merge with {where}"
