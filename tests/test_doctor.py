@@ -203,6 +203,17 @@ def test_doctor_without_a_memdir_checks_the_install(
     assert list(found) == ["embedder", "affect", "postgres", "memdir"]
     assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
     assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
+    # the printed fix runs as written (in a scratch home) and makes a memdir doctor then checks
+    monkeypatch.setenv("HOME", str(tmp_path))
+    words = shlex.split(found["memdir"]["fix"])
+    from memdir.cli.main import main as run_main
+
+    assert (
+        words[0] == "memdir" and run_main([w.replace("~", str(tmp_path)) for w in words[1:]]) == 0
+    )
+    capsys.readouterr()
+    code, after = doctor(capsys, "--dir", str(tmp_path / "memory"))
+    assert after["memdir"]["status"] == "ok" and "index" in after
     # the text form, as the README's install section runs it
     from memdir.cli.main import main
 
