@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MEMDIR := $(VENV)/bin/memdir
 
-.PHONY: setup quality-model test test-slow check demo bench clean
+.PHONY: setup quality-model test test-slow check docs demo bench clean
 
 setup: $(VENV)/.installed
 
@@ -43,6 +43,10 @@ check: setup
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
 	$(VENV)/bin/mypy --config-file pyproject.toml -p memdir
+
+# docs/CLI.md is generated from the commands; tests/test_reference.py checks it is current.
+docs: setup
+	$(PY) -m memdir.cli.reference > docs/CLI.md
 
 demo: setup
 	bash examples/demo.sh

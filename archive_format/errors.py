@@ -20,6 +20,24 @@ class ExitStatus(IntEnum):
     FAILED = 9
 
 
+# What each exit status means to a script; docs/CLI.md's table is generated from it.
+EXIT_MEANINGS: dict[ExitStatus, str] = {
+    ExitStatus.OK: "success",
+    ExitStatus.PROBLEMS: "the command ran and found problems (`verify`, `doctor`, `restore`)",
+    ExitStatus.USAGE: "bad command line: an unknown command or option, a missing argument",
+    ExitStatus.NOT_A_MEMDIR: "no memdir at --dir, $MEMDIR or upward",
+    ExitStatus.NOT_FOUND: "no memory, turn, file or session with that id or name",
+    ExitStatus.AMBIGUOUS: "an id prefix that fits several memories",
+    ExitStatus.BAD_FORMAT: "a file that does not follow docs/FORMAT.md, or a wrong setting",
+    ExitStatus.LOCKED: "another process holds the writer lock past the timeout",
+    ExitStatus.BAD_INPUT: "a value that cannot be used, or a transition the provenance rules "
+    "forbid",
+    ExitStatus.FAILED: "anything else that stopped the command (one line says what; "
+    "`--debug` shows the traceback)",
+}
+INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
+
+
 class MemdirError(Exception):
     """Base class: a problem a user can act on, shown as one line plus a hint."""
 

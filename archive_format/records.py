@@ -18,6 +18,30 @@ from .errors import BadInputError
 SOURCES = ("teaching", "inference", "observation", "derived")
 STORES = ("episodic", "semantic", "procedural")
 TEMPORAL_CLASSES = ("ephemeral", "persistent", "milestone")
+# The memory types a writer may give (`--type TYPE[:subtype]`, the subtype is free): the
+# distiller's taxonomy (docs/RECALL.md). Lines already stored with another type stay readable.
+MEMORY_TYPES = ("FACT", "PERSON", "EMOTION", "MILESTONE", "DATE", "MEDICATION", "RULE", "HOWTO",
+                "FINANCIAL", "EVENT")  # fmt: skip
+
+
+def memory_type(given: str | None) -> tuple[str | None, str | None]:
+    """`TYPE` or `TYPE:subtype` as (type, subtype): the type one of MEMORY_TYPES, in capitals
+    whatever case it was given in; anything else is refused with the list."""
+    kind, _, subtype = (given or "").strip().partition(":")
+    if not kind:
+        if subtype:
+            raise BadInputError(f"type {given!r} has a subtype but no type",
+                                hint=f"write TYPE:subtype, TYPE one of {', '.join(MEMORY_TYPES)}")  # fmt: skip
+        return None, None
+    if kind.upper() not in MEMORY_TYPES:
+        raise BadInputError(
+            f"unknown memory type {kind!r}",
+            hint=f"use one of {', '.join(MEMORY_TYPES)}, optionally with a subtype "
+            "(FACT:preference)",
+        )
+    return kind.upper(), subtype.strip() or None
+
+
 EVENT_OPS = ("confirm", "reject", "expire", "forget", "link")
 PLUTCHIK = ("joy", "trust", "fear", "surprise", "sadness", "disgust", "anger", "anticipation")
 

@@ -1,10 +1,10 @@
 """Plain-text tables that fit the width they are given.
 
 A table has at most one text column, the last one: it takes the width the other columns
-leave and wraps within it. When the width is short, ids give way first (each is replaced by
-its shortest unique prefix, which every command accepts), then columns with a drop rank go,
-the highest rank first. Ids and scores are never cut: a cell is shown whole or its column is
-dropped. With no width (a pipe with no $COLUMNS) nothing is wrapped, shortened or dropped.
+leave and wraps within it. When the text would wrap, ids give way first (each is replaced by
+its shortest unique prefix, which every command accepts); when the width is still short,
+columns with a drop rank go, the highest rank first. Ids and scores are never cut: a cell is
+shown whole or its column is dropped. With no width (a pipe with no $COLUMNS) nothing is wrapped, shortened or dropped.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def fit(
     table = [list(row) for row in rows]
     kept = list(range(len(columns)))
     if room is not None:
-        if _needed(columns, table, kept, header) > room and short is not None:
+        # ids shorten as soon as the text would have to wrap (README: at 80 columns)
+        if _needed(columns, table, kept, header, text_min=None) > room and short is not None:
             prefixes = short() if callable(short) else short
             table = [
                 [
@@ -98,12 +99,17 @@ def _natural(columns: Sequence[Column], table: list[list[str]], i: int, header: 
 
 
 def _needed(
-    columns: Sequence[Column], table: list[list[str]], kept: list[int], header: bool
+    columns: Sequence[Column],
+    table: list[list[str]],
+    kept: list[int],
+    header: bool,
+    text_min: int | None = TEXT_MIN,
 ) -> int:
+    """The width the kept columns take, the text column at most `text_min` (None: whole)."""
     total = len(GAP) * (len(kept) - 1)
     for i in kept:
         natural = _natural(columns, table, i, header)
-        total += min(natural, TEXT_MIN) if columns[i].text else natural
+        total += min(natural, text_min) if columns[i].text and text_min else natural
     return total
 
 

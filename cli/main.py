@@ -10,7 +10,7 @@ import sys
 import typer
 
 from memdir import __version__
-from memdir.archive_format.errors import ExitStatus, MemdirError
+from memdir.archive_format.errors import INTERRUPTED, ExitStatus, MemdirError
 from memdir.archive_format.paths import describe_os_error
 
 from .commands import archive as archive_commands
@@ -30,6 +30,7 @@ from .commands import serve as serve_commands
 from .commands import sync as sync_commands
 from .commands import watch as watch_commands
 from .context import Options
+from .panels import group_commands
 
 app = typer.Typer(
     name="memdir",
@@ -81,6 +82,7 @@ mcp_commands.register(app)
 imports_commands.register(app)
 sync_commands.register(app)
 doctor_commands.register(app)
+group_commands(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"memdir: error: {error}\n")
         return int(getattr(error, "exit_code", ExitStatus.USAGE))
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         return int(ExitStatus.OK)
     except OSError as error:

@@ -80,10 +80,25 @@ def _memory_options(
     session: Session = None,
 ) -> dict[str, Any]:
     """The parameters teach and infer share, as memory fields."""
-    kind, _, subtype = (type or "").partition(":")
-    return {"type": kind or None, "subtype": subtype or None, "key": key,
+    from memdir.archive_format.records import memory_type
+
+    kind, subtype = memory_type(type)
+    return {"type": kind, "subtype": subtype, "key": key,
             "importance": importance, "temporal": temporal, "store": store,
             "visibility": visibility, "session": session}  # fmt: skip
+
+
+# What a result of the MCP `recall` tool carries by default: enough to use and cite a memory
+# and to weigh it (status, provenance weight, source); its score components on request.
+COMPACT_RESULT = ("id", "text", "score", "status", "weight", "source", "created", "visibility",
+                  "type")  # fmt: skip
+
+
+def compact_recall(data: dict[str, Any]) -> dict[str, Any]:
+    """A recall answer without the per-result components and the query analysis."""
+    results = [{name: row[name] for name in COMPACT_RESULT if name in row}
+               for row in data["results"]]  # fmt: skip
+    return {**{k: v for k, v in data.items() if k != "analysis"}, "results": results}
 
 
 class MemdirTools:
@@ -219,6 +234,13 @@ class MemdirTools:
         query: Annotated[str, Field(min_length=1, max_length=5000)],
         k: Annotated[int, Field(ge=1, le=50)] = 8,
         explain: Annotated[bool, Field(description="Include every pipeline stage.")] = False,
+        components: Annotated[
+            bool,
+            Field(
+                description="Give each result its score components and the query analysis "
+                "(the full form; by default each result is its id, text, score and status)."
+            ),
+        ] = False,
         include_private: Annotated[
             bool, Field(description="Also private memories (only when the user asked).")
         ] = False,
@@ -247,7 +269,8 @@ class MemdirTools:
         result = run_recall(self.memdir, query.strip(), self._now(), options,
                             actor="assistant", index=index)  # fmt: skip
         self._keep_models(index)
-        return result.to_dict(explain=explain)
+        data = result.to_dict(explain=explain)
+        return data if components or explain else compact_recall(data)
 
     def search(
         self,
@@ -528,23 +551,45 @@ MAX_HTTP_BODY = 1 << 20  # bytes of one HTTP request
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+# RFC 6750 §3.1, which the MCP authorization spec builds on: a request without credentials gets
+# a bare `Bearer` challenge; one whose bearer token is wrong gets `error="invalid_token"`. No
+# `resource_metadata` is named and the OAuth discovery paths answer 404, so a client that
+# follows the spec reports the token instead of starting an OAuth flow memdir does not offer.
+NO_TOKEN = (b'Bearer realm="memdir"',
+            b'{"error": "a bearer token is required (memdir mcp --show-token prints it)"}')  # fmt: skip
+BAD_TOKEN = (
+    b'Bearer realm="memdir", error="invalid_token", error_description="not this server\'s token"',
+    b'{"error": "invalid_token", "error_description": "the bearer token is not this server\'s'
+    b' (memdir mcp --show-token prints the current one; --rotate-token replaces it)"}',
+)
+
+
 def bearer_guard(app: Any, token_file: Any) -> Any:
     """The ASGI app behind a bearer-token check: 401 (with WWW-Authenticate) without the token
-    in `token_file`, which is read on each request (so a rotation applies at once)."""
+    in `token_file`, which is read on each request (so a rotation applies at once): "required"
+    when no bearer token came, "invalid_token" when a wrong one did."""
     from .usecases.mcp_token import authorised
+
+    async def answer(send: Any, status: int, challenge: bytes | None, body: bytes) -> None:
+        headers = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode())]  # fmt: skip
+        if challenge is not None:
+            headers.append((b"www-authenticate", challenge))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
+            if str(scope.get("path", "")).startswith("/.well-known/"):
+                await answer(send, 404, None, b'{"error": "no OAuth here: use the bearer token"}')
+                return
             headers = {key.decode("latin-1").lower(): value.decode("latin-1")
                        for key, value in scope.get("headers", [])}  # fmt: skip
-            if not authorised(headers.get("authorization"), token_file):
-                body = b'{"error": "a bearer token is required (memdir mcp --show-token)"}'
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="memdir"'),
-                    (b"content-length", str(len(body)).encode()),
-                ]})  # fmt: skip
-                await send({"type": "http.response.body", "body": body})
+            given = headers.get("authorization")
+            if not authorised(given, token_file):
+                bearer = (given or "").partition(" ")[0].lower() == "bearer"
+                challenge, body = BAD_TOKEN if bearer else NO_TOKEN
+                await answer(send, 401, challenge, body)
                 return
         await app(scope, receive, send)
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
+
+from memdir.archive_format import clock
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,6 +25,21 @@ IncludeExpiredOpt = Annotated[
 IncludePrivateOpt = Annotated[
     bool, typer.Option("--include-private", help="Also private memories.")
 ]
+
+
+# `--limit`, the old spelling of a count on `list`: still accepted, no longer shown
+LimitAlias = Annotated[int | None, typer.Option("--limit", min=1, hidden=True)]
+
+
+def moment(value: str | None, now: datetime, option: str) -> datetime | None:
+    """A time option (--since, --until): an ISO date-time, or a duration back from now (2d,
+    6h), the same on every command."""
+    if not value:
+        return None
+    given = value.strip()
+    if given[-1:] in "smhdw" and given[:1].isdigit() and "-" not in given:
+        return now - clock.parse_duration(given)
+    return clock.parse_time(given, option)
 
 
 def group(name: str, declaration: Callable[..., Any]) -> Callable[[F], F]:

@@ -12,4 +12,4 @@ run "$memdir" list
 run "$memdir" index
 run "$memdir" search "Lisbon"
 run "$memdir" similar "who in my family works in healthcare?" --k 3
-run "$memdir" recall "what should I know before planning Sam's week?" --explain
+run "$memdir" recall "when should I schedule meetings with Sam?" --explain

@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import VectorSettings
 
@@ -219,10 +220,42 @@ class LocalParts:
         pass
 
 
+POSTGRES_MODULES = ("psycopg", "pgvector")  # what the `postgres` extra installs
+
+
+def missing_postgres_modules() -> list[str]:
+    """The modules of the `postgres` extra that do not import (installed without the extra)."""
+    import importlib
+
+    missing = []
+    for name in POSTGRES_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+def describe_backend(memdir: Memdir) -> str:
+    """Where this memdir's derived index lives, in words (`index --status`, doctor)."""
+    settings = memdir.settings.index
+    if settings.backend == "postgres":
+        # the dsn never holds a password (settings refuse one), so it may be shown
+        return f"postgres ({settings.dsn or 'libpq defaults: $PGHOST, $PGDATABASE'})"
+    return "local (Tantivy, FAISS and SQLite under .memdir/)"
+
+
 def open_parts(memdir: Memdir, root: Path) -> IndexParts:
     """The parts memdir.yaml's `settings.index.backend` names."""
     settings = memdir.settings.index
     if settings.backend == "postgres":
+        missing = missing_postgres_modules()
+        if missing:
+            raise MemdirError(
+                f"settings.index.backend is postgres but {', '.join(missing)} is not installed",
+                hint="install memdir's `postgres` extra; `memdir doctor` prints the command "
+                "for this install",
+            )
         from .postgres import PostgresParts
 
         return PostgresParts(settings.dsn or "", memdir, root)

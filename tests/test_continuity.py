@@ -463,7 +463,7 @@ def test_recall_reactivates_linked_memories_but_never_a_withheld_one(cli, hashed
         assert data["fidelity"] == plain["fidelity"]
     assert [row["id"] for row in decay(recalled)["reactivated_by"]] == [neighbour]
     text = run(at(days=20), "decay", neighbour)
-    assert f"refreshed by linked memories (1 rehearsal(s) worth): {recalled}" in text
+    assert f"refreshed by linked memories (1 rehearsal worth): {recalled}" in text
 
 
 def test_relink_keeps_its_measured_precision_on_the_labelled_pairs(minilm) -> None:

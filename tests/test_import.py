@@ -182,7 +182,7 @@ def test_the_command_line(md: Memdir, cli: Callable[..., Run]) -> None:
     missing = cli("--dir", str(md.root), "import", str(unknown))
     assert missing.code == 8 and "--format" in missing.err
     done = cli("--dir", str(md.root), "import", "--undo", source)
-    assert done.code == 0 and "removed 5 turn(s)" in done.err
+    assert done.code == 0 and "removed 5 turns" in done.err
     assert turn_lines(md) == []
 
 

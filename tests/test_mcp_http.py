@@ -147,3 +147,30 @@ def test_a_bad_address_is_one_line_and_the_default_host_is_loopback(hashed: Memd
     for bad in ("http", "0", "99999", ":80"):
         done = memdir_cli("--dir", str(hashed.root), "mcp", "--http", bad)
         assert done.code == 8 and "is not [HOST:]PORT" in done.err and "Traceback" not in done.err
+
+
+def test_a_wrong_token_is_invalid_token_not_a_missing_one(
+    hashed: Memdir, http_server: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    # RFC 6750 §3.1 (the MCP authorization spec's bearer rules): no credentials, a bare
+    # challenge; a wrong bearer token, error="invalid_token"; no resource_metadata, so a client
+    # does not go looking for an OAuth server
+    url, _ = http_server
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    missing = httpx2.post(url, json=ping)
+    assert missing.status_code == 401
+    assert "error=" not in missing.headers["www-authenticate"]
+    assert "required" in missing.json()["error"]
+    wrong = httpx2.post(url, json=ping, headers={"Authorization": "Bearer not-the-token"})
+    assert wrong.status_code == 401
+    challenge = wrong.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
+    assert "resource_metadata" not in challenge
+    assert wrong.json()["error"] == "invalid_token"
+    assert "--show-token" in wrong.json()["error_description"]
+    base = url.removesuffix("/mcp")
+    for path in (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-authorization-server",
+    ):
+        assert httpx2.get(base + path).status_code == 404

@@ -13,17 +13,22 @@ import typer
 from memdir.archive_format.errors import BadInputError, ExitStatus
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
+from memdir.cli.words import counted
 
 PASSPHRASE_ENV = "MEMDIR_PASSPHRASE"
+# An encrypted export can be attacked offline, guess after guess: a new passphrase has at least
+# this many characters (Argon2id slows each guess; it cannot save a one-letter passphrase).
+MIN_PASSPHRASE = 12
 
 
 def read_passphrase(confirm: bool) -> str:
-    """$MEMDIR_PASSPHRASE, else a prompt on the terminal (twice when `confirm`)."""
+    """$MEMDIR_PASSPHRASE, else a prompt on the terminal (twice when `confirm`: a new
+    passphrase, which must have MIN_PASSPHRASE characters; restore takes any)."""
     given = os.environ.get(PASSPHRASE_ENV)
     if given is not None:
         if not given:
             raise BadInputError(f"${PASSPHRASE_ENV} is set but empty")
-        return given
+        return _long_enough(given, f"${PASSPHRASE_ENV}") if confirm else given
     if not sys.stdin.isatty():
         raise BadInputError(
             "a passphrase is needed and there is no terminal to ask for it",
@@ -34,9 +39,21 @@ def read_passphrase(confirm: bool) -> str:
     first = getpass.getpass("passphrase: ")
     if not first:
         raise BadInputError("the passphrase is empty")
-    if confirm and getpass.getpass("passphrase again: ") != first:
-        raise BadInputError("the two passphrases differ; nothing was written")
+    if confirm:
+        _long_enough(first, "the passphrase")
+        if getpass.getpass("passphrase again: ") != first:
+            raise BadInputError("the two passphrases differ; nothing was written")
     return first
+
+
+def _long_enough(passphrase: str, what: str) -> str:
+    if len(passphrase) < MIN_PASSPHRASE:
+        raise BadInputError(
+            f"{what} has {counted(len(passphrase), 'character')}; an encrypted export needs at "
+            f"least {MIN_PASSPHRASE}; nothing was written",
+            hint="a few unrelated words make a passphrase that is long and easy to type",
+        )
+    return passphrase
 
 
 def _size(count: int) -> str:
@@ -60,7 +77,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--encrypt",
                 help=f"Encrypt (ChaCha20-Poly1305, key from a passphrase via Argon2id); the "
-                f"passphrase is prompted for, or taken from ${PASSPHRASE_ENV}.",
+                f"passphrase (at least {MIN_PASSPHRASE} characters) is prompted for, or taken from "
+                f"${PASSPHRASE_ENV}.",
             ),
         ] = False,
         json_: context.JsonOpt = False,
@@ -119,8 +137,8 @@ def register(app: typer.Typer) -> None:
             for problem in report.verify.problems:
                 note(f"problem: {problem}")
             note(
-                f"restored {report.files} files; verify: {report.verify.lines} lines, "
-                f"{len(report.verify.problems)} problem(s)"
+                f"restored {counted(report.files, 'file')}; verify: {counted(report.verify.lines, 'line')}, "
+                f"{counted(len(report.verify.problems), 'problem')}"
             )
         if not report.verify.clean:
             raise typer.Exit(int(ExitStatus.PROBLEMS))

@@ -13,6 +13,7 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
 from memdir.cli.layout import Column, flat, width, wrap
 from memdir.cli.render import console, emit_json, note, print_table
+from memdir.cli.words import counted
 
 RING_COLUMNS = (
     Column("at", drop=1),
@@ -104,12 +105,12 @@ def register(app: typer.Typer) -> None:
             emit_json(report.to_dict())
             return
         rows = [
-            (group["memory"] or "(withheld)", f"{group['turns']} turns",
+            (group["memory"] or "(withheld)", counted(group["turns"], "turn"),
              f"{group['withheld']} withheld", flat(group["text"]))
             for group in report.to_dict()["groups"]
         ]  # fmt: skip
         print_table(DREAM_COLUMNS, rows, context.open_memdir(ctx), header=False)
-        note(f"{len(report.planned)} group(s){' (dry run)' if dry_run else ''}, "
+        note(f"{counted(len(report.planned), 'group')}{' (dry run)' if dry_run else ''}, "
              f"{report.open_groups} still open")  # fmt: skip
 
     @app.command()
@@ -192,23 +193,35 @@ def register(app: typer.Typer) -> None:
 
 
 def render_sleep(data: dict[str, Any]) -> None:
-    """A short summary of a sleep run."""
-    out = console()
+    """A short summary of a sleep run; a dry run says what the run would write."""
     dreamt = data["dream"]
     decay = data["decay"]
     title = "sleep (dry run: nothing written)" if data["dry_run"] else "sleep"
-    out.print(f"[bold]{title}[/bold]  {data['now']}  {data['seconds']:.2f} s")
-    out.print(f"  expired   {len(data['expired'])} inference(s)")
-    out.print(f"  dream     {len(dreamt['groups'])} group(s): {dreamt['summarised_turns']} turns "
-              f"summarised, {dreamt['withheld_turns']} withheld, {len(dreamt['memories_written'])} "
-              f"memories written, {dreamt['open_groups']} still open")  # fmt: skip
-    out.print(f"  decay     {decay.get('memories', 0)} live memories, mean fidelity "
-              f"{decay.get('mean_fidelity')}, {decay.get('faded', 0)} faded")  # fmt: skip
+    console().print(f"[bold]{title}[/bold]  {data['now']}  {data['seconds']:.2f} s")
+    written = (
+        f"{counted(len(dreamt['memories_to_write']), 'memory')} to write"
+        if data["dry_run"]
+        else f"{counted(len(dreamt['memories_written']), 'memory')} written"
+    )
     kinds = sorted({link["type"] for link in data["links"]})
-    out.print(f"  relink    {len(data['links'])} new link(s) {', '.join(kinds)}")
+    lines = [
+        f"expired   {counted(len(data['expired']), 'inference')}"
+        + (" due" if data["dry_run"] else ""),
+        f"dream     {counted(len(dreamt['groups']), 'group')}: "
+        f"{counted(dreamt['summarised_turns'], 'turn')} summarised, "
+        f"{dreamt['withheld_turns']} withheld, {written}, {dreamt['open_groups']} still open",
+        f"decay     {counted(decay.get('memories', 0), 'live memory', 'live memories')}, "
+        f"mean fidelity {decay.get('mean_fidelity')}, {decay.get('faded', 0)} faded",
+        f"relink    {counted(len(data['links']), 'new link')}"
+        + (f": {', '.join(kinds)}" if kinds else ""),
+    ]
     if not data["dry_run"]:
-        out.print(f"  documents {data['boot']}, documents/wake.md ({data['wake_tokens']} tokens)")
-        out.print(f"  entry     {data['entry'] or 'none (nothing changed)'}")
+        lines.append(f"documents {data['boot']}, documents/wake.md ({data['wake_tokens']} tokens)")
+        lines.append(f"entry     {data['entry'] or 'none (nothing changed)'}")
+    room = width()
+    for line in lines:
+        for piece in wrap(line, room, "  "):
+            typer.echo(piece)
 
 
 def _side(row: dict[str, Any]) -> str:
@@ -257,7 +270,7 @@ def render_decay(data: dict[str, Any]) -> None:
     typer.echo(
         f"fidelity {data['fidelity']:.3f}  (stability {data['stability_days']:.1f} d, "
         f"{data['elapsed_days']:.1f} d since {data['last_rehearsal']}, "
-        f"{data['rehearsals']} rehearsal(s), intensity {data['intensity']:.2f})"
+        f"{counted(data['rehearsals'], 'rehearsal')}, intensity {data['intensity']:.2f})"
     )
     typer.echo(
         f"recall score x {data['recall_multiplier']:.3f}; "
@@ -267,6 +280,8 @@ def render_decay(data: dict[str, Any]) -> None:
     typer.echo(f"forecast without rehearsal: {rows}")
     if data["reactivated_by"]:
         linked = ", ".join(f"{row['id']} ({row['link']} ×{row['factor']:g}, "
-                           f"{row['rehearsals']} rehearsal(s))" for row in data["reactivated_by"])  # fmt: skip
-        typer.echo(f"refreshed by linked memories ({data['reactivated']:g} rehearsal(s) worth): "
-                   f"{linked}")  # fmt: skip
+                           f"{counted(row['rehearsals'], 'rehearsal')})"
+                           for row in data["reactivated_by"])  # fmt: skip
+        worth = data["reactivated"]
+        typer.echo(f"refreshed by linked memories ({worth:g} rehearsal{'' if worth == 1 else 's'}"
+                   f" worth): {linked}")  # fmt: skip

@@ -18,14 +18,21 @@ MARKS = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
 def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(ctx: typer.Context, json_: context.JsonOpt = False) -> None:
-        """Check the embedder weights, affect lexicons, index, lock, git rules, watch daemon and
-        schedule; print the command that fixes each problem. Exits 1 if a check is a problem.
+        """Check the install (embedder weights, affect lexicons, the postgres extra) and, when
+        there is one, the memdir (settings, index backend, lock, git rules, watch daemon,
+        schedule); print the command that fixes each problem. Exits 1 if a check is a problem.
 
         Example: memdir doctor || memdir doctor --json
         """
+        from memdir.archive_format.errors import NotAMemdirError
         from memdir.cli.usecases.doctor import diagnose
 
-        checks = diagnose(context.open_memdir(ctx, lenient=True))
+        try:
+            memdir = context.open_memdir(ctx, lenient=True)
+        except NotAMemdirError as error:
+            checks = diagnose(None, absent=error.message)
+        else:
+            checks = diagnose(memdir)
         problems = [check for check in checks if check.status == "problem"]
         if json_:
             emit_json({"healthy": not problems, "checks": [c.to_dict() for c in checks]})
@@ -49,6 +56,7 @@ def register(app: typer.Typer) -> None:
                     lines.append(f"{'':<7}  {'':<9} fix: {check.fix}")
                 for line in lines:
                     typer.echo(line)
-            typer.echo(f"{len(problems)} problem(s)" if problems else "no problems")
+            count = len(problems)
+            typer.echo(f"{count} problem{'' if count == 1 else 's'}" if problems else "no problems")
         if problems:
             raise typer.Exit(int(ExitStatus.PROBLEMS))

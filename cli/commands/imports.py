@@ -10,6 +10,7 @@ import typer
 from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
+from memdir.cli.words import counted
 
 
 def register(app: typer.Typer) -> None:
@@ -71,7 +72,7 @@ def register(app: typer.Typer) -> None:
                 emit_json(sources)
             for source, entry in [] if json_ else sources.items():
                 typer.echo(f"{source}  {entry.get('at')}  {entry.get('format')}  "
-                           f"{entry.get('turns')} turns  {entry.get('file')}")  # fmt: skip
+                           f"{counted(entry.get('turns') or 0, 'turn')}  {entry.get('file')}")  # fmt: skip
             return
         if undo is not None:
             if file is not None:
@@ -81,7 +82,7 @@ def register(app: typer.Typer) -> None:
                 emit_json({"source": undo, "removed": removed})
                 return
             typer.echo(undo)
-            note(f"removed {removed} turn(s) of import {undo}")
+            note(f"removed {counted(removed, 'turn')} of import {undo}")
             return
         if file is None:
             raise BadInputError("no FILE given", hint="memdir import FILE")
@@ -100,7 +101,7 @@ def register(app: typer.Typer) -> None:
         for skipped in report.skipped:
             note(f"skipped {skipped}")
         note(
-            f"{report.conversations} conversation(s), {report.turns} turn(s): {report.added} "
+            f"{counted(report.conversations, 'conversation')}, {counted(report.turns, 'turn')}: {report.added} "
             f"added, {report.already} already present; undo with `memdir import --undo "
             f"{report.source}`"
         )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memdir.archive_format import visibility
+from memdir.cli.words import counted
 
 from .. import context
 from ..layout import Column, flat
@@ -126,7 +127,9 @@ def register(app: typer.Typer) -> None:
                      f"{moved.relative_to(memdir.root)}")  # fmt: skip
         memory_index = MemoryIndex(memdir)
         if status:
-            data = memory_index.status()
+            from memdir.indexers.storage import describe_backend
+
+            data = {"backend": describe_backend(memdir), **memory_index.status()}
             if json_:
                 emit_json(data)
                 return
@@ -145,7 +148,8 @@ def register(app: typer.Typer) -> None:
             return
         what = f"rebuilt ({report.reason})" if report.rebuilt else "updated"
         note(
-            f"index {what}: {report.memories} memories, {report.events} events, {report.embedded} embedded"
+            f"index {what}: {counted(report.memories, 'memory')}, "
+            f"{counted(report.events, 'event')}, {report.embedded} embedded"
             + (", full text compacted" if report.compacted else "")
         )
 
@@ -221,7 +225,7 @@ def register(app: typer.Typer) -> None:
         memory_index = open_index(ctx)
         count = memory_index.distill(recompute)
         if recompute:
-            note(f"distilled {count} memories again")
+            note(f"distilled {counted(count, 'memory')} again")
         rows = []
         for row in memory_index.distillations():  # the text as the policy lets it show
             text = visibility.present("annotate", row["text"], row["status"], row["visibility"])
@@ -240,7 +244,7 @@ def register(app: typer.Typer) -> None:
             table.append((row["id"], label, source, str(effective["importance"]),
                           str(effective["temporal"]), flat(row["text"])))  # fmt: skip
         print_table(DISTILL_COLUMNS, table, context.open_memdir(ctx))
-        counts = Counter(str(row["effective"]["type"]) for row in rows)
+        counts = Counter(row["effective"]["type"] or "untyped" for row in rows)
         note(", ".join(f"{label} {n}" for label, n in counts.most_common()) or "no memories")
 
     @app.command()
@@ -261,7 +265,8 @@ def register(app: typer.Typer) -> None:
         if recompute:
             count = memory_index.reannotate()
             note(
-                f"re-annotated {count} memories with {memory_index.annotator.name}/{memory_index.annotator.version}"
+                f"re-annotated {counted(count, 'memory')} with "
+                f"{memory_index.annotator.name}/{memory_index.annotator.version}"
             )
         rows = [
             {

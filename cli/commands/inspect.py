@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 
 import typer
 
 from memdir.archive_format import clock
-from memdir.archive_format.errors import BadInputError, ExitStatus
+from memdir.archive_format.errors import BadInputError, ExitStatus, MemdirError
 from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
+from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.verify import verify as verify_memdir
+from memdir.cli.words import counted
 
 from .. import context
 from ..layout import Column, flat, width, wrap
+from ..parameters import LimitAlias, moment
 from ..render import emit_json, note, print_fields, print_table
 
 LIST_COLUMNS = (
@@ -74,7 +78,7 @@ def history(
 
 
 def _matches(state: MemoryState, statuses: set[str], source: str | None, type_: str | None,
-             persona: str | None, since: str | None, until: str | None) -> bool:  # fmt: skip
+             persona: str | None, since: datetime | None, until: datetime | None) -> bool:  # fmt: skip
     memory = state.memory
     if state.status not in statuses:
         return False
@@ -87,9 +91,30 @@ def _matches(state: MemoryState, statuses: set[str], source: str | None, type_: 
     if persona and memory.personas and persona not in memory.personas:
         return False
     created = clock.parse_time(state.created)
-    if since and created < clock.parse_time(since, "--since"):
+    if since and created < since:
         return False
-    return not (until and created > clock.parse_time(until, "--until"))
+    return not (until and created > until)
+
+
+def _distilled(memdir: Memdir, state: MemoryState) -> dict[str, Any] | None:
+    """The labels the distiller gave a memory (`memdir distill`), read from the index if there
+    is one (show never builds it); none for a memory whose text this surface does not show
+    whole, since a label says something about the text."""
+    if state.memory is None or state.text_on("show") != state.memory.text:
+        return None
+    if not (memdir.cache_dir / "index").is_dir():
+        return None
+    from memdir.indexers.index import MemoryIndex
+
+    try:
+        index = MemoryIndex(memdir)
+        try:
+            found = index.catalog.memories_by_id([state.id]).get(state.id)
+            return index.distilled_of([found]).get(state.id) if found else None
+        finally:
+            index.close()
+    except MemdirError:  # an index that does not open: show the memory without its labels
+        return None
 
 
 def resolved(
@@ -114,6 +139,9 @@ def register(app: typer.Typer) -> None:
         """
         state, view = resolved(ctx, memory_id, now)
         data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
+        distilled = _distilled(context.open_memdir(ctx), state)
+        if distilled is not None:
+            data["distilled"] = distilled
         if json_:
             emit_json(data)
             return
@@ -160,14 +188,17 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--persona", help="Only memories visible to this persona.")
         ] = None,
         since: Annotated[
-            str | None, typer.Option("--since", help="Created at or after this date-time.")
+            str | None,
+            typer.Option("--since", help="Created at or after this time: ISO, or 2d, 6h back."),
         ] = None,
         until: Annotated[
-            str | None, typer.Option("--until", help="Created at or before this date-time.")
+            str | None,
+            typer.Option("--until", help="Created at or before this time: ISO, or 2d, 6h back."),
         ] = None,
-        limit: Annotated[
-            int | None, typer.Option("--limit", min=1, help="At most this many (newest first).")
+        k: Annotated[
+            int | None, typer.Option("--k", "-k", min=1, help="At most this many (newest first).")
         ] = None,
+        limit: LimitAlias = None,
         json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
@@ -184,11 +215,14 @@ def register(app: typer.Typer) -> None:
                 f"unknown status {sorted(unknown)[0]!r}",
                 hint=f"use one of {', '.join(STATUSES)}, all",
             )
-        view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, since, until)
+        moment_now = context.now(ctx, now)
+        start, end = moment(since, moment_now, "--since"), moment(until, moment_now, "--until")
+        view = load_view(context.open_memdir(ctx), moment_now)
+        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, start, end)
                   and s.text_on("list", wanted) is not None]  # fmt: skip
         chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
-        chosen = chosen[:limit] if limit else chosen
+        most = k or limit
+        chosen = chosen[:most] if most else chosen
         if json_:
             emit_json([state.shown_on("list", wanted) for state in chosen])
             return
@@ -204,7 +238,7 @@ def register(app: typer.Typer) -> None:
             for state in chosen
         ]
         print_table(LIST_COLUMNS, rows, context.open_memdir(ctx))
-        note(f"{len(chosen)} memories")
+        note(counted(len(chosen), "memory"))
 
     @app.command()
     def stats(
@@ -279,6 +313,8 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"warning: {warning}")
             for item in report.notes:
                 note(item)
-            note(f"{report.lines} lines checked, {len(report.problems)} problem(s)")
+            note(
+                f"{counted(report.lines, 'line')} checked, {counted(len(report.problems), 'problem')}"
+            )
         if not report.clean:
             raise typer.Exit(int(ExitStatus.PROBLEMS))

@@ -8,13 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from memdir.archive_format import clock, journal
+from memdir.archive_format import journal
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
 from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text, refuse_turn_forget
 from memdir.cli.layout import width, wrap
-from memdir.cli.parameters import SessionOpt, VisibilityOpt
+from memdir.cli.parameters import SessionOpt, VisibilityOpt, moment
 from memdir.cli.render import emit_json, note
+from memdir.cli.words import counted
 
 # journal add
 TurnArg = Annotated[str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")]
@@ -68,7 +69,8 @@ def add(
     turns: only the user's own path (a prompt hook) may record what the user said.
 
     With --jsonl, stdin holds one {"role", "text", ...} object per line (also session, topic,
-    visibility, secrecy, at); the options give defaults.
+    visibility, secrecy, at); the options give defaults. Turns without `at` are dated one
+    second apart in the order given, the last one now, so the journal keeps their order.
 
     Example: memdir journal add --role user --session s1 "I planted tomatoes today"
     """
@@ -174,11 +176,7 @@ def search(
 
 def _since(value: str | None, now: datetime) -> datetime | None:
     """--since: an ISO date-time, or a duration back from now."""
-    if not value:
-        return None
-    if value.strip()[-1:] in "smhdw" and value.strip()[:1].isdigit() and "-" not in value:
-        return now - clock.parse_duration(value)
-    return clock.parse_time(value, "--since")
+    return moment(value, now, "--since")
 
 
 def _stdin_lines() -> list[str]:
@@ -240,7 +238,7 @@ def forget(
         return
     for forgotten in (*done.turns, *done.memories):
         typer.echo(forgotten)
-    note(f"{len(done.turns)} turn(s), {len(done.digests)} digest(s) and {len(done.memories)} "
+    note(f"{counted(len(done.turns), 'turn')}, {counted(len(done.digests), 'digest')} and {len(done.memories)} "
          f"summary memory(ies) forgotten; {GIT_HISTORY_NOTE}")  # fmt: skip
 
 

@@ -10,7 +10,9 @@ import typer
 
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError, LifecycleError
+from memdir.archive_format.records import memory_type
 from memdir.cli.usecases import provenance
+from memdir.cli.words import counted
 
 from .. import context, parameters
 from ..parameters import SessionOpt, VisibilityOpt
@@ -113,7 +115,7 @@ def memory_options(
     pin: PinOpt = False,
 ) -> dict[str, Any]:
     """The options teach and infer share, as memory fields (validated later by the schema)."""
-    kind, _, subtype = (type_ or "").partition(":")
+    kind, subtype = memory_type(type_)
     affect: dict[str, Any] = {}
     if valence is not None:
         affect["valence"] = valence
@@ -306,7 +308,7 @@ def register(app: typer.Typer) -> None:
             return
         for memory in expired:
             typer.echo(memory)
-        note(f"{len(expired)} inference(s) expired")
+        note(f"{counted(len(expired), 'inference')} expired")
 
     @app.command()
     def forget(

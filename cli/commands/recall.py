@@ -12,8 +12,10 @@ import typer
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.lifecycle import short_ids
 from memdir.archive_format.visibility import marker
+from memdir.cli.words import counted
 
 from .. import context, layout
+from ..explain import ScoreWeights, score_table
 from ..layout import Column, fit, flat, rule, wrap
 from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
 from ..render import emit_json
@@ -49,15 +51,6 @@ NoRecordOpt = Annotated[
 WindowOpt = Annotated[
     bool, typer.Option("--window", help="Also show the raw window: recent user turns.")
 ]
-
-SHOWN = {  # explain-table column → component
-    "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
-    "spk": "speaker", "sess": "session", "meta": "meta_bm25", "aff": "affect", "deg": "degree",
-    "rec": "recency", "imp": "importance", "kw": "keyword", "decay": "decay",
-}  # fmt: skip
-# which components give way first when the explain table is short of width (last: first)
-DROP_ORDER = ("sem", "bm25", "rec", "decay", "aff", "deg", "imp", "kw", "spk", "sess", "meta",
-              "ctx·sem", "ctx·bm25")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
@@ -113,7 +106,7 @@ def register(app: typer.Typer) -> None:
         memdir = context.open_memdir(ctx)
         short = functools.cache(lambda: short_ids(memdir, ids))  # asked only if ids do not fit
         if explain:
-            render_explain(result, room, short)
+            render_explain(result, room, short, ScoreWeights.of(memdir, result.profile))
         render_results(result, room, short)
         for turn in turns or []:
             for line in layout.wrap(f"raw {turn['at']} [{turn['session']}] {flat(turn['text'])}",
@@ -199,7 +192,7 @@ FILTER_COLUMNS = (Column("id", ident=True), Column("status"), Column("dropped be
 def render_results(
     result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
 ) -> None:
-    typer.echo(f"{result.verdict}  {len(result.results)} memories  "
+    typer.echo(f"{result.verdict}  {counted(len(result.results), 'memory')}  "
                f"(profile {result.profile}, {result.milliseconds:.0f} ms)")  # fmt: skip
     if result.over_budget:
         typer.echo(f"… {result.over_budget} more over the token budget (raise --budget)")
@@ -218,7 +211,10 @@ def render_results(
 
 
 def render_explain(
-    result: RecallResult, room: int | None, short: Callable[[], dict[str, str]]
+    result: RecallResult,
+    room: int | None,
+    short: Callable[[], dict[str, str]],
+    weights: ScoreWeights,
 ) -> None:
     from memdir.indexers.recall import Stage
 
@@ -258,32 +254,9 @@ def render_explain(
         for line in fit(FILTER_COLUMNS, dropped[:15], room, short).lines:
             typer.echo(line)
     typer.echo(rule(f"4. {Stage.SCORE.value} (top 15)", room))
-    say("score = Σ weight × component, × provenance weight (×w)")
-    scored = stages[Stage.SCORE].rows[:15]
-    shown = {
-        header: name
-        for header, name in SHOWN.items()
-        if any(round(row.get(name, 0.0), 2) for row in scored)
-    }
     texts = {row["id"]: row["text"] for row in pool}
-    columns = (
-        Column("id", ident=True), Column("score", right=True), Column("×w", right=True),
-        *(Column(header, drop=DROP_ORDER.index(header) + 1, right=True) for header in shown),
-        Column("text", text=True),
-    )  # fmt: skip
-    rows = [
-        (row["id"], f"{row['score']:.3f}", f"{row['weight']:g}",
-         *(f"{row.get(name, 0.0):.2f}" for name in shown.values()), flat(texts.get(row["id"])))
-        for row in scored
-    ]  # fmt: skip
-    laid = fit(columns, rows, room, short)
-    for line in laid.lines:
+    for line in score_table(stages[Stage.SCORE].rows[:15], texts, weights, room, short):
         typer.echo(line)
-    zero = [header for header in SHOWN if header not in shown]
-    if zero:
-        say(f"0.00 for every memory shown: {', '.join(zero)}")
-    if laid.dropped:
-        say(f"not shown at this width: {', '.join(laid.dropped)} (wider terminal or --json)")
     stepped = (Stage.ACTIVATION, Stage.GUARANTEED, Stage.COUNTERWEIGHTS, Stage.DIVERSITY,
                Stage.BUDGET)  # fmt: skip
     for number, name in enumerate(stepped, start=5):

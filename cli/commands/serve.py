@@ -10,6 +10,7 @@ import typer
 
 from memdir.archive_format.errors import ExitStatus
 from memdir.cli import context
+from memdir.cli.words import counted
 
 from .watch import log_to_file
 
@@ -53,7 +54,7 @@ def register(app: typer.Typer) -> None:
                 rss = found.get("rss_kib")
                 memory = f", {rss / 1024:.0f} MiB resident" if isinstance(rss, int) else ""
                 typer.echo(f"running for {found['root']}: pid {found['pid']}, "
-                           f"socket {found['socket']}, {found['requests']} request(s) in "
+                           f"socket {found['socket']}, {counted(found['requests'], 'request')} in "
                            f"{found['uptime_s']:.0f} s{memory}")  # fmt: skip
             raise typer.Exit(int(ExitStatus.OK if found else ExitStatus.PROBLEMS))
         if log is not None:

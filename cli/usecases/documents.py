@@ -404,19 +404,30 @@ def _threads(memdir: Memdir, view: ArchiveView, zone: Any, now: datetime,
     return section
 
 
-def _entry(memdir: Memdir, now: datetime, zone: Any) -> Section:
+FORGOTTEN_MARK = "(a forgotten record)"
+
+
+def _entry(memdir: Memdir, now: datetime, zone: Any, view: ArchiveView) -> Section:
+    """The last journal entry, quoted. An entry is never edited, so one written before a forget
+    may name the forgotten record's id (sleep's "expired unconfirmed: m-…"); the quote says
+    "(a forgotten record)" instead, so no generated document names it (verify checks that)."""
     section = Section("entry", empty="no journal entries yet", more="memdir journal read --entries")
     entries = journal.read_entries(memdir, until=now)
+    forgotten = {state.id for state in view if state.status == "forgotten"}
+    forgotten |= journal.forgotten_turns(memdir)
     # a reflection says more to the next session than sleep's own report
     reflections = [entry for entry in entries if entry.kind != "sleep"]
     if entries:
         last = (reflections or entries)[-1]
         when = _local(parse_time(last.at), zone) if last.at else "?"
         section.lines.append(f"- {when}, {last.kind} by {last.author}:")
+        text = last.text
+        for record_id in sorted(forgotten):
+            text = text.replace(record_id, FORGOTTEN_MARK)
         section.lines.extend(
-            f"  > {short_text(line, 200)}" for line in last.text.splitlines() if line.strip()
+            f"  > {short_text(line, 200)}" for line in text.splitlines() if line.strip()
         )
-        section.items.append(last.to_dict())
+        section.items.append({**last.to_dict(), "text": text})
     return section
 
 
@@ -465,7 +476,7 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
         "decisions": _decisions(memdir, view, now),
         "people": _people(memdir),
         "threads": _threads(memdir, view, zone, now, cutoffs),
-        "entry": _entry(memdir, now, zone),
+        "entry": _entry(memdir, now, zone, view),
         "raw_window": _raw_window(memdir, book, now, zone),
     }
     return Briefing(now, zone, header, data, sections)

@@ -373,6 +373,18 @@ class DreamReport:
     def changed(self) -> bool:
         return bool(self.written or self.digests)
 
+    @property
+    def to_write(self) -> list[str]:
+        """The memories the planned groups write (what a dry run reports): each group's
+        summary and its promoted semantic memory."""
+        return [
+            memory.id
+            for planned in self.planned
+            if planned.summary is not None
+            for memory in (planned.summary, planned.promoted)
+            if memory is not None
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
@@ -381,6 +393,7 @@ class DreamReport:
             "summarised_turns": sum(len(p.group.summarisable) for p in self.planned),
             "withheld_turns": sum(len(p.group.withheld) for p in self.planned),
             "memories_written": self.written,
+            "memories_to_write": self.to_write if self.dry_run else self.written,
             "digests_written": self.digests,
             "warnings": self.warnings,
         }

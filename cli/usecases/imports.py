@@ -27,7 +27,7 @@ import logging
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -351,12 +351,21 @@ def parse(data: bytes, fmt: str, name: str, source: str) -> list[Conversation | 
 
 
 def _turns(conversation: Conversation, channel: str, visibility: str, secrecy: str) -> list[Turn]:
+    """The conversation's turns, in its order: the journal orders turns by time (whole
+    seconds), then id, so a message dated no later than the one before it (a null
+    `create_time` that takes the conversation's, two messages in one second) is dated a
+    second after it."""
     turns = []
+    previous: datetime | None = None
     for position, message in enumerate(conversation.messages, start=1):
+        at = message.at.replace(microsecond=0)
+        if previous is not None and at <= previous:
+            at = previous + timedelta(seconds=1)
+        previous = at
         try:
             turns.append(
                 journal.new_turn(
-                    message.at,
+                    at,
                     message.role,
                     conversation.session,
                     message.text,

@@ -7,7 +7,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from memdir.archive_format import journal
@@ -28,8 +28,12 @@ def turns_from_jsonl(
 ) -> list[Turn]:
     """Turns from a JSONL transcript: one object per line with `role` and `text`, and
     optionally session, topic, visibility, secrecy and `at`; missing ones come from `defaults`.
-    The channel is the caller's to set, never the stream's."""
-    turns = []
+    The channel is the caller's to set, never the stream's.
+
+    The journal orders turns by time, then id, and times are whole seconds: so that a
+    transcript keeps its order, the turns without an `at` are one second apart in the order
+    given, the last one at `now`."""
+    parsed: list[tuple[int, dict[str, Any]]] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -45,9 +49,14 @@ def turns_from_jsonl(
                 f"stdin line {number}: unknown field {unknown[0]!r}",
                 hint=f"a turn may have {', '.join(STREAM_FIELDS)}",
             )
-        fields = {**defaults, **{k: v for k, v in data.items() if v is not None}}
+        parsed.append((number, {**defaults, **{k: v for k, v in data.items() if v is not None}}))
+    undated = sum(1 for _, fields in parsed if not fields.get("at"))
+    stamps = iter([now - timedelta(seconds=undated - 1 - n) for n in range(undated)])
+    turns = []
+    for number, fields in parsed:
         try:
-            turns.append(turn_from_fields(fields, now, channel))
+            turns.append(turn_from_fields(fields, now if fields.get("at") else next(stamps),
+                                          channel))  # fmt: skip
         except BadInputError as error:
             raise BadInputError(f"stdin line {number}: {error.message}", hint=error.hint) from None
     return turns

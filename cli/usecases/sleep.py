@@ -31,6 +31,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.cli.usecases import documents
 from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock, words
+from memdir.cli.words import counted
 from memdir.indexers.distill import CHANGE_COSINE, NEGATION, SUPERSEDE_COSINE
 
 if TYPE_CHECKING:
@@ -355,18 +356,19 @@ def _entry_text(report: SleepReport) -> str:
     counts = _counts(report)
     lines = [f"Sleep at {format_time(report.now)}."]
     if report.expired:
-        lines.append(f"- {len(report.expired)} inference(s) expired unconfirmed: "
+        lines.append(f"- {counted(len(report.expired), 'inference')} expired unconfirmed: "
                      + ", ".join(report.expired))  # fmt: skip
     if report.dream.changed:
         lines.append(
-            f"- dreamt {counts['summaries']} memories from {counts['summarised_turns']} turns"
+            f"- dreamt {counted(counts['summaries'], 'memory')} from "
+            f"{counted(counts['summarised_turns'], 'turn')}"
             f" ({counts['withheld_turns']} private, sealed or secret turns withheld)"
         )
     if report.links:
         kinds = sorted({link["type"] for link in report.links})
-        lines.append(f"- linked {len(report.links)} pair(s): {', '.join(kinds)}")
+        lines.append(f"- linked {counted(len(report.links), 'pair')}: {', '.join(kinds)}")
     decay = report.decay
     if decay.get("memories"):
         lines.append(f"- fidelity: mean {decay['mean_fidelity']}, {decay['faded']} of "
-                     f"{decay['memories']} memories below {FADED}")  # fmt: skip
+                     f"{counted(decay['memories'], 'memory')} below {FADED}")  # fmt: skip
     return "\n".join(lines)

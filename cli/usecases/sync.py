@@ -22,6 +22,7 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
+from memdir.cli.words import counted
 
 
 @dataclass
@@ -166,10 +167,13 @@ def sync(
     if local:
         return report
     if report.remote is None:
+        if not push:  # nothing to pull and no push wanted: committing was the whole job
+            return report
         raise MemdirError(
             "no git remote to sync with; the memdir was committed locally"
             + (f" ({', '.join(report.commits)})" if report.commits else ""),
-            hint="add one with `git remote add origin URL`, or pass --remote NAME",
+            hint="add one with `git remote add origin URL`, or pass --remote NAME; "
+            "`memdir sync --no-push` commits without one",
         )
     if push:
         target = f"HEAD:{report.branch}" if report.branch else "HEAD"
@@ -192,9 +196,9 @@ def _add_commit(report: SyncReport, root: Path, message: str) -> None:
 def _cleanup_message(report: SyncReport) -> str:
     parts = []
     if report.compacted:
-        parts.append(f"re-applied {len(report.compacted)} forget(s) a merge had undone")
+        parts.append(f"re-applied {counted(len(report.compacted), 'forget')} a merge had undone")
     if report.deduplicated:
-        parts.append(f"dropped {report.deduplicated} duplicate line(s)")
+        parts.append(f"dropped {counted(report.deduplicated, 'duplicate line')}")
     return "memdir sync: " + "; ".join(parts)
 
 
@@ -213,16 +217,24 @@ def _pull(report: SyncReport, root: Path) -> None:
             raise MemdirError(
                 f"the pull conflicts in {', '.join(conflicts)} (not lines memdir merges); "
                 "the merge was aborted",
-                hint=f"merge by hand: `git pull {report.remote}`, resolve, commit, `memdir sync`",
+                hint=f"merge by hand: `{_pull_command(report)}`, resolve, commit, `memdir sync`",
             )
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise MemdirError(
             f"git pull failed: {lines[-1] if lines else f'exit {done.returncode}'}",
-            hint=f"run `git pull {report.remote}` by hand to see everything",
+            hint=f"run `{_pull_command(report)}` by hand to see everything",
         )
     if before is not None:
         count = _run(root, "rev-list", "--count", f"{before}..HEAD").strip()
         report.merged = int(count or 0)
+
+
+def _pull_command(report: SyncReport) -> str:
+    """The pull sync made, as a user types it: it works as written whatever pull.rebase says
+    and whether or not the branch has an upstream."""
+    return " ".join(
+        ["git pull --no-rebase", str(report.remote), *([report.branch] if report.branch else [])]
+    )
 
 
 def _has_head(root: Path) -> bool:
