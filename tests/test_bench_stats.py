@@ -174,3 +174,27 @@ def test_compare_table_names_each_delta_and_its_interval(
     assert code == 0, err
     assert "Δ R@5 [95 %]" in out and "chat one" in out and "+0.000 [+0.000, +0.000]" in out
     assert "per chat R@5 / R@10: one" in out
+
+
+def test_two_runs_compare_by_question(tmp_path: Path) -> None:
+    """benchmarks/compare_runs.py pairs two `--per-question` files by (file, sample, question
+    number), whatever their line order; category 5 stays out; other questions are an error."""
+    from benchmarks.compare_runs import compare, read_rows
+
+    def rows(path: Path, hits: list[tuple[str, int, int, float]]) -> Path:
+        path.write_text("".join(
+            json.dumps({"file": "f.json", "sample": sample, "question_number": number,
+                        "category": category, "recall@5": value, "recall@10": value}) + "\n"
+            for sample, number, category, value in hits))  # fmt: skip
+        return path
+
+    base = rows(tmp_path / "a.jsonl", [("x", 0, 1, 0.0), ("x", 1, 5, 1.0), ("y", 0, 2, 1.0)])
+    variant = rows(tmp_path / "b.jsonl", [("y", 0, 2, 1.0), ("x", 1, 5, 0.0), ("x", 0, 1, 1.0)])
+    result = compare(read_rows(base), read_rows(variant), resamples=200)
+    assert result["pooled"]["recall@5"]["n"] == 2 and result["pooled"]["recall@5"]["delta"] == 0.5
+    assert result["f.json/x"]["recall@10"]["delta"] == 1.0
+    assert result["f.json/y"]["recall@10"] == {"baseline": 1.0, "variant": 1.0, "delta": 0.0,
+                                               "low": 0.0, "high": 0.0, "n": 1}  # fmt: skip
+    other = rows(tmp_path / "c.jsonl", [("x", 0, 1, 1.0)])
+    with pytest.raises(SystemExit, match="different questions"):
+        compare(read_rows(base), read_rows(other))
