@@ -35,25 +35,29 @@ if TYPE_CHECKING:
 # no meta-memory, so no meta_bm25; affect and recency were measured as losses and stay 0)
 FITTED = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when",
           "importance")  # fmt: skip
-GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
+GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0)
 PASSES = 3
 
 
 @dataclass
 class Questions:
     """Questions as arrays: components (question × candidate × component), evidence flags,
-    how many evidence turns each has (those outside the 30 count against it), and groups."""
+    how many evidence turns each has (those outside the 30 count against it), and groups:
+    file, chat, and file + category (what the guard holds)."""
 
     features: np.ndarray
     evidence: np.ndarray
     wanted: np.ndarray
     files: list[str]
     chats: list[str]
+    categories: list[str]
 
     def subset(self, keep: np.ndarray) -> Questions:
+        def kept(values: list[str]) -> list[str]:
+            return [v for v, k in zip(values, keep, strict=True) if k]
+
         return Questions(self.features[keep], self.evidence[keep], self.wanted[keep],
-                         [f for f, k in zip(self.files, keep, strict=True) if k],
-                         [c for c, k in zip(self.chats, keep, strict=True) if k])  # fmt: skip
+                         kept(self.files), kept(self.chats), kept(self.categories))  # fmt: skip
 
 
 def load(paths: Sequence[Path]) -> Questions:
@@ -76,7 +80,8 @@ def load(paths: Sequence[Path]) -> Questions:
             evidence[q, c] = candidate["evidence"]
     wanted = np.asarray([len(set(row["evidence"])) for row in rows], dtype=np.float64)
     return Questions(features, evidence, wanted, [row["file"] for row in rows],
-                     [f"{row['file']}/{row['sample']}" for row in rows])  # fmt: skip
+                     [f"{row['file']}/{row['sample']}" for row in rows],
+                     [f"{row['file']}/{row['category']}" for row in rows])  # fmt: skip
 
 
 def recalls(questions: Questions, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,10 +104,23 @@ def objective(questions: Questions, weights: np.ndarray) -> float:
                           for f in dict.fromkeys(questions.files)]))  # fmt: skip
 
 
-def fit(questions: Questions, start: np.ndarray) -> np.ndarray:
-    """Coordinate ascent over GRID from `start`; a weight moves only on a strict gain."""
+def by_category(questions: Questions, weights: np.ndarray) -> np.ndarray:
+    """Mean R@5 and R@10 of each file's category, side by side."""
+    import numpy as np
+
+    at5, at10 = recalls(questions, weights)
+    groups = np.asarray(questions.categories)
+    names = list(dict.fromkeys(questions.categories))
+    return np.asarray([[at5[groups == g].mean(), at10[groups == g].mean()] for g in names])
+
+
+def fit(questions: Questions, start: np.ndarray, guard: float | None = None) -> np.ndarray:
+    """Coordinate ascent over GRID from `start`; a weight moves only on a strict gain, and with
+    `guard` only where no file's category falls more than `guard` below `start` at R@5 or
+    R@10 (a gain on most questions must not be a loss on one kind)."""
     weights = start.copy()
     best = objective(questions, weights)
+    floor = by_category(questions, start) - guard if guard is not None else None
     for _ in range(PASSES):
         moved = False
         for i in range(len(FITTED)):
@@ -110,8 +128,11 @@ def fit(questions: Questions, start: np.ndarray) -> np.ndarray:
                 trial = weights.copy()
                 trial[i] = value
                 score = objective(questions, trial)
-                if score > best + 1e-9:
-                    best, weights, moved = score, trial, True
+                if score <= best + 1e-9:
+                    continue
+                if floor is not None and (by_category(questions, trial) < floor).any():
+                    continue
+                best, weights, moved = score, trial, True
         if not moved:
             break
     return weights
@@ -125,7 +146,7 @@ def default_weights() -> np.ndarray:
     return np.asarray([PROFILES["default"].get(name, 0.0) for name in FITTED])
 
 
-def cross_validate(questions: Questions) -> list[dict[str, Any]]:
+def cross_validate(questions: Questions, guard: float | None = None) -> list[dict[str, Any]]:
     """Leave one conversation out: fit on the others, measure on it, against the default."""
     import numpy as np
 
@@ -134,7 +155,7 @@ def cross_validate(questions: Questions) -> list[dict[str, Any]]:
     folds = []
     for chat in dict.fromkeys(questions.chats):
         held = chats == chat
-        fitted = fit(questions.subset(~held), start)
+        fitted = fit(questions.subset(~held), start, guard)
         test = questions.subset(held)
         base5, base10 = recalls(test, start)
         new5, new10 = recalls(test, fitted)
@@ -152,11 +173,17 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rows", type=Path, nargs="+", help="--per-question files of dev runs")
+    parser.add_argument(
+        "--guard",
+        type=float,
+        default=None,
+        help="no file's category may fall more than this below the default",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     questions = load(args.rows)
-    folds = cross_validate(questions)
-    fitted = fit(questions, default_weights())
+    folds = cross_validate(questions, args.guard)
+    fitted = fit(questions, default_weights(), args.guard)
     n = sum(fold["n"] for fold in folds)
     pooled = {
         arm: [round(sum(fold[arm][i] * fold["n"] for fold in folds) / n, 4) for i in (0, 1)]
