@@ -372,8 +372,10 @@ def run(
     little more than one), and `comparisons` holds, per file and pooled, each arm's deltas
     against the first with their paired bootstrap intervals over the questions (stats.py).
     """
+    from memdir.archive_format.settings import load_settings
+
     settings = dict(settings or {})
-    base = profile or str((settings.get("recall") or {}).get("profile") or "default")
+    base = profile or load_settings(settings, "the bench's settings")[0].recall.profile
     comparisons = list(compare or [])
     arms: list[str | None] = [profile]
     if weights:
