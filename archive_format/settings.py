@@ -240,8 +240,8 @@ class VerdictSettings:
 class RecallSettings:
     profile: str = setting(
         "default",
-        "weight profile: `default`, `quality` (for `embedder.mpnet`), `cama`, `anima` or"
-        " one of `profiles`",
+        "weight profile: `default`, `quality` (for `embedder.mpnet`), `fitted` (learned on"
+        " chats), `cama`, `anima` or one of `profiles`",
         text(),
     )
     profiles: dict[str, dict[str, float]] = setting(

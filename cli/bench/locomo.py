@@ -127,7 +127,7 @@ def _sample(raw: dict[str, Any]) -> Sample:
     return Sample(str(raw.get("sample_id", "sample")), turns, questions, counts)
 
 
-def weight_overrides(items: list[str]) -> dict[str, float]:
+def weight_overrides(items: list[str], option: str = "--weight") -> dict[str, float]:
     """`--weight NAME=VALUE` items as {component: weight}; a name recall does not weigh, or a
     value that is not a number, is refused."""
     from memdir.indexers.recall.score import PARAMETERS, WEIGHTED
@@ -138,14 +138,14 @@ def weight_overrides(items: list[str]) -> dict[str, float]:
         name, equals, value = item.partition("=")
         if not equals or name.strip() not in known:
             raise BadInputError(
-                f"--weight {item!r} is not COMPONENT=NUMBER for a recall component",
-                hint=f"components: {', '.join(known)}; e.g. --weight session=0.25",
+                f"{option} {item!r} is not COMPONENT=NUMBER for a recall component",
+                hint=f"components: {', '.join(known)}; e.g. {option} session=0.25",
             )
         try:
             found[name.strip()] = float(value)
         except ValueError:
             raise BadInputError(
-                f"--weight {item!r}: {value!r} is not a number", hint="e.g. --weight session=0.25"
+                f"{option} {item!r}: {value!r} is not a number", hint=f"e.g. {option} session=0.25"
             ) from None
     return found
 
@@ -201,15 +201,17 @@ def _average(rows: list[dict[str, float]]) -> dict[str, float]:
 
 @dataclass
 class Measured:
-    """One question's category and metrics, and how long its recall took."""
+    """One question's category and metrics, how long its recall took, and its chat."""
 
     category: int
     metrics: dict[str, float]
     milliseconds: float
+    sample: str = ""
 
 
 def summarise(measured: list[Measured]) -> dict[str, Any]:
-    """Overall (categories 1–4) and per-category averages, and the mean ms per query."""
+    """Overall (categories 1–4), per-category and per-chat (categories 1–4) averages, and the
+    mean ms per query."""
     by_category: dict[int, list[dict[str, float]]] = {}
     for row in measured:
         by_category.setdefault(row.category, []).append(row.metrics)
@@ -221,7 +223,12 @@ def summarise(measured: list[Measured]) -> dict[str, Any]:
             for category, rows in sorted(by_category.items())
         },
         "ms_per_query": round(statistics.fmean(timings), 2) if timings else None,
-    }
+        "chats": {
+            sample: _average([row.metrics for row in measured if row.sample == sample
+                              and row.category != 5])
+            for sample in dict.fromkeys(row.sample for row in measured)
+        },
+    }  # fmt: skip
 
 
 def question_row(path: Path, sample: Sample, number: int, question: Question,
@@ -270,23 +277,25 @@ def question_row(path: Path, sample: Sample, number: int, question: Question,
 
 def _run_file(
     path: Path,
-    profile: str | None,
+    arms: list[str | None],
     limit: int | None,
     progress: Callable[[str, int, int], None] | None,
     decay: bool,
     per_question: list[dict[str, Any]] | None,
     settings: dict[str, Any] | None,
     sleep: bool,
-) -> tuple[dict[str, Any], list[Measured]]:
+) -> tuple[dict[str, Any], list[list[Measured]]]:
+    """One file through each arm (a profile name) on the same built index: the first arm's
+    report, and every arm's measured questions in the same order (so they pair)."""
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions, recall
 
     samples = load_samples(path)[:limit]
-    measured: list[Measured] = []
+    measured: list[list[Measured]] = [[] for _ in arms]
     repairs: dict[str, int] = {}
     no_evidence = 0
-    options = RecallOptions(k=10, profile=profile, perfect=not decay)
+    options = [RecallOptions(k=10, profile=arm, perfect=not decay) for arm in arms]
     total = sum(len(sample.questions) for sample in samples)
     done = 0
     for sample in samples:
@@ -309,23 +318,26 @@ def _run_file(
                 if not question.evidence:
                     no_evidence += 1
                     continue
-                began = time.perf_counter()
-                result = recall(index, question.text, now, options)
-                milliseconds = (time.perf_counter() - began) * 1000
-                ranked = [by_id[c.id] for c in result.results if c.id in by_id]
-                metrics = _metrics(ranked, question.evidence)
-                measured.append(Measured(question.category, metrics, milliseconds))
-                if per_question is not None:
-                    per_question.append(
-                        question_row(path, sample, number, question, result, by_id, metrics)
+                for arm, arm_options in enumerate(options):
+                    began = time.perf_counter()
+                    result = recall(index, question.text, now, arm_options)
+                    milliseconds = (time.perf_counter() - began) * 1000
+                    ranked = [by_id[c.id] for c in result.results if c.id in by_id]
+                    metrics = _metrics(ranked, question.evidence)
+                    measured[arm].append(
+                        Measured(question.category, metrics, milliseconds, sample.sample_id)
                     )
+                    if per_question is not None and arm == 0:
+                        per_question.append(
+                            question_row(path, sample, number, question, result, by_id, metrics)
+                        )
             index.parts.drop()  # a scratch memdir: its index goes with it
             index.close()
     report = {
-        **summarise(measured),
+        **summarise(measured[0]),
         "evidence_repairs": {**repairs, "questions_without_evidence": no_evidence},
         "samples": len(samples),
-        "profile": profile or "default",
+        "profile": arms[0] or "default",
         "decay": decay,
         "sleep": sleep,
     }
@@ -342,6 +354,7 @@ def run(
     settings: dict[str, Any] | None = None,
     sleep: bool = False,
     weights: dict[str, float] | None = None,
+    compare: list[Comparison] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark on each file; returns the report `memdir bench locomo --json` prints:
     each file's figures under `files` (by path, in the order given) and, over every question of
@@ -353,18 +366,112 @@ def run(
     `sleep` runs one sleep (relink) on each before its questions. `weights` change the
     profile's weights there (`--weight NAME=VALUE`: a profile variant measured without editing
     the code), and the report names them.
+
+    With `compare`, each comparison is one more arm (another profile, other weights) that
+    answers the same questions on the same built index (embedding is the cost, so N arms cost
+    little more than one), and `comparisons` holds, per file and pooled, each arm's deltas
+    against the first with their paired bootstrap intervals over the questions (stats.py).
     """
+    from memdir.archive_format.settings import load_settings
+
+    settings = dict(settings or {})
+    base = profile or load_settings(settings, "the bench's settings")[0].recall.profile
+    comparisons = list(compare or [])
+    arms: list[str | None] = [profile]
     if weights:
-        settings = _with_weights(settings or {}, profile or "default", weights)
+        settings = _with_weights(settings, base, weights)
+    for number, comparison in enumerate(comparisons):
+        name = f"{VARIANT}-{number + 1}"
+        arms.append(name)
+        settings = _with_variant(settings, name, base, weights or {}, comparison)
     files: dict[str, dict[str, Any]] = {}
-    pooled: list[Measured] = []
+    pooled: list[list[Measured]] = [[] for _ in arms]
     for path in paths:
         files[str(path)], measured = _run_file(
-            path, profile, limit, progress, decay, per_question, settings, sleep
+            path, arms, limit, progress, decay, per_question, settings, sleep
         )
         files[str(path)]["weights"] = weights or {}
-        pooled.extend(measured)
-    return {"files": files, "pooled": summarise(pooled)}
+        for arm, rows in enumerate(measured):
+            pooled[arm].extend(rows)
+        if comparisons:
+            files[str(path)]["comparisons"] = [
+                compared(measured[0], measured[number + 1], comparison)
+                for number, comparison in enumerate(comparisons)
+            ]
+    report: dict[str, Any] = {"files": files, "pooled": summarise(pooled[0])}
+    if comparisons:
+        report["comparisons"] = [
+            compared(pooled[0], pooled[number + 1], comparison)
+            for number, comparison in enumerate(comparisons)
+        ]
+    return report
+
+
+VARIANT = "bench-variant"  # the compared arms' profile names in the scratch memdirs: -1, -2, …
+COMPARED = ("recall@5", "recall@10")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One compared arm of `--compare`: a profile (None: the first arm's, with its `--weight`s)
+    and weights laid over it; the bootstrap's resamples and seed."""
+
+    profile: str | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    resamples: int = 2000
+    seed: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"profile": self.profile, "weights": self.weights,
+                "resamples": self.resamples, "seed": self.seed}  # fmt: skip
+
+
+def comparison(spec: str, resamples: int = 2000, seed: int = 0) -> Comparison:
+    """`--compare SPEC`: comma-separated NAME=VALUE weights, and `profile=NAME` for the arm's
+    profile ("when=0", "profile=quality", "profile=quality,semantic=2")."""
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    profiles = [item.partition("=")[2].strip() for item in items if item.startswith("profile=")]
+    if len(profiles) > 1 or (profiles and not profiles[0]) or not items:
+        raise BadInputError(
+            f"--compare {spec!r} is not NAME=VALUE[,NAME=VALUE…] with at most one profile=NAME",
+            hint="e.g. --compare when=0 or --compare profile=quality,semantic=2",
+        )
+    weights = weight_overrides([i for i in items if not i.startswith("profile=")], "--compare")
+    return Comparison(profiles[0] if profiles else None, weights, resamples, seed)
+
+
+def compared(
+    baseline: list[Measured], variant: list[Measured], comparison: Comparison
+) -> dict[str, Any]:
+    """The variant against the baseline on the same questions: R@5 and R@10 overall
+    (categories 1–4), per category and per chat, each delta with its paired bootstrap
+    interval, and the variant's own figures."""
+    from .stats import paired_delta
+
+    def deltas(keep: Callable[[Measured], bool]) -> dict[str, Any]:
+        pairs = [(a, b) for a, b in zip(baseline, variant, strict=True) if keep(a)]
+        return {
+            metric: paired_delta([a.metrics[metric] for a, _ in pairs],
+                                 [b.metrics[metric] for _, b in pairs],
+                                 comparison.resamples, seed=comparison.seed).to_dict()
+            for metric in COMPARED
+        }  # fmt: skip
+
+    categories = sorted({row.category for row in baseline})
+    chats = list(dict.fromkeys(row.sample for row in baseline))
+    return {
+        "variant": comparison.describe(),
+        "variant_figures": summarise(variant),
+        "overall": deltas(lambda row: row.category != 5),
+        "categories": {
+            str(category): deltas(lambda row, c=category: row.category == c)  # type: ignore[misc]
+            for category in categories
+        },
+        "chats": {
+            chat: deltas(lambda row, s=chat: row.sample == s and row.category != 5)  # type: ignore[misc]
+            for chat in chats
+        },
+    }
 
 
 def _with_weights(
@@ -375,3 +482,25 @@ def _with_weights(
     profiles = dict(recall.get("profiles") or {})
     profiles[profile] = {**(profiles.get(profile) or {}), **weights}
     return {**scratch, "recall": {**recall, "profiles": profiles}}
+
+
+def _with_variant(
+    scratch: dict[str, Any], name: str, base: str, weights: dict[str, float],
+    comparison: Comparison,
+) -> dict[str, Any]:  # fmt: skip
+    """The scratch settings with a compared arm's profile `name` written out in full: the
+    chosen profile's built-in weights, its recall.profiles overrides (with the first arm's
+    `weights` when it is the first arm's profile), then the comparison's."""
+    from memdir.indexers.recall.options import PROFILES
+
+    chosen = comparison.profile or base
+    custom = ((scratch.get("recall") or {}).get("profiles") or {}).get(chosen) or {}
+    if chosen not in PROFILES and not custom:
+        raise BadInputError(
+            f"unknown recall profile {chosen!r} in --compare",
+            hint=f"use one of {', '.join(PROFILES)}, or one defined in --settings",
+        )
+    laid = {**PROFILES.get(chosen, PROFILES["default"]), **custom}
+    if comparison.profile is None:
+        laid.update(weights)
+    return _with_weights(scratch, name, {**laid, **comparison.weights})

@@ -63,27 +63,47 @@ def locomo(
     sleep: Annotated[
         bool, typer.Option("--sleep", help="Run one sleep (relink) on each sample first.")
     ] = False,
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--compare",
+            metavar="SPEC",
+            help="One more arm on the same index (repeatable): the first arm's weights with"
+            " NAME=VALUE[,…] changed, or profile=NAME[,…]; each delta gets a paired bootstrap"
+            " interval.",
+        ),
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", min=100, help="Bootstrap resamples of a comparison.")
+    ] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Turn-level recall@k on LoCoMo-style conversations, no LLM, through `memdir recall`:
-    each file's figures, and pooled over all of them when there are several.
+    each file's figures (overall, per category, per chat), and pooled over all of them when
+    there are several. Each --compare is one more arm that answers the same questions on the
+    same built index; each of its R@5/R@10 deltas gets a paired bootstrap 95 % interval over
+    the questions.
 
     Example: memdir bench locomo ../shared/bench/locomo/locomo-dev.json --json;
-    memdir bench locomo FILE --weight session=0.25 --weight bm25=0.75 (a profile variant)
+    memdir bench locomo FILE --weight session=0.25 --weight bm25=0.75 (a profile variant);
+    memdir bench locomo DEV VAL --compare when=0 --compare profile=quality (two arms)
     """
     from memdir.archive_format.settings import load_settings
-    from memdir.cli.bench.locomo import run, weight_overrides
+    from memdir.cli.bench.locomo import comparison, run, weight_overrides
 
     scratch = _settings_file(settings_file) if settings_file is not None else {}
     if postgres is not None:
         scratch.update(index={"backend": "postgres", "dsn": postgres})
     load_settings(scratch, str(settings_file or "--postgres"))  # a bad value fails here
     weights = weight_overrides(weight or [])
+    comparisons = [comparison(spec, resamples, seed) for spec in compare or []]
 
     rows: list[dict[str, Any]] | None = [] if per_question is not None else None
     with progress_bar() as advance:
         report = run(files, profile, limit, advance, decay=decay, per_question=rows,
-                     settings=scratch, sleep=sleep, weights=weights)  # fmt: skip
+                     settings=scratch, sleep=sleep, weights=weights,
+                     compare=comparisons)  # fmt: skip
     if per_question is not None and rows is not None:
         write_lines(per_question, rows)
     if json_:
@@ -109,6 +129,37 @@ def locomo(
         out.print(table)
         extra = f"; evidence repairs: {repairs}" if repairs is not None else ""
         out.print(f"{figures['ms_per_query']} ms per query{extra}")
+        chats = figures.get("chats") or {}
+        if len(chats) > 1:
+            out.print("per chat R@5 / R@10: " + ", ".join(
+                f"{chat} {row.get('recall@5', 0):.3f} / {row.get('recall@10', 0):.3f}"
+                for chat, row in chats.items()))  # fmt: skip
+    for number in range(len(comparisons)):
+        compared = [(path, figures["comparisons"][number])
+                    for path, figures in report["files"].items()]  # fmt: skip
+        if len(files) > 1:
+            compared.append((f"pooled over {len(files)} files", report["comparisons"][number]))
+        for title, deltas in compared:
+            out.print(comparison_table(title, deltas))
+
+
+def comparison_table(title: str, comparison: dict[str, Any]) -> Any:
+    """The variant against the baseline: each R@5 / R@10 delta with its interval."""
+    from rich.table import Table
+
+    table = Table("questions", "n", "R@5 base → variant", "Δ R@5 [95 %]", "R@10 base → variant",
+                  "Δ R@10 [95 %]", title=f"{title}: variant {comparison['variant']}")  # fmt: skip
+    parts = [("overall (1–4)", comparison["overall"])]
+    parts += [(f"category {key}", value) for key, value in comparison["categories"].items()]
+    parts += [(f"chat {key}", value) for key, value in comparison["chats"].items()]
+    for label, row in parts:
+        cells = []
+        for metric in ("recall@5", "recall@10"):
+            d = row[metric]
+            cells += [f"{d['baseline']:.3f} → {d['variant']:.3f}",
+                      f"{d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"]  # fmt: skip
+        table.add_row(label, str(row["recall@5"]["n"]), *cells)
+    return table
 
 
 def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:

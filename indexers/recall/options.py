@@ -27,6 +27,16 @@ PROFILES: dict[str, dict[str, float]] = {
     # The quality setup (docs/RECALL.md): the default with the dense components weighted up,
     # for the larger embedder (embedder.mpnet), whose cosines measured more telling.
     "quality": {**_DEFAULT, "semantic": 1.5, "context_semantic": 1.5},
+    # Learned fusion (benchmarks/fit_fusion.py, BENCHMARKS.md "Issue 27"): the blend fitted by
+    # coordinate ascent on the LoCoMo and REALTALK dev questions, leave-one-conversation-out CV.
+    # Dense up, lexical and session down, the named speaker and the time window up. On REALTALK
+    # val (people the fit never saw) R@5 +0.025 [+0.002, +0.050]; on LoCoMo it costs single-hop
+    # 0.023 and the adversarial questions (which name the wrong person) 0.26, so it is a profile
+    # for real conversations between people, not the default.
+    "fitted": {
+        **_DEFAULT, "semantic": 3.0, "bm25": 0.75, "context_semantic": 0.75,
+        "context_bm25": 0.75, "speaker": 2.0, "session": 0.5, "when": 3.0, "importance": 0.0,
+    },
     # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
     "cama": {
         "semantic": 0.45, "affect": 0.25, "degree": 0.15, "recency": 0.15, "half_life_days": 30.0,
