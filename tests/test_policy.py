@@ -177,9 +177,9 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
     views += _forms(memdir, "review", ("review",))
     views += _forms(memdir, "journal read", ("journal", "read"), plain_ids=False)
     views += _forms(memdir, "journal read --all", ("journal", "read", "--all"), plain_ids=False)
-    views += _forms(memdir, "journal search", ("journal", "search", "quokka note", "--limit", "50"),
+    views += _forms(memdir, "journal search", ("journal", "search", "quokka note", "--k", "50"),
                     plain_ids=False)  # fmt: skip
-    views += _forms(memdir, "journal search", ("journal", "search", "quokka note", "--limit", "50",
+    views += _forms(memdir, "journal search", ("journal", "search", "quokka note", "--k", "50",
                                                "--all"), plain_ids=False, asked=frozenset({"private"}))  # fmt: skip
     views += _forms(memdir, "ring", ("ring",), marks=True)
     views += _forms(memdir, "wake", ("wake",), plain_ids=False)  # turns are quoted without ids

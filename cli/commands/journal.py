@@ -13,7 +13,7 @@ from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
 from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text, refuse_turn_forget
 from memdir.cli.layout import width, wrap
-from memdir.cli.parameters import SessionOpt, VisibilityOpt, moment
+from memdir.cli.parameters import LimitAlias, SessionOpt, VisibilityOpt, moment
 from memdir.cli.render import emit_json, note
 from memdir.cli.words import counted
 
@@ -146,7 +146,8 @@ def read(
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Words to find in the turns.")],
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most N turns.")] = 20,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="At most this many turns.")] = 20,
+    limit: LimitAlias = None,
     everything: Annotated[
         bool, typer.Option("--all", help="Search private turns too (never sealed or secret).")
     ] = False,
@@ -161,7 +162,7 @@ def search(
     from memdir.cli.usecases.journal import search_turns
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
-    rows = search_turns(memdir, query, moment, limit, everything)
+    rows = search_turns(memdir, query, moment, limit or k, everything)
     if json_:
         emit_json(rows)
         return
