@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 ASSISTANT = "assistant"
 # Variables that agent harnesses set in the shells they give the model (docs/MCP.md)
@@ -50,3 +51,34 @@ def actor_from(environ: Mapping[str, str]) -> Actor:
         if environ.get(variable):
             return Actor(ASSISTANT, f"{variable} is set ({harness})")
     return Actor("user", "the command line")
+
+
+# How far an assistant's clock may stray from the system clock on a write: the service client
+# pins its own time on a request (cli/service.py), so a few seconds of skew are normal; more is
+# an assistant moving time (e.g. `--now` back into a 24 h quote window that has closed).
+WRITE_CLOCK_SKEW = 300.0  # seconds
+
+
+def refuse_user_claim(actor: Actor, claimed: str, what: str) -> None:
+    """An assistant cannot write as the user: `claimed` (an author or `--by`) naming the user
+    ('user' or 'user:NAME') from an assistant's shell is refused."""
+    from memdir.archive_format.errors import LifecycleError
+
+    named = claimed.strip().casefold()
+    if actor.assistant and (named == "user" or named.startswith("user:")):
+        raise LifecycleError(
+            f"an assistant cannot {what} as {claimed!r} ({actor.reason})",
+            hint="only the user's own shell writes as the user; leave the author out",
+        )
+
+
+def refuse_moved_clock(actor: Actor, moment: datetime, real: datetime) -> None:
+    """An assistant's write happens now: a `--now` or $MEMDIR_NOW more than WRITE_CLOCK_SKEW
+    from the system clock is refused (it would move the quote window and the recorded times)."""
+    from memdir.archive_format.errors import LifecycleError
+
+    if actor.assistant and abs((moment - real).total_seconds()) > WRITE_CLOCK_SKEW:
+        raise LifecycleError(
+            f"an assistant's write cannot move the clock ({actor.reason})",
+            hint="leave out --now and $MEMDIR_NOW: an assistant writes at the real time",
+        )

@@ -79,7 +79,7 @@ def add(
         turns_from_jsonl,
     )
 
-    memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+    memdir, moment, actor = context.writer(ctx, now)
     channel = "cli:assistant" if actor.assistant else "cli"  # who wrote it, on every turn
     if jsonl:
         turns = turns_from_jsonl(_stdin_lines(), defaults, moment, channel)
@@ -166,12 +166,16 @@ def write(
 ) -> None:
     """Write a narrative entry (e.g. an end-of-thread reflection); prints its file.
 
+    Run by an assistant, --author cannot name the user.
+
     Example: echo "We planned the garden; Sam felt hopeful." | memdir journal write -
     """
+    from memdir.cli.actor import refuse_user_claim
     from memdir.cli.usecases.journal import write_entry
 
-    memdir = context.open_memdir(ctx)
-    entry = write_entry(memdir, read_text(text), context.now(ctx, now), author)
+    memdir, moment, actor = context.writer(ctx, now)
+    refuse_user_claim(actor, author.strip(), "write a journal entry")
+    entry = write_entry(memdir, read_text(text), moment, author)
     if json_:
         emit_json(entry.to_dict())
         return
