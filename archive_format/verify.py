@@ -89,7 +89,8 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             memories.setdefault(line["id"], line)
             if line["source"] == "teaching" and not author_is_user(line["author"]):
                 report.problems.append(
-                    f"{where}: teaching {line['id']} was not written by the user"
+                    f"{where}: teaching {line['id']} was not written by the user (ignored: the "
+                    "fold and recall leave it out)"
                 )
         elif kind == "event":
             if not line.get("redacted") and content_id("e", line) != line["id"]:
@@ -125,7 +126,8 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         if event["op"] == "confirm":
             if not author_is_user(event["actor"]):
                 report.problems.append(
-                    f"{where}: {target} was confirmed by {event['actor']!r}, not the user"
+                    f"{where}: {target} was confirmed by {event['actor']!r}, not the user "
+                    "(ignored: the fold leaves the confirm out)"
                 )
             if target in memories and memories[target]["source"] != "inference":
                 report.problems.append(f"{where}: confirm of {target}, which is not an inference")
