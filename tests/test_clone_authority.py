@@ -5,6 +5,7 @@ a shelf binary; every git operation of sync has a timeout."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,115 @@ def test_the_users_own_teaching_and_confirm_still_count(md: Memdir) -> None:
     view = lifecycle.load_view(md, T0_DT)
     assert view.resolve(taught).status == view.resolve(guess).status == "durable"
     assert view.ignored == {}
+
+
+# sync: a clone cannot delete lines, make a shelf binary, or hang it ------------------------------
+def sync_in_process(clone: Path, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+    from memdir.cli.main import main
+
+    capsys.readouterr()
+    code = main(["--dir", str(clone), "--now", "2026-05-01T11:00:00Z", "sync", *args])
+    return code, capsys.readouterr().err
+
+
+def status_of(clone: Path, memory_id: str) -> str:
+    from datetime import timedelta
+
+    return (
+        lifecycle.load_view(Memdir.open(clone), T0_DT + timedelta(hours=3))
+        .resolve(memory_id)
+        .status
+    )
+
+
+def test_a_clone_that_deletes_a_reject_event_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from clones import git, hub_and_clones
+
+    a, b = hub_and_clones(tmp_path)
+    guess = lifecycle.infer(Memdir.open(a), "The user hates jazz", T0_DT).id
+    lifecycle.reject(Memdir.open(a), guess, "loves jazz", T0_DT)
+    assert sync_in_process(a, capsys)[0] == 0
+    assert sync_in_process(b, capsys)[0] == 0
+    assert status_of(b, guess) == "rejected"
+    # b drops the reject line and pushes (a crafted clone: plain git, not memdir)
+    events = b / "shelves" / "events.jsonl"
+    events.write_text("".join(line for line in events.read_text().splitlines(True)
+                              if '"reject"' not in line))  # fmt: skip
+    git(b, "commit", "-q", "-am", "tidy")
+    git(b, "push", "-q", "origin", "main")
+    head = git(a, "rev-parse", "HEAD").stdout
+    code, err = sync_in_process(a, capsys)  # a fast-forward would take the deletion
+    assert code != 0 and "would delete 1 shelf line" in err and "reject event about" in err
+    assert "Traceback" not in err
+    assert git(a, "rev-parse", "HEAD").stdout == head and status_of(a, guess) == "rejected"
+    # with a line of its own, a (a real merge) is refused alike
+    lifecycle.teach(Memdir.open(a), "I play the piano", T0_DT)
+    code, err = sync_in_process(a, capsys)
+    assert code != 0 and "would delete" in err
+    assert git(a, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode != 0
+    assert status_of(a, guess) == "rejected"
+    assert git(a, "status", "--porcelain", "--untracked-files=no").stdout == ""
+
+
+def test_a_nul_byte_from_a_clone_does_not_stop_sync(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from clones import git, hub_and_clones
+
+    a, b = hub_and_clones(tmp_path)
+    ours = lifecycle.teach(Memdir.open(a), "I grow tomatoes", T0_DT).id
+    theirs = lifecycle.teach(Memdir.open(b), "I grow basil", T0_DT).id
+    with (b / "shelves" / "memories.jsonl").open("ab") as handle:
+        handle.write(b'{"kind":"memory","text":"\x00"}\n')  # a crafted line git calls binary
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "nul")
+    git(b, "push", "-q", "origin", "main")
+    for _ in range(2):  # and again: every later sync works too
+        code, err = sync_in_process(a, capsys)
+        assert code == 0, err
+    shelf = (a / "shelves" / "memories.jsonl").read_bytes()
+    assert b"\x00" not in shelf and b"\\u0000" in shelf
+    view = lifecycle.load_view(Memdir.open(a), T0_DT)
+    assert {ours, theirs} <= set(view.states)
+    assert "binary" not in git(a, "diff", "--stat", "HEAD~1", "HEAD").stdout.lower()
+    assert git(a, "diff", "--numstat", "HEAD~1", "HEAD", "--", "shelves").stdout.split()[0] != "-"
+
+
+def test_a_local_nul_byte_is_escaped_before_it_is_committed(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from clones import hub_and_clones
+
+    (a,) = hub_and_clones(tmp_path, ("a",))
+    with (a / "shelves" / "events.jsonl").open("ab") as handle:
+        handle.write(b'{"kind":"event","reason":"\x00"}\n')
+    assert sync_in_process(a, capsys)[0] == 0
+    committed = subprocess.run(["git", "-C", str(a), "show", "HEAD:shelves/events.jsonl"],
+                               capture_output=True, check=True).stdout  # fmt: skip
+    assert b"\x00" not in committed and b"\\u0000" in committed
+
+
+def test_sync_stops_on_a_remote_that_never_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local fake server accepts the connection and says nothing: sync ends in the time
+    $MEMDIR_GIT_TIMEOUT gives it, with a one-line error, and git is gone."""
+    import socket
+    import time
+
+    from clones import git, new_memdir_repo
+
+    repo = new_memdir_repo(tmp_path / "memory")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        port = server.getsockname()[1]
+        git(repo, "remote", "add", "origin", f"git://127.0.0.1:{port}/memory.git")
+        monkeypatch.setenv("MEMDIR_GIT_TIMEOUT", "2")
+        started = time.monotonic()
+        code, err = sync_in_process(repo, capsys)
+        took = time.monotonic() - started
+    assert code != 0 and "did not finish within 2 s" in err, err
+    assert len(err.strip().splitlines()) <= 2 and took < 30
