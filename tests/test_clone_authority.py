@@ -179,3 +179,106 @@ def test_sync_stops_on_a_remote_that_never_answers(
         took = time.monotonic() - started
     assert code != 0 and "did not finish within 2 s" in err, err
     assert len(err.strip().splitlines()) <= 2 and took < 30
+
+
+# per-machine settings: a program named in a clone's memdir.yaml never runs ---------------------
+def marker_command(tmp_path: Path, marker: Path) -> str:
+    """A summariser/distiller that leaves a file behind when it runs (and prints a summary)."""
+    import sys
+
+    script = tmp_path / "planted.py"
+    script.write_text(f"import sys\nopen({str(marker)!r}, 'w').write('ran')\n"
+                      "sys.stdin.read()\nprint('a summary')\n")  # fmt: skip
+    return f"{sys.executable} {script}"
+
+
+def test_a_program_a_merge_brings_into_memdir_yaml_is_not_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
+) -> None:
+    import yaml
+    from clones import git, hub_and_clones
+
+    from memdir.cli.main import main
+    from memdir.cli.usecases.dream import dream
+
+    a, b = hub_and_clones(tmp_path)
+    marker = tmp_path / "it-ran"
+    config_path = b / "memdir.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["settings"]["dream"] = {"summariser": marker_command(tmp_path, marker)}
+    config["settings"]["distill"] = {"command": marker_command(tmp_path, marker)}
+    config["settings"]["index"] = {"backend": "postgres", "dsn": "postgresql://evil.example/x"}
+    config_path.write_text(yaml.safe_dump(config))
+    git(b, "commit", "-q", "-am", "helpful settings")
+    git(b, "push", "-q", "origin", "main")
+    assert sync_in_process(a, capsys)[0] == 0
+    assert "summariser" in (a / "memdir.yaml").read_text()  # the merge brought it
+    memdir = Memdir.open(a)
+    assert memdir.settings.dream.summariser is None
+    assert memdir.settings.distill.command is None
+    assert (memdir.settings.index.backend, memdir.settings.index.dsn) == ("local", None)
+    warned = capsys.readouterr().err + caplog.text
+    for key in ("dream.summariser", "distill.command", "index.dsn"):
+        assert f"{key} is ignored here" in warned
+    from memdir.archive_format import journal
+    from memdir.cli.usecases.journal import record_turns
+
+    turns = [journal.new_turn(T0_DT, "user", "s1", "I planted tomatoes in the garden today"),
+             journal.new_turn(T0_DT, "assistant", "s1", "Lovely, how many plants?")]  # fmt: skip
+    record_turns(memdir, turns, T0_DT)
+    from datetime import timedelta
+
+    report = dream(memdir, T0_DT + timedelta(hours=2))
+    assert report.planned and journal.read_journal(memdir).digests[0].method == "extractive"
+    assert main(["--dir", str(a), "--now", "2026-05-01T12:00:00Z", "recall", "tomatoes"]) == 0
+    assert not marker.exists()
+
+
+def test_the_per_machine_file_is_read_ignored_by_git_and_filled_by_init(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+    from clones import git, new_memdir_repo
+
+    from memdir.archive_format import gitrules
+    from memdir.cli.main import main
+
+    repo = new_memdir_repo(tmp_path / "memory")
+    assert "/memdir.local.yaml" in gitrules.IGNORED
+    config_path = repo / "memdir.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["settings"]["distill"] = {"command": "my-distiller --fast", "timeout": "30s"}
+    config_path.write_text(yaml.safe_dump(config))
+    assert Memdir.open(repo).settings.distill.command is None
+    # an agent's `init` leaves it ignored; the user's moves it where it takes effect
+    monkeypatch.setenv("CLAUDECODE", "1")
+    assert main(["init", str(repo)]) == 0
+    assert Memdir.open(repo).settings.distill.command is None
+    monkeypatch.delenv("CLAUDECODE")
+    capsys.readouterr()
+    assert main(["init", str(repo)]) == 0
+    assert "moved distill.command" in capsys.readouterr().err
+    opened = Memdir.open(repo)
+    assert opened.settings.distill.command == "my-distiller --fast"
+    assert opened.settings.distill.timeout.total_seconds() == 30  # the rest stays shared
+    assert "my-distiller" not in config_path.read_text()
+    local = yaml.safe_load((repo / "memdir.local.yaml").read_text())
+    assert local == {"settings": {"distill": {"command": "my-distiller --fast"}}}
+    assert git(repo, "check-ignore", "-q", "memdir.local.yaml", check=False).returncode == 0
+    # only per-machine keys count there: anything else is ignored with a warning
+    (repo / "memdir.local.yaml").write_text(
+        yaml.safe_dump({"settings": {"distill": {"command": "x"}, "wake": {"budget": 10}}})
+    )
+    assert Memdir.open(repo).settings.wake.budget == 1500
+
+
+def test_a_password_in_a_per_machine_dsn_is_still_refused(md: Memdir) -> None:
+    import yaml
+
+    from memdir.archive_format.errors import FormatError
+
+    (md.root / "memdir.local.yaml").write_text(yaml.safe_dump(
+        {"settings": {"index": {"backend": "postgres", "dsn": "postgresql://me:s3cret@db/x"}}}))  # fmt: skip
+    with pytest.raises(FormatError) as raised:
+        Memdir.open(md.root)
+    assert "s3cret" not in raised.value.message
