@@ -36,7 +36,7 @@ TURN_FIELDS = (
     "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
 )  # fmt: skip
 DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
-TRUSTED_CHANNELS = ("cli",)
+TRUSTED_CHANNELS = ("cli", "hook:verified")  # (hook: the harness's transcript held the turn)
 TRUSTED_PREFIXES = ("import:",)
 SUMMARY_LINK = "summarises"  # a summary memory's link to each turn it summarises
 

@@ -281,8 +281,12 @@ def test_the_actor_is_read_from_the_environment() -> None:
     assert "Claude Code" in provenance.actor_from({"CLAUDECODE": "1"}).reason
     assert provenance.actor_from({"CODEX_SANDBOX": "seatbelt"}).assistant
     assert provenance.actor_from({"MEMDIR_ACTOR": "Assistant"}).assistant
-    # a prompt hook inside the harness declares the user's words as the user's
-    assert not provenance.actor_from({"CLAUDECODE": "1", "MEMDIR_ACTOR": "user"}).assistant
+    # inside the harness MEMDIR_ACTOR=user says a prompt hook relays the user's words (the
+    # model could say so too): the actor stays the assistant, its user turns checked against
+    # the harness's transcript (tests/test_actor.py)
+    hook = provenance.actor_from({"CLAUDECODE": "1", "MEMDIR_ACTOR": "user"})
+    assert hook.assistant and hook.hook
+    assert not provenance.actor_from({"MEMDIR_ACTOR": "user"}).assistant
     assert not provenance.actor_from({"CLAUDECODE": ""}).assistant
 
 
@@ -334,7 +338,7 @@ def test_an_agents_shell_cannot_write_as_the_user(cli, md: Memdir, shell: dict) 
     assert run("reject", guess, "--reason", "made it up").code == 0
 
 
-def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir) -> None:
+def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir, tmp_path) -> None:
     from conftest import clean_env
 
     agent = clean_env(CLAUDECODE="1")
@@ -345,8 +349,12 @@ def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir) ->
 
     earlier = datetime.now(timezone.utc) - timedelta(hours=1)
     guess = lifecycle.infer(md, "The user prefers morning meetings", earlier).id
-    assert run("journal", "add", "--role", "user", "--session", "s1",
-               "Yes, morning meetings suit me best", env=hook).code == 0  # fmt: skip
+    said = "Yes, morning meetings suit me best"
+    transcript = tmp_path / "transcript.jsonl"  # Claude Code's own record of the prompt
+    transcript.write_text(json.dumps({"type": "user", "message": {"role": "user",
+                                                                 "content": said}}) + "\n")  # fmt: skip
+    assert run("journal", "add", "--role", "user", "--session", "s1", "--transcript",
+               str(transcript), said, env=hook).code == 0  # fmt: skip
     done = run("confirm", guess, "--quote", "yes, morning meetings suit me", env=agent)
     assert done.code == 0 and done.out.strip() == guess, done
     [event] = [line for line in shelf_lines(md) if line.get("op") == "confirm"]

@@ -59,6 +59,7 @@ def add(
     *,
     defaults: dict[str, Any],
     jsonl: JsonlOpt = False,
+    transcript: parameters.TranscriptOpt = None,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -74,9 +75,9 @@ def add(
     """
     from memdir.cli.usecases.journal import (
         record_turns,
-        refuse_user_turns,
         turn_from_fields,
         turns_from_jsonl,
+        vouch_user_turns,
     )
 
     memdir, moment, actor = context.writer(ctx, now)
@@ -87,7 +88,7 @@ def add(
         raise BadInputError("no TEXT given", hint="pass the turn, '-' for stdin, or --jsonl")
     else:
         turns = [turn_from_fields({**defaults, "text": read_text(text)}, moment, channel)]
-    refuse_user_turns(actor, turns)
+    turns = vouch_user_turns(actor, turns, transcript)
     results = record_turns(memdir, turns, moment)
     if json_:
         emit_json([{"id": turn.id, "added": added} for turn, added in results])
