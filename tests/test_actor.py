@@ -310,3 +310,35 @@ def test_a_service_started_from_an_agents_shell_takes_the_hooks_genuine_prompt(
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
+
+
+def test_verify_and_review_show_teachings_whose_quote_no_harness_recorded(
+    md: Memdir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """An agent that strips its harness's marker speaks as the user (a same-user process can):
+    the teaching it then quotes from that turn is flagged, a hook-verified one is not."""
+    import json
+
+    from memdir.archive_format.verify import verify
+
+    plain = {"MEMDIR_ACTOR": "user"}  # `env -u CLAUDECODE MEMDIR_ACTOR=user memdir …`
+    assert run(md, monkeypatch, "journal", "add", "--role", "user", "--session", "s",
+               "I moved to Lisbon last year", env=plain) == 0  # fmt: skip
+    said = "I play the cello on Sundays"
+    transcript = transcript_of(tmp_path / "t.jsonl", said)
+    assert run(md, monkeypatch, "journal", "add", "--role", "user", "--session", "s",
+               "--transcript", str(transcript), said, env=HOOK_ENV) == 0  # fmt: skip
+    assert run(md, monkeypatch, "teach", "I moved to Lisbon last year", env=AGENT) == 0
+    assert run(md, monkeypatch, "teach", said, env=AGENT) == 0
+    ids = {line["text"]: line["id"] for line in shelf_lines(md) if line.get("kind") == "memory"}
+    assert set(ids) == {"I moved to Lisbon last year", said}
+    warnings = [w for w in verify(md).warnings if "no agent harness recorded" in w]
+    assert len(warnings) == 1 and ids["I moved to Lisbon last year"] in warnings[0]
+    capsys.readouterr()
+    assert run(md, monkeypatch, "review", "--json") == 0
+    rows = json.loads(capsys.readouterr().out)["unvouched_teachings"]
+    assert [(row["id"], row["channel"]) for row in rows] == [
+        (ids["I moved to Lisbon last year"], "cli")
+    ]
+    assert run(md, monkeypatch, "review") == 0
+    assert "no harness recorded (1)" in capsys.readouterr().out
