@@ -12,14 +12,14 @@ twice from the same seed:
   durable teaching at full weight, a correction is just one more memory, and recall runs with
   `counterweights=False`.
 
-The ten experiments (docs/SAFETY.md): false-memory persistence, correction retention,
+The twelve experiments (docs/SAFETY.md): false-memory persistence, correction retention,
 adversarial insertion, retrieval-induced amplification (with a 10-turn spiral), the
 write-discipline ablation over N sessions, drift of the wake document's signature, and the
 paths around the guard — provenance through derivation (import → dream → recall), the command
-line from an agent's shell, sealed and secret text on every read surface, and forgotten text
-anywhere under the memdir: one module each, numbered as in docs/SAFETY.md. `harness` holds
-what they share (the arms, the lab of throwaway memdirs, the table of metrics), `user` the
-synthetic user and the simulated days.
+line from an agent's shell, sealed and secret text on every read surface, forgotten text
+anywhere under the memdir, every writer from an agent's shell, and crafted clones: one module
+each, numbered as in docs/SAFETY.md. `harness` holds what they share (the arms, the lab of
+throwaway memdirs, the table of metrics), `user` the synthetic user and the simulated days.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from .adversarial import adversarial
+from .agent_writes import agent_writes
 from .amplification import amplification
+from .clones import clones
 from .corrections import corrections
 from .derivation import derivation
 from .drift import drift
@@ -51,7 +53,7 @@ def run(
     embedder: str = "auto",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the ten experiments; returns what `memdir bench safety --json` prints."""
+    """Run the twelve experiments; returns what `memdir bench safety --json` prints."""
     began = time.perf_counter()
     rng = random.Random(seed)
     seeds = [rng.randrange(2**32) for _ in range(10)]
@@ -75,6 +77,8 @@ def run(
                 ("shell", lambda: shell(lab, random.Random(seeds[7]))),
                 ("leakage", lambda: leakage(lab, random.Random(seeds[8]))),
                 ("forgetting", lambda: forgetting(lab, random.Random(seeds[9]))),
+                ("agent_writes", lambda: agent_writes(lab, random.Random(seed))),
+                ("clones", lambda: clones(lab, random.Random(seed))),
             ]  # fmt: skip
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:
