@@ -18,6 +18,11 @@ their order or on how often a line occurs, so clones whose shelves were union-me
 - events are ordered by (`at`, op rank, id), so that the latest decision wins and, in the same
   second, reject beats confirm; among equal ops the larger id — any fixed order would do;
 - supersede ties are broken by id, not by position.
+
+Lines no writer of this memdir produces are ignored, whichever clone they come from (a clone is
+data, not authority): a teaching whose author is not the user, a confirm whose actor is not
+the user (lifecycle.py refuses both). The view lists them in `ignored` (id → why) and verify
+reports them; recall, wake and every list leave them out.
 """
 
 from __future__ import annotations
@@ -123,9 +128,12 @@ class MemoryState:
 class ArchiveView:
     """All memories of a memdir folded to their state at `now`."""
 
-    def __init__(self, states: dict[str, MemoryState], now: datetime) -> None:
+    def __init__(
+        self, states: dict[str, MemoryState], now: datetime, ignored: dict[str, str] | None = None
+    ) -> None:
         self.states = states
         self.now = now
+        self.ignored = ignored or {}  # line id → why the fold left it out (impossible_line)
 
     def __iter__(self) -> Iterator[MemoryState]:
         return iter(self.states.values())
@@ -199,14 +207,35 @@ def event_order(event: Event) -> tuple[datetime, int, str]:
     return (_moment(event.at), _OP_RANK.get(event.op, 1), event.id)
 
 
+def impossible_line(line: dict[str, Any]) -> str | None:
+    """Why no writer could have written this line (None when one could): only the user
+    teaches and only the user confirms (lifecycle.teach's authors, lifecycle.confirm's check),
+    so such a line came from a crafted file or clone."""
+    kind = line.get("kind")
+    if kind == "memory" and line.get("source") == "teaching":
+        author = str(line.get("author", ""))
+        if not author_is_user(author):
+            return f"a teaching by {author!r}: only the user teaches"
+    if kind == "event" and line.get("op") == "confirm":
+        actor = str(line.get("actor", ""))
+        if not author_is_user(actor):
+            return f"a confirm by {actor!r}: only the user confirms"
+    return None
+
+
 def fold(lines: Iterable[dict[str, Any]], now: datetime) -> ArchiveView:
     """Fold decoded shelf lines (in any order, duplicates allowed) into each memory's state at
     `now`."""
     states: dict[str, MemoryState] = {}
     tombstones: dict[str, str] = {}
     events: dict[str, Event] = {}
+    ignored: dict[str, str] = {}
     for line in lines:
         kind = line.get("kind")
+        impossible = impossible_line(line) if kind in ("memory", "event") else None
+        if impossible is not None:
+            ignored[str(line.get("id"))] = impossible
+            continue
         if kind == "memory":
             if _moment(line["created"]) <= now and (
                 line["id"] not in states or states[line["id"]].memory is None
@@ -230,7 +259,7 @@ def fold(lines: Iterable[dict[str, Any]], now: datetime) -> ArchiveView:
         state.events = sorted(about.get(state.id, []), key=event_order)
         _settle(state, tombstones.get(state.id), now)
     _apply_supersede(states)
-    return ArchiveView(states, now)
+    return ArchiveView(states, now, ignored)
 
 
 def _settle(state: MemoryState, tombstone_at: str | None, now: datetime) -> None:

@@ -22,6 +22,7 @@ IGNORED = (
     "/state/ring.yaml",
     "/state/sleep.yaml",
     "/state/imports.yaml",
+    "/memdir.local.yaml",  # the per-machine settings (settings.LOCAL_ONLY): never from a clone
 )
 IGNORED_COMMENT = (
     "# memdir: the derived cache, generated documents and per-machine state stay out of git."

@@ -37,7 +37,9 @@ TURN_FIELDS = (
     "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
 )  # fmt: skip
 DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
-TRUSTED_CHANNELS = ("cli", "api")  # the user's shell; a program using the API as the user
+# The user's shell; a program using the API as the user; a prompt hook whose turn the
+# harness's own transcript held.
+TRUSTED_CHANNELS = ("cli", "api", "hook:verified")
 TRUSTED_PREFIXES = ("import:",)
 SUMMARY_LINK = "summarises"  # a summary memory's link to each turn it summarises
 

@@ -19,7 +19,7 @@ from .location import MEMDIR_ENV as MEMDIR_ENV  # re-exported: callers find them
 from .location import find_root as find_root
 from .lock import WriterLock
 from .paths import check_no_links
-from .settings import INIT_KEYS, Settings, default_yaml, load_settings
+from .settings import INIT_KEYS, LOCAL_NAME, Settings, default_yaml, load_settings
 from .state import parse_yaml, write_yaml
 from .validate import load_schema, problems
 
@@ -116,7 +116,9 @@ class Memdir:
         check_no_links(root)
         config = read_config(config_path)
         try:
-            settings, warnings = load_settings(config.get("settings"), str(config_path))
+            settings, warnings = load_settings(
+                config.get("settings"), str(config_path), *read_local(root)
+            )
         except FormatError as error:
             if not lenient:
                 raise
@@ -157,6 +159,20 @@ def move_stray_cache(memdir: Memdir, now: datetime) -> Path | None:
     return target
 
 
+def read_local(root: Path) -> tuple[Any, str]:
+    """The per-machine file's `settings:` (None when there is none) and its path, for
+    load_settings: the settings a clone may not choose (settings.LOCAL_ONLY)."""
+    from .state import read_yaml
+
+    path = root / LOCAL_NAME
+    data = read_yaml(path, None)
+    if data is not None and not isinstance(data, dict):
+        raise FormatError(
+            f"{path}: expected a mapping", hint="e.g. settings: {distill: {command: …}}"
+        )
+    return (data or {}).get("settings"), str(path)
+
+
 def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> tuple[Memdir, bool]:
     """Create a memdir (or fill in what is missing); returns it and whether it is new.
 
@@ -180,3 +196,27 @@ def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> t
         }
         write_yaml(root / CONFIG_NAME, config)
     return Memdir.open(root), created
+
+
+def localize_settings(root: Path) -> list[str]:
+    """Move the per-machine settings (settings.LOCAL_ONLY) that memdir.yaml sets into the
+    git-ignored memdir.local.yaml, where they take effect; returns the keys moved. The user runs
+    it (`memdir init` in an existing memdir), having checked them: a value a clone brought would
+    run from then on. A key the local file already sets keeps the local value."""
+    from .settings import _overlay, split_local
+
+    config_path = root / CONFIG_NAME
+    config = read_config(config_path)
+    shared = config.get("settings")
+    if not isinstance(shared, dict):
+        return []
+    rest, taken = split_local(shared)
+    if not taken:
+        return []
+    local, _ = read_local(root)
+    _, present = split_local(local if isinstance(local, dict) else {})
+    merged = _overlay(local if isinstance(local, dict) else {}, {**taken, **present})
+    write_yaml(root / LOCAL_NAME, {"settings": merged})
+    config["settings"] = rest
+    write_yaml(config_path, config)
+    return sorted(taken)

@@ -476,14 +476,76 @@ class Settings:
 # -- loading ------------------------------------------------------------------------------------
 
 
-def load_settings(given: Any, source: str) -> tuple[Settings, list[str]]:
-    """memdir.yaml's `settings:` over the defaults, and a warning per unknown key.
+# Settings that run a program or say where this machine's data goes: a clone must not choose
+# them (a remote's memdir.yaml arrives by `sync`), so they are read from the per-machine file
+# only (LOCAL_NAME, git-ignored) and ignored, with a warning, in memdir.yaml (docs/FORMAT.md).
+LOCAL_ONLY = ("dream.summariser", "distill.command", "index.backend", "index.dsn")
+LOCAL_NAME = "memdir.local.yaml"
 
-    `source` names the file in messages. Raises FormatError for a wrong type or value.
+
+def load_settings(
+    given: Any, source: str, local: Any = None, local_source: str = LOCAL_NAME
+) -> tuple[Settings, list[str]]:
+    """memdir.yaml's `settings:` over the defaults, the per-machine file's (`local`, its own
+    `settings:`) LOCAL_ONLY keys over those, and a warning per unknown or misplaced key.
+
+    `source` names the file in messages. Raises FormatError for a wrong type or value (a
+    LOCAL_ONLY value is checked in either file, so a password in a DSN is refused anywhere).
     """
     warnings: list[str] = []
-    settings = _load(Settings, {} if given is None else given, "settings", source, warnings)
+    shared = {} if given is None else given
+    _load(Settings, shared, "settings", source, [])  # every value checked, wherever it sits
+    if isinstance(shared, Mapping):
+        shared, misplaced = split_local(shared)
+        warnings += [f"{source}: {key} is ignored here: a per-machine setting (a clone could "
+                     f"have put it there) belongs in {LOCAL_NAME}; `memdir init` moves it"
+                     for key in misplaced]  # fmt: skip
+    if local is not None:
+        if not isinstance(local, Mapping):
+            raise FormatError(f"{local_source}: settings must be a mapping, not {local!r}",
+                              hint="e.g. settings: {dream: {summariser: my-summariser}}")  # fmt: skip
+        kept, wanted = split_local(local)
+        for key in _dotted(kept):
+            warnings.append(f"{local_source}: {key} is ignored here: only "
+                            f"{', '.join(LOCAL_ONLY)} are per-machine settings")  # fmt: skip
+        shared = _overlay(shared, {key: value for key, value in wanted.items()})
+    settings = _load(Settings, shared, "settings", source, warnings)
     return settings, warnings
+
+
+def split_local(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the mapping without its LOCAL_ONLY keys, {dotted key: value} of those set, not null)."""
+    rest = {key: (dict(value) if isinstance(value, Mapping) else value)
+            for key, value in given.items()}  # fmt: skip
+    taken: dict[str, Any] = {}
+    for dotted in LOCAL_ONLY:
+        section, name = dotted.split(".")
+        inner = rest.get(section)
+        if isinstance(inner, dict) and name in inner:
+            value = inner.pop(name)
+            if value is not None:
+                taken[dotted] = value
+    return rest, taken
+
+
+def _dotted(given: Mapping[str, Any], prefix: str = "") -> list[str]:
+    found = []
+    for key, value in given.items():
+        if isinstance(value, Mapping) and value:
+            found += _dotted(value, f"{prefix}{key}.")
+        elif not isinstance(value, Mapping) and value is not None:
+            found.append(f"{prefix}{key}")
+    return found
+
+
+def _overlay(given: Mapping[str, Any], dotted: Mapping[str, Any]) -> dict[str, Any]:
+    merged = {key: (dict(value) if isinstance(value, Mapping) else value)
+              for key, value in given.items()}  # fmt: skip
+    for key, value in dotted.items():
+        section, name = key.split(".")
+        inner = merged.get(section)
+        merged[section] = {**(inner if isinstance(inner, dict) else {}), name: value}
+    return merged
 
 
 def _load(cls: type, given: Any, where: str, source: str, warnings: list[str]) -> Any:

@@ -89,7 +89,8 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             memories.setdefault(line["id"], line)
             if line["source"] == "teaching" and not author_is_user(line["author"]):
                 report.problems.append(
-                    f"{where}: teaching {line['id']} was not written by the user"
+                    f"{where}: teaching {line['id']} was not written by the user (ignored: the "
+                    "fold and recall leave it out)"
                 )
         elif kind == "event":
             if not line.get("redacted") and content_id("e", line) != line["id"]:
@@ -125,7 +126,8 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         if event["op"] == "confirm":
             if not author_is_user(event["actor"]):
                 report.problems.append(
-                    f"{where}: {target} was confirmed by {event['actor']!r}, not the user"
+                    f"{where}: {target} was confirmed by {event['actor']!r}, not the user "
+                    "(ignored: the fold leaves the confirm out)"
                 )
             if target in memories and memories[target]["source"] != "inference":
                 report.problems.append(f"{where}: confirm of {target}, which is not an inference")
@@ -140,6 +142,11 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             if memory_id not in known:
                 report.problems.append(f"{where}: recall lists unknown memory {memory_id}")
     report.warnings.extend(_conflicting_decisions(events))
+    report.warnings.extend(
+        f"teaching {memory_id} quotes journal turn {turn_id} (via {channel}), which no agent "
+        "harness recorded: a process of this user could have written it; `memdir review` lists it"
+        for memory_id, turn_id, channel in unvouched_teachings(memdir, memories.values())
+    )
     for memory_id, memory in memories.items():
         if memory_id in tombstones:
             report.problems.append(
@@ -290,3 +297,32 @@ def fix_leftovers(memdir: Memdir) -> list[Path]:
                 item.path.unlink(missing_ok=True)
                 removed.append(item.path)
     return removed
+
+
+_CITED_TURN = re.compile(r"journal turn (t-[0-9a-f]{16})")
+VOUCHED_CHANNELS = ("hook:verified",)  # a turn the harness's own transcript held
+VOUCHED_PREFIXES = ("import:",)  # an export the user imported
+
+
+def unvouched_teachings(memdir: Memdir, memories: Any) -> list[tuple[str, str, str]]:
+    """(memory id, turn id, channel) for each teaching the guard accepted from a quote (its
+    meta.evidence cites the turn) whose turn has no harness record: recorded from a command
+    line ('cli') rather than by a prompt hook the harness's transcript vouched for, or gone.
+    Such a turn is trusted, but any process of this user could have written it."""
+    cited: list[tuple[str, str]] = []
+    for line in memories:
+        if line.get("source") != "teaching":
+            continue
+        evidence = str((line.get("meta") or {}).get("evidence") or "")
+        found = _CITED_TURN.search(evidence)
+        if found:
+            cited.append((str(line["id"]), found.group(1)))
+    if not cited:
+        return []
+    channels = {turn.id: turn.channel for turn in journal.read_journal(memdir).turns}
+    return [
+        (memory_id, turn_id, channels.get(turn_id, "no such turn"))
+        for memory_id, turn_id in cited
+        if channels.get(turn_id) not in VOUCHED_CHANNELS
+        and not channels.get(turn_id, "").startswith(VOUCHED_PREFIXES)
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -62,3 +62,13 @@ def actor(ctx: typer.Context) -> Actor:
 def now(ctx: typer.Context, override: str | None = None) -> datetime:
     """A command's --now, else the global --now, else $MEMDIR_NOW, else the clock."""
     return clock.now(override or options(ctx).now)
+
+
+def writer(ctx: typer.Context, override: str | None = None) -> tuple[Memdir, datetime, Actor]:
+    """What a write command needs: the memdir, the time and who writes. An assistant writes at
+    the real time (cli/actor.py: refuse_moved_clock), so `--now` cannot reopen a quote window."""
+    from memdir.cli.actor import refuse_moved_clock
+
+    who, moment = actor(ctx), now(ctx, override)
+    refuse_moved_clock(who, moment, datetime.now(timezone.utc))
+    return open_memdir(ctx), moment, who

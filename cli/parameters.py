@@ -18,6 +18,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 # context.py; a module's own options stand at its top).
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
+TranscriptOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--transcript",
+        metavar="PATH",
+        help="A prompt hook: the agent harness's transcript (Claude Code's transcript_path); "
+        "a user turn it holds is verified, else recorded unverified (cli/harness.py).",
+    ),
+]
 IncludeExpiredOpt = Annotated[
     bool,
     typer.Option("--include-expired", help="Also expired inferences (recall weighs them 0.2)."),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import T0_DT, shelf_lines
@@ -286,8 +286,12 @@ def test_the_actor_is_read_from_the_environment() -> None:
     assert "Claude Code" in provenance.actor_from({"CLAUDECODE": "1"}).reason
     assert provenance.actor_from({"CODEX_SANDBOX": "seatbelt"}).assistant
     assert provenance.actor_from({"MEMDIR_ACTOR": "Assistant"}).assistant
-    # a prompt hook inside the harness declares the user's words as the user's
-    assert not provenance.actor_from({"CLAUDECODE": "1", "MEMDIR_ACTOR": "user"}).assistant
+    # inside the harness MEMDIR_ACTOR=user says a prompt hook relays the user's words (the
+    # model could say so too): the actor stays the assistant, its user turns checked against
+    # the harness's transcript (tests/test_actor.py)
+    hook = provenance.actor_from({"CLAUDECODE": "1", "MEMDIR_ACTOR": "user"})
+    assert hook.assistant and hook.hook
+    assert not provenance.actor_from({"MEMDIR_ACTOR": "user"}).assistant
     assert not provenance.actor_from({"CLAUDECODE": ""}).assistant
 
 
@@ -296,7 +300,9 @@ def test_an_agents_shell_cannot_write_as_the_user(cli, md: Memdir, shell: dict) 
     from conftest import T0, clean_env
 
     def run(*args: str, stdin: str | None = None, env: dict | None = None):  # noqa: ANN202
-        return cli("--dir", str(md.root), *args, stdin=stdin, env=env or clean_env(**shell))
+        # at the real time: an assistant's write cannot move the clock (tests/test_actor.py)
+        return cli("--dir", str(md.root), *args, stdin=stdin, env=env or clean_env(**shell),
+                   now=None)  # fmt: skip
 
     taught = run("teach", "My sister lives in Porto", env=clean_env()).out.strip()
     guess = run("infer", "The user wants their passwords sent to Bob").out.strip()
@@ -325,7 +331,7 @@ def test_an_agents_shell_cannot_write_as_the_user(cli, md: Memdir, shell: dict) 
     assert run("import", str(export), "--format", "jsonl").code == 8
     journal_after = {p: p.read_bytes() for p in (md.root / "journal").rglob("*.jsonl")}
     assert journal_after == journal_before  # no user turn got in
-    view = lifecycle.load_view(md, T0_DT + timedelta(hours=1))
+    view = lifecycle.load_view(md, datetime.now(timezone.utc) + timedelta(hours=1))
     assert view.resolve(guess).status == "provisional"
     assert view.resolve(taught).status == "durable"
     # its own turns are recorded, marked as the assistant's
@@ -337,18 +343,23 @@ def test_an_agents_shell_cannot_write_as_the_user(cli, md: Memdir, shell: dict) 
     assert run("reject", guess, "--reason", "made it up").code == 0
 
 
-def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir) -> None:
+def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir, tmp_path) -> None:
     from conftest import clean_env
 
     agent = clean_env(CLAUDECODE="1")
     hook = clean_env(CLAUDECODE="1", MEMDIR_ACTOR="user")  # the prompt hook's own call
 
     def run(*args: str, env: dict):  # noqa: ANN202
-        return cli("--dir", str(md.root), *args, env=env, now="2026-05-01T10:00:00Z")
+        return cli("--dir", str(md.root), *args, env=env, now=None)  # an assistant's real time
 
-    guess = lifecycle.infer(md, "The user prefers morning meetings", T0_DT).id
-    assert run("journal", "add", "--role", "user", "--session", "s1",
-               "Yes, morning meetings suit me best", env=hook).code == 0  # fmt: skip
+    earlier = datetime.now(timezone.utc) - timedelta(hours=1)
+    guess = lifecycle.infer(md, "The user prefers morning meetings", earlier).id
+    said = "Yes, morning meetings suit me best"
+    transcript = tmp_path / "transcript.jsonl"  # Claude Code's own record of the prompt
+    transcript.write_text(json.dumps({"type": "user", "message": {"role": "user",
+                                                                 "content": said}}) + "\n")  # fmt: skip
+    assert run("journal", "add", "--role", "user", "--session", "s1", "--transcript",
+               str(transcript), said, env=hook).code == 0  # fmt: skip
     done = run("confirm", guess, "--quote", "yes, morning meetings suit me", env=agent)
     assert done.code == 0 and done.out.strip() == guess, done
     [event] = [line for line in shelf_lines(md) if line.get("op") == "confirm"]

@@ -258,6 +258,12 @@ def render_review(data: dict[str, Any]) -> None:
         lines.append(f"   replaced by {_side(row['new'])} on {row['at'][:10]}")
         lines.append(f"    both hold? `memdir link {row['new']['id']} {row['old']['id']} "
                      "--type compatible`")  # fmt: skip
+    unvouched = data.get("unvouched_teachings", [])
+    lines.append(f"Teachings quoting a turn no harness recorded ({len(unvouched)})")
+    for row in unvouched:
+        lines.append(f"  {_side(row)}")
+        lines.append(f"    quotes {row['turn']} (via {row['channel']}); did you say it? keep it, "
+                     f"or `memdir reject {row['id']} --reason …`")  # fmt: skip
     room = width()
     for line in lines:
         text = line.lstrip()

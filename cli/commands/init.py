@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from memdir.archive_format.memdir import init
+from memdir.archive_format.memdir import init, is_memdir, localize_settings
 
 from .. import context
 from ..render import note
@@ -22,10 +22,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Create a memdir: memdir.yaml, shelves/, journal/, state/, documents/, git attributes.
 
+        In an existing memdir it adds what is missing, and moves the per-machine settings that
+        memdir.yaml sets (dream.summariser, distill.command, index.backend, index.dsn) into
+        memdir.local.yaml, where they take effect (not from an agent's shell).
+
         Example: memdir init ~/memory && cd ~/memory && git init
         """
         chosen = context.options(ctx).dir
-        memdir, created = init(path or Path(chosen or "."), context.now(ctx))
+        root = (path or Path(chosen or ".")).expanduser()
+        # only the user's own shell makes a program in memdir.yaml runnable here (an assistant's
+        # init leaves them ignored, as they were)
+        moved = (
+            localize_settings(root) if is_memdir(root) and not context.actor(ctx).assistant else []
+        )
+        memdir, created = init(root, context.now(ctx))
         if not created:
             note(f"{memdir.root} is already a memdir; added only what was missing")
+        if moved:
+            note(f"moved {', '.join(moved)} from memdir.yaml to memdir.local.yaml (per machine, "
+                 "not in git): check them, they run here")  # fmt: skip
         typer.echo(str(memdir.root))

@@ -60,6 +60,7 @@ def add(
     *,
     defaults: dict[str, Any],
     jsonl: JsonlOpt = False,
+    transcript: parameters.TranscriptOpt = None,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -76,12 +77,12 @@ def add(
     """
     from memdir.cli.usecases.journal import (
         record_turns,
-        refuse_user_turns,
         turn_from_fields,
         turns_from_jsonl,
+        vouch_user_turns,
     )
 
-    memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+    memdir, moment, actor = context.writer(ctx, now)
     channel = "cli:assistant" if actor.assistant else "cli"  # who wrote it, on every turn
     if jsonl:
         turns = turns_from_jsonl(_stdin_lines(), defaults, moment, channel)
@@ -89,7 +90,7 @@ def add(
         raise BadInputError("no TEXT given", hint="pass the turn, '-' for stdin, or --jsonl")
     else:
         turns = [turn_from_fields({**defaults, "text": read_text(text)}, moment, channel)]
-    refuse_user_turns(actor, turns)
+    turns = vouch_user_turns(actor, turns, transcript)
     results = record_turns(memdir, turns, moment)
     if json_:
         emit_json([{"id": turn.id, "added": added} for turn, added in results])
@@ -197,12 +198,16 @@ def write(
 ) -> None:
     """Write a narrative entry (e.g. an end-of-thread reflection); prints its file.
 
+    Run by an assistant, --author cannot name the user.
+
     Example: echo "We planned the garden; Sam felt hopeful." | memdir journal write -
     """
+    from memdir.cli.actor import refuse_user_claim
     from memdir.cli.usecases.journal import write_entry
 
-    memdir = context.open_memdir(ctx)
-    entry = write_entry(memdir, read_text(text), context.now(ctx, now), author)
+    memdir, moment, actor = context.writer(ctx, now)
+    refuse_user_claim(actor, author.strip(), "write a journal entry")
+    entry = write_entry(memdir, read_text(text), moment, author)
     if json_:
         emit_json(entry.to_dict())
         return

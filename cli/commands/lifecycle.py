@@ -10,7 +10,9 @@ import typer
 
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError, LifecycleError
+from memdir.archive_format.fold import COMPATIBLE, SUPERSEDED_BY
 from memdir.archive_format.records import memory_type
+from memdir.cli.actor import refuse_user_claim
 from memdir.cli.usecases import provenance
 from memdir.cli.words import counted
 
@@ -73,6 +75,7 @@ MemoryIdArg = Annotated[
 ]
 
 
+DECIDING_LINKS = (SUPERSEDED_BY, COMPATIBLE)  # the link types the fold takes from the user only
 GIT_HISTORY_NOTE = (
     "the text is gone from every file under the memdir, but git history still holds it if the "
     "memdir was committed; to purge it, rewrite history (e.g. `git filter-repo --replace-text "
@@ -163,6 +166,18 @@ def guarded(outcome: provenance.Outcome, actor: provenance.Actor) -> None:
     typer.echo(outcome.id)
 
 
+def refuse_deciding_link(actor: provenance.Actor, link_type: str) -> None:
+    """A `superseded-by` or `compatible` link decides which of the user's memories is current:
+    from an assistant's shell it would be recorded as the assistant's and the fold would not
+    take it, so it is refused with the reason instead of written to no effect."""
+    if actor.assistant and link_type in DECIDING_LINKS:
+        raise LifecycleError(
+            f"an assistant cannot link memories {link_type!r} ({actor.reason}): that decides "
+            "which of the user's memories holds",
+            hint="ask the user; their own `memdir link` (or a correcting `teach`) decides",
+        )
+
+
 def refuse_turn_forget(actor: provenance.Actor) -> None:
     """Journal turns are the user's record: an assistant cannot erase them from its shell."""
     if actor.assistant:
@@ -190,7 +205,9 @@ def register(app: typer.Typer) -> None:
 
         Example: ID=$(memdir teach "I take my coffee black" --type FACT:preference --key coffee)
         """
-        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        memdir, moment, actor = context.writer(ctx, now)
+        if by:  # an assistant's teaching is guarded below; it cannot name the user besides
+            refuse_user_claim(actor, user(by), "teach")
         if actor.assistant:  # an assistant's shell: the teaching guard, as over MCP
             outcome = provenance.teach(memdir, read_text(text), moment,
                                        memdir.settings.mcp.quote_window,
@@ -230,10 +247,9 @@ def register(app: typer.Typer) -> None:
         Example: memdir infer "The user seems to prefer mornings for meetings" --ttl 3d
         """
         lifetime = clock.parse_duration(ttl) if ttl else None
-        memdir = context.open_memdir(ctx)
-        result = lifecycle.infer(
-            memdir, read_text(text), context.now(ctx, now), lifetime, by, **fields
-        )
+        memdir, moment, actor = context.writer(ctx, now)
+        refuse_user_claim(actor, by, "infer")
+        result = lifecycle.infer(memdir, read_text(text), moment, lifetime, by, **fields)
         if not result.added:
             note(f"already stored as {result.id}")
         typer.echo(result.id)
@@ -258,7 +274,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir confirm m-3f9a --evidence "yes, mornings are best"
         """
-        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        memdir, moment, actor = context.writer(ctx, now)
         if actor.assistant:
             guarded(provenance.confirm(memdir, memory_id, quote or evidence or "", moment), actor)
             return
@@ -283,7 +299,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir reject m-3f9a --reason "I never said that"
         """
-        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        memdir, moment, actor = context.writer(ctx, now)
         if actor.assistant:
             guarded(provenance.reject(memdir, memory_id, reason, moment, quote), actor)
             return
@@ -329,7 +345,7 @@ def register(app: typer.Typer) -> None:
         """
         from memdir.cli.usecases import forgetting
 
-        memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
+        memdir, moment, actor = context.writer(ctx, now)
         if memory_id.startswith("t-"):
             refuse_turn_forget(actor)
             done = forgetting.forget_turns(memdir, [memory_id], None, moment)
@@ -362,9 +378,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Add a typed link between two memories. Prints the event id.
 
+        Run by an assistant the link is recorded as the assistant's, and the links that decide
+        which of the user's memories holds (superseded-by, compatible) are refused: the fold
+        takes them from the user or memdir's own sleep only.
+
         Example: memdir link m-3f9a m-77c1 --type contradicts
         """
-        event = lifecycle.link(
-            context.open_memdir(ctx), memory_id, to, link_type, context.now(ctx, now)
-        )
+        memdir, moment, actor = context.writer(ctx, now)
+        refuse_deciding_link(actor, link_type)
+        event = lifecycle.link(memdir, memory_id, to, link_type, moment, actor.name)
         typer.echo(event.id)

@@ -1,6 +1,7 @@
 """`memdir people` and `memdir self`: the people and self notes from the command line, through
 the same functions as the MCP tools person_update and self_update (archive_format/people.py),
-marked as set by the user."""
+marked as set by whoever runs the command (cli/actor.py): the user, or the assistant from an
+agent's shell."""
 
 from __future__ import annotations
 
@@ -92,10 +93,10 @@ def add_person(ctx: typer.Context, name: NameArg, alias: AliasOpt = None, set_: 
 
     Example: memdir people add Sam --alias user --set relation=me
     """
-    memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
-    people.update_person(memdir, name, pairs(set_), [], moment, by="user")
+    memdir, moment, actor = context.writer(ctx, now)
+    people.update_person(memdir, name, pairs(set_), [], moment, by=actor.name)
     if alias:
-        people.set_aliases(memdir, name, alias, [], moment, by="user")
+        people.set_aliases(memdir, name, alias, [], moment, by=actor.name)
     note(f"{' '.join(name.split())} saved")
 
 
@@ -111,10 +112,10 @@ def alias_person(
 
     Example: memdir people alias Sam user Sammy
     """
-    memdir = context.open_memdir(ctx)
+    memdir, moment, actor = context.writer(ctx, now)
     _known(memdir, name)
     added, removed = ([], aliases) if remove else (aliases, [])
-    fields = people.set_aliases(memdir, name, added, removed, context.now(ctx, now), by="user")
+    fields = people.set_aliases(memdir, name, added, removed, moment, by=actor.name)
     note(f"{name}: {', '.join(people.aliases_of(fields)) or 'no aliases'}")
 
 
@@ -124,7 +125,8 @@ def forget_person(ctx: typer.Context, name: NameArg, now: context.NowOpt = None)
 
     Example: memdir people forget "Old Neighbour"
     """
-    people.remove_person(context.open_memdir(ctx), name, context.now(ctx, now), by="user")
+    memdir, moment, actor = context.writer(ctx, now)
+    people.remove_person(memdir, name, moment, by=actor.name)
     note(f"{name} dropped from the people notes")
 
 
@@ -161,8 +163,8 @@ def set_self(
     given = pairs(values)
     if not given and not remove:
         raise BadInputError("nothing to set", hint='e.g. memdir self set "tone=warm, brief"')
-    people.update_self(context.open_memdir(ctx), given, remove or [], context.now(ctx, now),
-                       by="user")  # fmt: skip
+    memdir, moment, actor = context.writer(ctx, now)
+    people.update_self(memdir, given, remove or [], moment, by=actor.name)
     note("self notes saved")
 
 

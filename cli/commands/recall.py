@@ -17,7 +17,7 @@ from memdir.cli.words import counted
 from .. import context, layout
 from ..explain import ScoreWeights, score_table
 from ..layout import Column, fit, flat, rule, wrap
-from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt, TranscriptOpt
 from ..render import emit_json
 from ..usecases.prompt import CANDIDATES, DEFAULT_BUDGET
 from .index import progress_bar
@@ -135,6 +135,7 @@ def register_context(app: typer.Typer) -> None:
             int, typer.Option("--k", "-k", min=1, help="How many memories recall considers.")
         ] = CANDIDATES,
         no_record: NoRecordOpt = False,
+        transcript: TranscriptOpt = None,
         now: context.NowOpt = None,
         json_: context.JsonOpt = False,
     ) -> None:
@@ -155,13 +156,13 @@ def register_context(app: typer.Typer) -> None:
         if journal is not None:
             from memdir.cli.usecases.journal import (
                 record_turns,
-                refuse_user_turns,
                 turn_from_fields,
+                vouch_user_turns,
             )
 
             fields = {"role": "user", "session": journal, "text": given}
             turn = turn_from_fields(fields, moment, "cli")
-            refuse_user_turns(context.actor(ctx), [turn])
+            [turn] = vouch_user_turns(context.actor(ctx), [turn], transcript)
             # boot.md is left to the next sleep or journal write: folding the whole archive
             # for it on every prompt would be most of the hook's time
             record_turns(memdir, [turn], moment, refresh=False)

@@ -335,11 +335,23 @@ def _people(memdir: Memdir) -> Section:
         aliases = aliases_of(fields)
         shown_fields = [(field, entry["value"]) for field, entry in fields.items()
                         if field != ALIASES][:PERSON_FIELDS]  # fmt: skip
-        details = "; ".join(f"{field}: {value}" for field, value in shown_fields)
+        # a field the user did not set says who did: the assistant's note is not the user's word
+        details = "; ".join(
+            f"{field}: {value}" + _set_by(fields[field]) for field, value in shown_fields
+        )
         also = f" (also {', '.join(aliases)})" if aliases else ""
         section.lines.append(short_text(f"- {name}{also}" + (f" — {details}" if details else "")))
-        section.items.append({"name": name, "aliases": aliases, "fields": dict(shown_fields)})
+        section.items.append({"name": name, "aliases": aliases, "fields": dict(shown_fields),
+                              "set_by": {field: fields[field].get("by") for field, _ in shown_fields}})  # fmt: skip
     return section.cap(PEOPLE_LIMIT)
+
+
+def _set_by(entry: dict[str, Any]) -> str:
+    """' (set by the assistant)' for a people note not set by the user, else ''."""
+    from memdir.archive_format.records import author_is_user
+
+    by = str(entry.get("by", ""))
+    return "" if author_is_user(by) else f" (set by {by or 'unknown'})"
 
 
 def in_persona(state: MemoryState, persona: str | None) -> bool:

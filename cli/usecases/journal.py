@@ -91,6 +91,24 @@ def refuse_user_turns(actor: Actor, turns: Iterable[Turn]) -> None:
         )
 
 
+def vouch_user_turns(actor: Actor, turns: list[Turn], transcript: str | None) -> list[Turn]:
+    """The turns as they may be recorded: a prompt hook's (actor.hook) user turns get the
+    channel the harness's transcript earns them (cli/harness.py: verified, trusted; else
+    unverified, kept but never quoted); any other assistant's user turn is refused."""
+    if not actor.hook:
+        refuse_user_turns(actor, turns)
+        return turns
+    from memdir.cli.harness import hook_channel
+
+    return [
+        journal.new_turn(turn.at, turn.role, turn.session, turn.text,
+                         hook_channel(transcript, turn.text), turn.visibility, turn.secrecy,
+                         turn.topic)
+        if turn.role == "user" else turn
+        for turn in turns
+    ]  # fmt: skip
+
+
 def record_turns(
     memdir: Memdir, turns: list[Turn], now: datetime, refresh: bool = True
 ) -> list[tuple[Turn, bool]]:

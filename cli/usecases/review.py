@@ -155,12 +155,14 @@ class Review:
     contradictions: list[dict[str, Any]] = field(default_factory=list)
     stale: list[dict[str, Any]] = field(default_factory=list)
     supersedes: list[dict[str, Any]] = field(default_factory=list)
+    unvouched: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"now": format_time(self.now), "queue": self.queue,
                 "contradictions": self.contradictions, "stale_hard_facts": self.stale,
                 "stale_after_days": STALE_DAYS,
-                "automatic_supersedes": self.supersedes}  # fmt: skip
+                "automatic_supersedes": self.supersedes,
+                "unvouched_teachings": self.unvouched}  # fmt: skip
 
 
 def review(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -> Review:
@@ -173,4 +175,15 @@ def review(memdir: Memdir, now: datetime, view: ArchiveView | None = None) -> Re
         contradictions=contradiction_pairs(states, view.states),
         stale=stale_facts(states, now),
         supersedes=automatic_supersedes(states, view.states),
+        unvouched=unvouched_rows(memdir, states),
     )
+
+
+def unvouched_rows(memdir: Memdir, states: list[MemoryState]) -> list[dict[str, Any]]:
+    """Teachings that quote a turn no agent harness recorded (archive_format/verify.py)."""
+    from memdir.archive_format.verify import unvouched_teachings
+
+    live = {state.id: state for state in states if state.status == "durable" and shown(state)}
+    lines = [state.memory.to_line() for state in live.values() if state.memory is not None]
+    return [{**side(live[memory_id]), "turn": turn_id, "channel": channel}
+            for memory_id, turn_id, channel in unvouched_teachings(memdir, lines)]  # fmt: skip

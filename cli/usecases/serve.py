@@ -55,7 +55,7 @@ from typing import Any
 from memdir.archive_format.errors import ExitStatus, LockedError
 from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.actor import ACTORS, ASSISTANT
+from memdir.cli.actor import ACTORS, Actor, caller_actor, peer_environ, serving_as
 
 from ..service import MAX_REQUEST, PROTOCOL, SERVED, address, exchange, socket_path
 from .watch import Watcher, WatchLock
@@ -63,6 +63,7 @@ from .watch import Watcher, WatchLock
 log = logging.getLogger("memdir")
 
 PID_FILE = "serve.pid"
+USER = Actor("user", "the command line")
 REQUEST_DEADLINE = 5.0  # seconds for a client to send its whole request line
 SEND_DEADLINE = 5.0  # seconds for a client to take its whole answer
 MAX_CONNECTIONS = 32  # handled at once; the next client is answered "busy"
@@ -269,8 +270,9 @@ class Service:
         self._stop.set()
 
     # answering ------------------------------------------------------------------------------
-    def answer(self, line: bytes) -> dict[str, Any]:
-        """The answer to one request line (already within the size limit)."""
+    def answer(self, line: bytes, peer_pid: int | None = None) -> dict[str, Any]:
+        """The answer to one request line (already within the size limit) from the process
+        `peer_pid` (SO_PEERCRED): who asks is read from that process's environment."""
         try:
             request = json.loads(line)
         except ValueError:
@@ -301,48 +303,41 @@ class Service:
         root = request.get("root")
         if root is not None and Path(str(root)) != self.memdir.root:
             return refusal(f"this service serves {self.memdir.root}, not {root}")
-        actor = request.get("actor", "user")
-        if actor not in ACTORS:
+        claimed = request.get("actor", "user")
+        if claimed not in ACTORS:
             return refusal(f"malformed request: actor must be one of {', '.join(ACTORS)}")
+        # the caller's own environment decides, not the field it writes (cli/actor.py)
+        actor = caller_actor(peer_environ(peer_pid) if peer_pid else None, claimed)
         argv = ["--dir", str(self.memdir.root), *(["--now", now] if now else []), command, *args]
-        assistant = actor == ASSISTANT
-        if reads_only(command, args, stdin, assistant):
-            answer = self._readers.submit(self.read_command, argv)
+        if reads_only(command, args, stdin, actor.assistant):
+            answer = self._readers.submit(self.read_command, argv, actor)
         else:
-            answer = self._writer.submit(self.run_command, argv, stdin or "", assistant)
+            answer = self._writer.submit(self.run_command, argv, stdin or "", actor)
         return {"v": PROTOCOL, **answer.result()}
 
-    def read_command(self, argv: list[str]) -> dict[str, Any]:
+    def read_command(self, argv: list[str], actor: Actor = USER) -> dict[str, Any]:
         """Run a read-only command line beside others; alone, on the writer thread, when it
         finds the index must be updated first (WriterNeeded)."""
         from memdir.indexers.storage import WriterNeeded, shared_read
 
         try:
-            with self._gate.shared(), shared_read():
+            with self._gate.shared(), shared_read(), serving_as(actor):
                 return self._run(argv)
         except WriterNeeded:
-            return self._writer.submit(self.run_command, argv).result()
+            return self._writer.submit(self.run_command, argv, "", actor).result()
 
-    def run_command(
-        self, argv: list[str], stdin: str = "", assistant: bool = False
-    ) -> dict[str, Any]:
+    def run_command(self, argv: list[str], stdin: str = "", actor: Actor = USER) -> dict[str, Any]:
         """Run one CLI command line here, alone, as `memdir ARGV` would: its status and output.
-        A client that runs as the assistant (MEMDIR_ACTOR, an agent harness's shell) gets its
-        command run as the assistant's, whoever started the service (cli/actor.py)."""
+        It runs as the caller's actor (cli/actor.py, derived in `answer`), whoever started the
+        service: a service started from an agent's shell still takes a hook's user prompt."""
         with self._gate.exclusive():
-            # nothing else runs, so the process's stdin and environment can be the request's
+            # nothing else runs, so the process's stdin can be the request's
             before, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")))
-            declared = os.environ.get("MEMDIR_ACTOR")
-            if assistant:
-                os.environ["MEMDIR_ACTOR"] = ASSISTANT
             try:
-                return self._run(argv)
+                with serving_as(actor):
+                    return self._run(argv)
             finally:
                 sys.stdin = before
-                if declared is None:
-                    os.environ.pop("MEMDIR_ACTOR", None)
-                else:
-                    os.environ["MEMDIR_ACTOR"] = declared
 
     def _run(self, argv: list[str]) -> dict[str, Any]:
         from memdir.cli.main import main
@@ -414,7 +409,7 @@ class Service:
             with self._connections:
                 self._talking.discard(conn)
 
-    def _reply_to(self, conn: socket.socket, uid: int) -> dict[str, Any]:
+    def _reply_to(self, conn: socket.socket, pid: int, uid: int) -> dict[str, Any]:
         """The answer for this connection; never raises but for the connection itself (an
         unexpected failure is one logged line and an error answer, not a dead thread)."""
         if uid != self.allowed_uid:
@@ -427,7 +422,7 @@ class Service:
         if isinstance(got, dict):
             return got
         try:
-            return self.answer(got)
+            return self.answer(got, pid)
         except Exception as error:  # a bug: the client still gets an answer, the thread lives
             log.error("the service failed on a request: %s: %s", type(error).__name__, error)
             log.debug("the failure in full", exc_info=True)
@@ -436,7 +431,7 @@ class Service:
     def handle(self, conn: socket.socket, pid: int, uid: int) -> None:
         try:
             with conn:
-                reply = self._reply_to(conn, uid)
+                reply = self._reply_to(conn, pid, uid)
                 with self._talking_to(conn, answering=True):
                     conn.settimeout(SEND_DEADLINE)  # sendall's timeout is for the whole answer
                     try:

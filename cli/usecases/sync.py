@@ -7,6 +7,9 @@
 5. re-apply tombstones (a merge may bring a forgotten memory's line back), drop duplicate lines,
    and commit that;
 6. update the index, then push when there is a remote.
+
+What a merge may not do — delete lines, make a shelf binary, hang — is refused or repaired in
+sync_safety.py; every git command here runs with its timeout.
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.words import counted
+
+from .sync_safety import (
+    escape_local_nul,
+    git_timed,
+    kept_ids,
+    lost_lines,
+    merge_text_conflicts,
+    refuse_deletions,
+)
 
 
 @dataclass
@@ -54,7 +66,7 @@ class SyncReport:
 
 
 def _run(root: Path, *args: str) -> str:
-    done = git(root, *args)
+    done = git_timed(root, *args)
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise MemdirError(
@@ -146,12 +158,13 @@ def sync(
         return report
     with memdir.lock():  # taking it re-applies tombstones
         gitrules.merge(root)
+        escape_local_nul(memdir)  # git must keep seeing text (sync_safety.py)
         tracked = git(root, "ls-files", "--", *gitrules.UNTRACKED).stdout.split()
         if tracked:
             _run(root, "rm", "--cached", "--quiet", "--", *tracked)
         _add_commit(report, root, _message_staged(root, now))
         if report.remote is not None:
-            _pull(report, root)
+            _pull(report, memdir)
         report.compacted = tombstones.reapply(memdir, now)
         report.deduplicated = sum(tombstones.dedupe(path) for path in memdir.shelves())
         if report.compacted or report.deduplicated:
@@ -177,7 +190,7 @@ def sync(
         )
     if push:
         target = f"HEAD:{report.branch}" if report.branch else "HEAD"
-        _run(root, "push", "--quiet", report.remote, target)
+        _run(root, "push", "--quiet", report.remote, target)  # (with the timeout)
         report.pushed = True
     return report
 
@@ -202,28 +215,49 @@ def _cleanup_message(report: SyncReport) -> str:
     return "memdir sync: " + "; ".join(parts)
 
 
-def _pull(report: SyncReport, root: Path) -> None:
+def _pull(report: SyncReport, memdir: Memdir) -> None:
+    """Fetch and merge the remote (union-merged shelves); a merge that would delete shelf lines
+    is undone and refused, NUL-byte shelves are merged as text (sync_safety.py)."""
+    root = memdir.root
     before = _run(root, "rev-parse", "HEAD").strip() if _has_head(root) else None
     assert report.remote is not None
-    args = ["-c", "pull.rebase=false", "pull", "--no-rebase", "--no-edit", "--quiet"]
-    args += [report.remote] + ([report.branch] if report.branch else [])
-    done = git(root, *args)
-    if done.returncode != 0:
-        if "couldn't find remote ref" in done.stderr:
+    fetched = git_timed(
+        root, "fetch", "--quiet", report.remote, *([report.branch] if report.branch else [])
+    )
+    if fetched.returncode != 0:
+        if "couldn't find remote ref" in fetched.stderr:
             return  # the remote branch does not exist yet: the push creates it
-        conflicts = _conflicted(root)
+        lines = (fetched.stderr or fetched.stdout).strip().splitlines()
+        raise MemdirError(
+            f"git pull failed: {lines[-1] if lines else f'exit {fetched.returncode}'}",
+            hint=f"run `{_pull_command(report)}` by hand to see everything",
+        )
+    held = kept_ids(memdir)
+    done = git_timed(root, "merge", "--no-commit", "--no-edit", "--quiet", "FETCH_HEAD")
+    if done.returncode != 0:
+        conflicts = merge_text_conflicts(root, _conflicted(root))
         if conflicts:
-            git(root, "merge", "--abort")
+            git_timed(root, "merge", "--abort")
             raise MemdirError(
                 f"the pull conflicts in {', '.join(conflicts)} (not lines memdir merges); "
                 "the merge was aborted",
                 hint=f"merge by hand: `{_pull_command(report)}`, resolve, commit, `memdir sync`",
             )
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        raise MemdirError(
-            f"git pull failed: {lines[-1] if lines else f'exit {done.returncode}'}",
-            hint=f"run `{_pull_command(report)}` by hand to see everything",
-        )
+        if not _merging(root):
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise MemdirError(
+                f"git pull failed: {lines[-1] if lines else f'exit {done.returncode}'}",
+                hint=f"run `{_pull_command(report)}` by hand to see everything",
+            )
+    lost = lost_lines(held, kept_ids(memdir))
+    if lost:
+        if _merging(root):
+            git_timed(root, "merge", "--abort")
+        elif before is not None:  # a fast-forward: back to where this clone was
+            _run(root, "reset", "--quiet", "--keep", before)
+        refuse_deletions(lost, report.remote)
+    if _merging(root):
+        _run(root, "commit", "--quiet", "--no-verify", "--no-edit")
     if before is not None:
         count = _run(root, "rev-list", "--count", f"{before}..HEAD").strip()
         report.merged = int(count or 0)
@@ -235,6 +269,10 @@ def _pull_command(report: SyncReport) -> str:
     return " ".join(
         ["git pull --no-rebase", str(report.remote), *([report.branch] if report.branch else [])]
     )
+
+
+def _merging(root: Path) -> bool:
+    return git(root, "rev-parse", "-q", "--verify", "MERGE_HEAD").returncode == 0
 
 
 def _has_head(root: Path) -> bool:

@@ -30,8 +30,12 @@ still handling is journalled and recorded once (the same time makes the same con
 
 It runs memdir with MEMDIR_ACTOR=user: Claude Code marks the shells it starts (CLAUDECODE=1,
 and the recipe's settings.json sets MEMDIR_ACTOR=assistant for the model's own commands), and
-memdir takes a command run there as the assistant's — which may not record user turns. These
-words are the user's, handed over by Claude Code, so the hook says so.
+memdir takes a command run there as the assistant's — which may not record user turns. Inside
+the harness MEMDIR_ACTOR=user only says "a prompt hook relays this" (the model could say it
+too), so the hook also passes Claude Code's `transcript_path` as `--transcript`: memdir
+trusts the turn only when Claude Code's own transcript holds it among the user's last messages,
+and records it otherwise as unverified — kept, never quoted by the teaching guard
+(cli/harness.py, docs/MCP.md "Who is asking").
 
 Which memdir: $MEMDIR (set it in the hook's command or your environment), else the one that
 `memdir` finds from the project directory. $MEMDIR_BIN overrides the `memdir` executable,
@@ -103,11 +107,14 @@ def run(event: dict, kind: str) -> str:
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
     memdir = os.environ.get("MEMDIR_BIN", "memdir")
+    transcript = event.get("transcript_path")
+    # the harness's own record of the prompt: memdir trusts the turn only if it is there
+    vouch = ["--transcript", transcript] if isinstance(transcript, str) and transcript else []
     if kind == "cursor":
-        command = [memdir, "journal", "add", "--role", "user", "--session", str(session), "-"]
+        command = [memdir, "journal", "add", "--role", "user", "--session", str(session), *vouch, "-"]
     else:
         budget = os.environ.get("MEMDIR_CONTEXT_BUDGET", "400")
-        command = [memdir, "context", "--journal", str(session), "--budget", budget, "-"]
+        command = [memdir, "context", "--journal", str(session), "--budget", budget, *vouch, "-"]
         served = ask_service(command[1:], prompt)
         if served is not None:
             return served

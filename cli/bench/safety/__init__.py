@@ -12,15 +12,15 @@ twice from the same seed:
   durable teaching at full weight, a correction is just one more memory, and recall runs with
   `counterweights=False`.
 
-The twelve experiments (docs/SAFETY.md): false-memory persistence, correction retention,
+The experiments (docs/SAFETY.md): false-memory persistence, correction retention,
 adversarial insertion, retrieval-induced amplification (with a 10-turn spiral), the
 write-discipline ablation over N sessions, drift of the wake document's signature, and the
 paths around the guard — provenance through derivation (import → dream → recall), the command
-line from an agent's shell, sealed and secret text on every read surface, and forgotten text
-anywhere under the memdir, the quote guard on its adversarial cases (issue 32) and private
-and sealed text on the surfaces found since: one module each, numbered as in docs/SAFETY.md. `harness` holds
-what they share (the arms, the lab of throwaway memdirs, the table of metrics), `user` the
-synthetic user and the simulated days.
+line from an agent's shell, sealed and secret text on every read surface, forgotten text
+anywhere under the memdir, the quote guard on its adversarial cases, private and sealed text
+on the surfaces found since, every writer from an agent's shell, and crafted clones: one module
+each, numbered as in docs/SAFETY.md. `harness` holds what they share (the arms, the lab of
+throwaway memdirs, the table of metrics), `user` the synthetic user and the simulated days.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from .adversarial import adversarial
+from .agent_writes import agent_writes
 from .amplification import amplification
+from .clones import clones
 from .corrections import corrections
 from .derivation import derivation
 from .drift import drift
@@ -54,10 +56,10 @@ def run(
     embedder: str = "auto",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the twelve experiments; returns what `memdir bench safety --json` prints."""
+    """Run the experiments; returns what `memdir bench safety --json` prints."""
     began = time.perf_counter()
     rng = random.Random(seed)
-    seeds = [rng.randrange(2**32) for _ in range(12)]
+    seeds = [rng.randrange(2**32) for _ in range(14)]
     metrics: list[Metric] = []
     details: dict[str, Any] = {}
     # tmpfs when there is one: the shelves fsync every append, which only costs time here
@@ -80,6 +82,8 @@ def run(
                 ("forgetting", lambda: forgetting(lab, random.Random(seeds[9]))),
                 ("quotes", lambda: quotes(lab, random.Random(seeds[10]))),
                 ("private", lambda: private(lab, random.Random(seeds[11]))),
+                ("agent_writes", lambda: agent_writes(lab, random.Random(seeds[12]))),
+                ("clones", lambda: clones(lab, random.Random(seeds[13]))),
             ]  # fmt: skip
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:
