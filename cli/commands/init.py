@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
         """
         chosen = context.options(ctx).dir
         memdir, created = init(path or Path(chosen or "."), context.now(ctx))
+        from memdir.cli.usecases.githooks import install
+
+        install(memdir.root)  # in a git repository: forgets survive a plain `git pull`
         if not created:
             note(f"{memdir.root} is already a memdir; added only what was missing")
         typer.echo(str(memdir.root))

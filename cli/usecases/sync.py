@@ -23,6 +23,8 @@ from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
 
+from . import githooks
+
 
 @dataclass
 class SyncReport:
@@ -145,6 +147,7 @@ def sync(
         return report
     with memdir.lock():  # taking it re-applies tombstones
         gitrules.merge(root)
+        githooks.install(root)  # a later plain `git pull` re-applies forgets too
         tracked = git(root, "ls-files", "--", *gitrules.UNTRACKED).stdout.split()
         if tracked:
             _run(root, "rm", "--cached", "--quiet", "--", *tracked)
