@@ -22,6 +22,7 @@ IGNORED = (
     "/state/ring.yaml",
     "/state/sleep.yaml",
     "/state/imports.yaml",
+    "/journal/secret.jsonl",  # secret turns never enter a commit (docs/FORMAT.md, section 8)
 )
 IGNORED_COMMENT = (
     "# memdir: the derived cache, generated documents and per-machine state stay out of git."
