@@ -4,6 +4,7 @@ merge"): the PostgreSQL index loses the text in the forget command itself, and a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -180,3 +181,39 @@ def test_init_installs_the_hook_in_a_repository_and_keeps_a_users_own(tmp_path: 
     outside = tmp_path / "plain"
     ok(outside, "init", str(outside))
     assert not (outside / ".git").exists()
+
+
+def _guessed_id(prefix: str, line: dict[str, object]) -> str:
+    from memdir.archive_format.records import content_id
+
+    return content_id(prefix, line)
+
+
+def test_nothing_a_forget_leaves_confirms_a_guessed_text(tmp_path: Path) -> None:
+    """The attacker holds the memdir after the forget and guesses the text exactly: hashing the
+    guess with every field the tombstone and the redacted event still show (and the defaults)
+    must not reproduce their ids. Without the nonce (a 1.0 line) it does: the test can fail."""
+    from memdir.archive_format.records import Memory, new_memory
+
+    memdir, _ = init(tmp_path / "memory", T0_DT)
+    guessed_text = "Sam lives at 12 Elm Street"
+    taught = lifecycle.teach(memdir, guessed_text, T0_DT).id
+    guess = lifecycle.infer(memdir, "Sam moved away", T0_DT).id
+    reason = "no, Sam still lives at 12 Elm Street"
+    ok(memdir.root, "reject", guess, "--reason", reason)
+    for memory_id in (taught, guess):
+        ok(memdir.root, "forget", memory_id)
+    lines = [json.loads(raw) for raw in (memdir.root / "shelves" / "memories.jsonl").open()]
+    events = [json.loads(raw) for raw in (memdir.root / "shelves" / "events.jsonl").open()]
+    (stone,) = [line for line in lines if line["kind"] == "tombstone" and line["id"] == taught]
+    rebuilt = Memory(stone["id"], stone["created"], guessed_text, "teaching", "user", "semantic")
+    guessed_line = rebuilt.to_line()  # a guess knows no nonce
+    assert _guessed_id("m", guessed_line) != stone["id"]
+    (reject,) = [e for e in events if e["op"] == "reject"]
+    assert reject["redacted"] and "reason" not in reject
+    replayed = {k: v for k, v in reject.items() if k not in ("redacted", "nonce")}
+    assert _guessed_id("e", {**replayed, "reason": reason}) != reject["id"]
+    # the same guess against a line written without a nonce (format 1.0) is confirmed
+    old = new_memory(created=stone["created"], text=guessed_text, source="teaching",
+                               author="user", store="semantic")  # fmt: skip
+    assert _guessed_id("m", guessed_line) == old.id
