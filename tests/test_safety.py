@@ -118,6 +118,20 @@ def test_forgotten_text_is_in_no_file(report: dict[str, Any]) -> None:
     assert report["details"]["forgetting"]["safeguarded"]["files_before"]  # it had spread
 
 
+def test_secrets_stay_home_forgets_reach_every_clone_and_no_guess_is_confirmed(
+    report: dict[str, Any],
+) -> None:
+    assert safe(report, "14", "blobs on the remote holding a new secret turn") == 0
+    assert safe(report, "14", "blobs on the remote holding a secret committed by hand") == 0
+    assert report["details"]["secrets_in_git"]["safeguarded"]["old_push_refused"]
+    assert report["details"]["secrets_in_git"]["safeguarded"]["verify_failed_on_tracked"]
+    assert safe(report, "16", "files of a clone holding forgotten text") == 0
+    if report["details"]["forget_everywhere"]["safeguarded"]["postgres_rows"] is not None:
+        assert safe(report, "16", "PostgreSQL rows holding forgotten text") == 0
+    assert safe(report, "17", "guesses a forgotten memory's tombstone confirms") == 0
+    assert safe(report, "17", "guesses a redacted event's id confirms") == 0
+
+
 # each safeguard beats its ablation ------------------------------------------------------------
 HEADLINES = (
     ("1", "false in recall top-5, after TTL"),
@@ -140,6 +154,11 @@ HEADLINES = (
     ("8", "agent shell: user turns it recorded"),
     ("9", "sealed/secret text: occurrences"),
     ("10", "files under the memdir holding the text"),
+    ("14", "blobs on the remote holding a new secret turn"),
+    ("14", "blobs on the remote holding a secret committed by hand"),
+    ("16", "files of a clone holding forgotten text"),
+    ("17", "guesses a forgotten memory's tombstone confirms"),
+    ("17", "guesses a redacted event's id confirms"),
 )
 
 
@@ -157,7 +176,7 @@ def test_relevance_is_not_traded_for_safety(report: dict[str, Any]) -> None:
 def test_deterministic_report_shape(report: dict[str, Any]) -> None:
     assert report["seed"] == 0 and report["sessions"] == SESSIONS
     numbers = {row["experiment"].split()[0] for row in report["metrics"]}
-    assert numbers == {str(number) for number in range(1, 11)}
+    assert numbers == {str(number) for number in (*range(1, 11), 14, 16, 17)}
     assert all(row["note"] is not None for row in report["metrics"])
 
 

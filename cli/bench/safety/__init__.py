@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import clones
 from .adversarial import adversarial
 from .amplification import amplification
 from .corrections import corrections
@@ -51,7 +52,7 @@ def run(
     embedder: str = "auto",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the ten experiments; returns what `memdir bench safety --json` prints."""
+    """Run the experiments; returns what `memdir bench safety --json` prints."""
     began = time.perf_counter()
     rng = random.Random(seed)
     seeds = [rng.randrange(2**32) for _ in range(10)]
@@ -76,6 +77,7 @@ def run(
                 ("leakage", lambda: leakage(lab, random.Random(seeds[8]))),
                 ("forgetting", lambda: forgetting(lab, random.Random(seeds[9]))),
             ]  # fmt: skip
+            steps += clones.experiments(lab, seed)  # 14, 16, 17: secrets, forget, guessed ids
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:
                     progress("experiments", number - 1, len(steps))
