@@ -252,9 +252,12 @@ def new_nonce() -> str:
 
 
 def new_event(**fields: Any) -> Event:
-    """An event with its content-derived id filled in; one that carries free text (a reason,
-    evidence) gets a nonce, since its id outlives that text when forget redacts it."""
-    if (fields.get("reason") or fields.get("evidence")) and not fields.get("nonce"):
+    """An event with its content-derived id filled in; one that carries someone's free text (a
+    reason, evidence) gets a nonce, since its id outlives that text when forget redacts it.
+    memdir's own reasons (the TTL sweep's) are fixed words: those events stay reproducible, so
+    clones sweeping at the same time write one line."""
+    free_text = fields.get("reason") or fields.get("evidence")
+    if free_text and fields.get("actor") != "memdir" and not fields.get("nonce"):
         fields["nonce"] = new_nonce()
     line = Event(id="e-0000000000000000", **fields).to_line()
     return Event.from_line({**line, "id": content_id("e", line)})
