@@ -96,7 +96,9 @@ def test_verify_fails_on_a_tracked_secret_and_sync_refuses_to_push_it(
     assert "journal/turns.jsonl:1: a secret turn in a file git tracks" in out
     assert run(a, "sync") != 0
     error = capsys.readouterr().err
-    assert error.startswith("memdir: error: refusing to push") and "hint:" in error
+    errors = [line for line in error.splitlines() if line.startswith("memdir: error:")]
+    assert len(errors) == 1 and errors[0].startswith("memdir: error: refusing to push")
+    assert "hint:" in error
     assert "Traceback" not in error
     assert "4711" not in everything_git_holds(tmp_path / "hub.git")
     # the turn is safe on this machine, and out of the tracked file now
