@@ -23,6 +23,7 @@ IGNORED = (
     "/state/sleep.yaml",
     "/state/imports.yaml",
     "/memdir.local.yaml",  # the per-machine settings (settings.LOCAL_ONLY): never from a clone
+    "/journal/secret.jsonl",  # secret turns never enter a commit (docs/FORMAT.md, section 8)
 )
 IGNORED_COMMENT = (
     "# memdir: the derived cache, generated documents and per-machine state stay out of git."

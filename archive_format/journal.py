@@ -148,6 +148,20 @@ def turns_path(memdir: Memdir) -> Path:
     return memdir.journal_dir / "turns.jsonl"
 
 
+SECRET_NAME = "secret.jsonl"
+
+
+def secret_path(memdir: Memdir) -> Path:
+    """Where this machine keeps its secret turns (and their tombstones): a journal file like
+    the others, but git-ignored, so a secret never enters a commit (docs/FORMAT.md, section 8)."""
+    return memdir.journal_dir / SECRET_NAME
+
+
+def path_for(memdir: Memdir, turn: Turn) -> Path:
+    """The journal file a new turn goes to: a secret one stays on this machine."""
+    return secret_path(memdir) if turn.secrecy == "secret" else turns_path(memdir)
+
+
 def digests_path(memdir: Memdir) -> Path:
     return memdir.journal_dir / "digests.jsonl"
 
@@ -284,14 +298,16 @@ def add_turns(memdir: Memdir, turns: Iterable[Turn]) -> list[tuple[Turn, bool]]:
     results: list[tuple[Turn, bool]] = []
     with memdir.lock():
         present = idcache.open_cache(memdir).turns_present(turn.id for turn in batch)
-        payload: list[bytes] = []
+        payload: dict[Path, list[bytes]] = {}
         for turn in batch:
             fresh = turn.id not in present
             if fresh:
                 present.add(turn.id)
-                payload.append(encode_line(turn.to_line()))
+                payload.setdefault(path_for(memdir, turn), []).append(encode_line(turn.to_line()))
             results.append((turn, fresh))
-        shelf.append(turns_path(memdir), payload, memdir.quarantine_dir)
+        for path in (turns_path(memdir), secret_path(memdir)):
+            if path in payload:
+                shelf.append(path, payload[path], memdir.quarantine_dir)
     return results
 
 
@@ -357,10 +373,13 @@ def forget_turns(memdir: Memdir, turns: Iterable[Turn], now: datetime) -> list[D
             write_bytes(path, output)
     # the id cache follows the rewritten files on its next sync (a new inode: read again)
     known = forgotten_turns(memdir)
-    stones = [Tombstone(turn.id, turn.at, format_time(now)) for turn in chosen.values()
-              if turn.id not in known]  # fmt: skip
-    shelf.append(turns_path(memdir), [encode_line(stone.to_line()) for stone in stones],
-                 memdir.quarantine_dir)  # fmt: skip
+    stones: dict[Path, list[bytes]] = {}
+    for turn in chosen.values():
+        if turn.id not in known:  # a secret turn's tombstone stays on this machine too
+            stone = Tombstone(turn.id, turn.at, format_time(now))
+            stones.setdefault(path_for(memdir, turn), []).append(encode_line(stone.to_line()))
+    for path, lines in stones.items():
+        shelf.append(path, lines, memdir.quarantine_dir)
     return removed
 
 

@@ -35,6 +35,7 @@ from .records import (
     encode_line,
     new_event,
     new_memory,
+    new_nonce,
 )
 from .validate import line_problems
 
@@ -170,7 +171,7 @@ def _check(line: dict[str, Any]) -> None:
 
 def _identity(memory: Memory) -> dict[str, Any]:
     line = memory.to_line()
-    for name in ("id", "created", "expires"):
+    for name in ("id", "created", "expires", "nonce"):
         line.pop(name, None)
     return line
 
@@ -217,7 +218,7 @@ def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
 
 # what a caller may set on a new memory (the rest is derived: id, created, text, source, …)
 _OPTIONAL_MEMORY_FIELDS = frozenset(f.name for f in dataclass_fields(Memory)) - {
-    "id", "created", "text", "source", "author", "store", "personas", "links",
+    "id", "created", "text", "source", "author", "store", "personas", "links", "nonce",
 }  # fmt: skip
 
 
@@ -241,6 +242,7 @@ def _memory(text: str, source: str, author: str, now: datetime, **options: Any) 
         personas=personas,
         links=links,
         **fields,
+        nonce=new_nonce(),  # the id is no hash of the text alone: a forget leaves no oracle
     )
 
 

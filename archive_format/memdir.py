@@ -23,7 +23,7 @@ from .settings import INIT_KEYS, LOCAL_NAME, Settings, default_yaml, load_settin
 from .state import parse_yaml, write_yaml
 from .validate import load_schema, problems
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # 1.1: nonces in memory and event lines (docs/FORMAT.md, "Ids")
 SUPPORTED_MAJOR = 1
 log = logging.getLogger("memdir")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar, TypeVar, get_origin, get_type_hints
@@ -48,11 +49,11 @@ PLUTCHIK = ("joy", "trust", "fear", "surprise", "sadness", "disgust", "anger", "
 MEMORY_FIELDS = (
     "kind", "id", "created", "text", "source", "author", "store", "type", "subtype", "key",
     "importance", "temporal", "affect", "personas", "visibility", "meta", "links", "session",
-    "thread", "expires", "pinned", "origin",
+    "thread", "expires", "pinned", "origin", "nonce",
 )  # fmt: skip
 EVENT_FIELDS = (
     "kind", "id", "at", "op", "target", "actor", "reason", "evidence", "to", "link_type",
-    "redacted",
+    "redacted", "nonce",
 )  # fmt: skip
 TOMBSTONE_FIELDS = ("kind", "id", "created", "forgotten")
 
@@ -230,6 +231,7 @@ class Memory(LineRecord):
     expires: str | None = None
     pinned: bool = False
     origin: str | None = None
+    nonce: str | None = None
 
     @property
     def type_label(self) -> str | None:
@@ -263,10 +265,24 @@ class Event(LineRecord):
     to: str | None = None
     link_type: str | None = None
     redacted: bool = False
+    nonce: str | None = None
+
+
+def new_nonce() -> str:
+    """128 random bits for a line's `nonce`: its id then hashes a value that leaves with the
+    line, so after a forget nothing left (a tombstone, a redacted event) is a hash that a
+    guessed text could reproduce (docs/FORMAT.md, "Ids")."""
+    return secrets.token_hex(16)
 
 
 def new_event(**fields: Any) -> Event:
-    """An event with its content-derived id filled in."""
+    """An event with its content-derived id filled in; one that carries someone's free text (a
+    reason, evidence) gets a nonce, since its id outlives that text when forget redacts it.
+    memdir's own reasons (the TTL sweep's) are fixed words: those events stay reproducible, so
+    clones sweeping at the same time write one line."""
+    free_text = fields.get("reason") or fields.get("evidence")
+    if free_text and fields.get("actor") != "memdir" and not fields.get("nonce"):
+        fields["nonce"] = new_nonce()
     line = Event(id="e-0000000000000000", **fields).to_line()
     return Event.from_line({**line, "id": content_id("e", line)})
 

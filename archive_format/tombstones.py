@@ -3,11 +3,12 @@
 A union merge keeps both sides' lines, so a clone that still had a memory's line brings its
 text back next to the tombstone another clone wrote. The fold already treats the memory as
 forgotten; `reapply` removes the text again. It runs whenever a command takes the writer lock
-(`Memdir.lock`) and in `memdir sync`, and stays cheap: a stamp in the cache remembers each
-shelf's inode and size, so a shelf that only grew is scanned from where the last check ended,
-and an unchanged one not at all. A shelf that was rewritten is read whole; so is every shelf
-after git touched its index (a merge, a checkout, a pull), since a file git writes anew may get
-the inode number of the one it replaced.
+(`Memdir.lock`), in `memdir sync`, and before every other command too (`catch_up`: reads
+included, so a plain `git pull` never leaves forgotten text on show), and stays cheap: a stamp
+in the cache remembers each shelf's inode and size, so a shelf that only grew is scanned from
+where the last check ended, and an unchanged one not at all. A shelf that was rewritten is read
+whole; so is every shelf after git touched its index (a merge, a checkout, a pull), since a
+file git writes anew may get the inode number of the one it replaced.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from . import atomic, clock, ring, shelf
 from .clock import format_time
-from .errors import FormatError
+from .errors import FormatError, LockedError
 from .memdir import Memdir
 from .records import Event, Tombstone, encode_line
 from .validate import line_is_valid
@@ -31,6 +32,7 @@ from .validate import line_is_valid
 log = logging.getLogger("memdir")
 
 STAMP_NAME = "tombstones.json"
+_CATCH_UP_WAIT = 2.0  # seconds a reader waits for the writer lock before leaving it to its holder
 _TOMBSTONE = re.compile(rb'^\{"kind":"tombstone","id":"([^"]+)"', re.MULTILINE)
 _EVENT = b'{"kind":"event","id":"'
 _FORGET = re.compile(rb'"op":"forget","target":"([^"]+)"')
@@ -120,6 +122,45 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         _drop_documents(memdir)
     _write_stamp(memdir, shelves, forgotten, stamp)
     return sorted(compacted)
+
+
+def pending(memdir: Memdir) -> bool:
+    """Whether a shelf changed since the tombstones were last re-applied (it grew, was
+    rewritten, or git touched its index): a stat of each shelf, no read of their lines."""
+    stamp = _read_stamp(memdir)
+    known = stamp.get("shelves")
+    if not isinstance(known, dict) or stamp.get("git") != _git_index(memdir.root):
+        return True
+    shelves = memdir.shelves()
+    if len(shelves) != len(known):
+        return True
+    for path in shelves:
+        info = path.stat()
+        if known.get(path.name) != [info.st_ino, info.st_size]:
+            return True
+    return False
+
+
+def catch_up(memdir: Memdir) -> None:
+    """Before any command answers, a read included: re-apply the forgets a plain `git pull`
+    (or any merge) brought back, so that no shelf, ring or generated document this machine
+    shows still holds forgotten text. Free when nothing changed; otherwise it takes the writer
+    lock briefly (whose holder re-applies them). A busy lock means another command holds it and
+    re-applies them itself; a memdir this process may not write (a mounted backup) is left as
+    it is, with a warning (the fold still hides the forgotten memories)."""
+    if not memdir.shelves_dir.is_dir() or not pending(memdir):
+        return
+    try:
+        with memdir.lock(timeout=_CATCH_UP_WAIT):
+            pass
+    except LockedError:
+        return
+    except OSError as error:
+        log.warning(
+            "could not re-apply the forgets a merge may have undone (%s): %s",
+            memdir.root,
+            error.strerror or error,
+        )
 
 
 def _git_index(root: Path) -> list[int] | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import gitrules, journal, shelf
+from . import gitrules, journal, secrets, shelf
 from .errors import FormatError
 from .memdir import Memdir
 from .records import author_is_user, content_id
@@ -178,6 +178,11 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             read_yaml(state_file)
         except FormatError as error:
             report.problems.append(error.message)
+    report.problems.extend(
+        f"{where}: a secret turn in a file git tracks (a sync would push it in plain text; "
+        "`memdir sync` moves it to the git-ignored journal/secret.jsonl)"
+        for where in secrets.tracked(memdir)
+    )
     for name, lacking in gitrules.missing(memdir.root).items():
         report.warnings.append(
             f"{name} lacks {', '.join(lacking)}: clones may conflict; `memdir init .` adds it"

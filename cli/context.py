@@ -46,6 +46,10 @@ def open_memdir(ctx: typer.Context, lenient: bool = False) -> Memdir:
     chosen = options(ctx)
     if chosen.memdir is None:
         chosen.memdir = Memdir.open(find_root(chosen.dir), lenient)
+        if not lenient:  # verify, doctor and export look at the files as they are
+            from memdir.archive_format.tombstones import catch_up
+
+            catch_up(chosen.memdir)
     return chosen.memdir
 
 

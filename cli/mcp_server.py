@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
-from memdir.archive_format import clock, journal, lifecycle, people
+from memdir.archive_format import clock, journal, lifecycle, people, tombstones
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
 
@@ -467,8 +467,11 @@ TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
 }
 
 
-def _serialised(method: F, lock: threading.Lock, tool_error: type[Exception]) -> F:
-    """One call at a time; memdir's own errors become tool errors the model can read."""
+def _serialised(
+    method: F, lock: threading.Lock, tool_error: type[Exception], memdir: Memdir | None = None
+) -> F:
+    """One call at a time; memdir's own errors become tool errors the model can read. Each
+    call first re-applies the forgets a merge may have undone (tombstones.catch_up)."""
 
     # Not the method's __dict__: a grouped tool's __signature__ there still lists `self`, while
     # inspect.signature, following __wrapped__ to the bound method, leaves it out.
@@ -476,6 +479,8 @@ def _serialised(method: F, lock: threading.Lock, tool_error: type[Exception]) ->
     def call(*args: Any, **kwargs: Any) -> Any:
         with lock:
             try:
+                if memdir is not None:
+                    tombstones.catch_up(memdir)
                 return method(*args, **kwargs)
             except MemdirError as error:
                 hint = f" (hint: {error.hint})" if error.hint else ""
@@ -535,7 +540,7 @@ def build_server(memdir: Memdir, window: timedelta = provenance.DEFAULT_WINDOW) 
     for name, (title, read_only, destructive, idempotent) in TOOLS.items():
         hints = ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
                                 idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
-        server.add_tool(_serialised(getattr(tools, name), lock, ToolError), name=name,
+        server.add_tool(_serialised(getattr(tools, name), lock, ToolError, memdir), name=name,
                         title=title, annotations=hints)  # fmt: skip
     return server
 

@@ -141,8 +141,8 @@ def test_unknown_major_format_version(cli, filled: tuple[Memdir, str]) -> None:
     md, _ = filled
     config = md.root / "memdir.yaml"
     text = config.read_text()
-    assert "format: '1.0'" in text
-    config.write_text(text.replace("format: '1.0'", "format: '2.0'"))
+    assert "format: '1.1'" in text
+    config.write_text(text.replace("format: '1.1'", "format: '2.0'"))
     before = snapshot(md.root)
     for command in (("list",), ("teach", "new")):
         done = cli(*in_dir(md, *command))

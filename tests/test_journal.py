@@ -77,8 +77,13 @@ def test_digest_lines_match_their_schema() -> None:
 
 # the command line --------------------------------------------------------------------------
 def turns_file(root: Path) -> list[dict]:
-    path = root / "journal" / "turns.jsonl"
-    return [json.loads(raw) for raw in path.read_bytes().splitlines()] if path.exists() else []
+    """The turn lines of the committed journal file and of the per-machine secret one."""
+    lines = []
+    for name in ("turns.jsonl", "secret.jsonl"):
+        path = root / "journal" / name
+        if path.exists():
+            lines += [json.loads(raw) for raw in path.read_bytes().splitlines()]
+    return lines
 
 
 def test_cli_add_stores_verbatim_turns_and_skips_repeats(cli, md: Memdir) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -242,8 +243,10 @@ def test_cli_inference_expires_is_swept_once_and_confirmed_later(cli, home: Path
             "target": memory_id,
             "actor": "user:ana",
             "evidence": "yes, mornings",
+            "nonce": confirm_event[0]["nonce"],  # free text: the id must not hash it alone
         }
     ]
+    assert re.fullmatch(r"[0-9a-f]{32}", confirm_event[0]["nonce"])
     log = cli("log", memory_id, cwd=home, now=confirm_at)
     assert log.code == 0, log
     assert "now durable" in log.out

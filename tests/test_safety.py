@@ -141,6 +141,20 @@ def test_private_and_sealed_text_stay_in(report: dict[str, Any]) -> None:
     assert detail["unrestricted"]["escapes"] > 0
 
 
+def test_secrets_stay_home_forgets_reach_every_clone_and_no_guess_is_confirmed(
+    report: dict[str, Any],
+) -> None:
+    assert safe(report, "14", "blobs on the remote holding a new secret turn") == 0
+    assert safe(report, "14", "blobs on the remote holding a secret committed by hand") == 0
+    assert report["details"]["secrets_in_git"]["safeguarded"]["old_push_refused"]
+    assert report["details"]["secrets_in_git"]["safeguarded"]["verify_failed_on_tracked"]
+    assert safe(report, "16", "files of a clone holding forgotten text") == 0
+    if report["details"]["forget_everywhere"]["safeguarded"]["postgres_rows"] is not None:
+        assert safe(report, "16", "PostgreSQL rows holding forgotten text") == 0
+    assert safe(report, "17", "guesses a forgotten memory's tombstone confirms") == 0
+    assert safe(report, "17", "guesses a redacted event's id confirms") == 0
+
+
 # each safeguard beats its ablation ------------------------------------------------------------
 HEADLINES = (
     ("1", "false in recall top-5, after TTL"),
@@ -165,6 +179,11 @@ HEADLINES = (
     ("10", "files under the memdir holding the text"),
     ("11", "quote guard: adversarial writes that went through"),
     ("12", "private/sealed text or ids"),
+    ("14", "blobs on the remote holding a new secret turn"),
+    ("14", "blobs on the remote holding a secret committed by hand"),
+    ("16", "files of a clone holding forgotten text"),
+    ("17", "guesses a forgotten memory's tombstone confirms"),
+    ("17", "guesses a redacted event's id confirms"),
 )
 
 
@@ -182,7 +201,7 @@ def test_relevance_is_not_traded_for_safety(report: dict[str, Any]) -> None:
 def test_deterministic_report_shape(report: dict[str, Any]) -> None:
     assert report["seed"] == 0 and report["sessions"] == SESSIONS
     numbers = {row["experiment"].split()[0] for row in report["metrics"]}
-    assert numbers == {str(number) for number in (*range(1, 14), 15)}
+    assert numbers == {str(number) for number in range(1, 18)}
     assert all(row["note"] is not None for row in report["metrics"])
 
 

@@ -86,12 +86,27 @@ def test_a_forget_is_not_undone_by_the_other_clone(tmp_path: Path) -> None:
 
 def test_the_same_line_appended_on_both_clones_counts_once(tmp_path: Path) -> None:
     a, b = hub_and_clones(tmp_path)
-    ids = {run(clone, "teach", "coffee, black").out.strip() for clone in (a, b)}
-    assert len(ids) == 1  # same content, same second: the same id
+    first = run(a, "teach", "coffee, black").out.strip()
+    second = run(a, "teach", "tea, green").out.strip()
     run(a, "sync")
     run(b, "sync")
-    assert len(listed(b)) == 1
-    assert shelf_text(b).count("coffee, black") == 1  # sync dropped the duplicate
+    for clone in (a, b):  # the same link in the same second: the same line, the same id
+        run(clone, "link", first, second, "--type", "related")
+    run(a, "sync")
+    run(b, "sync")
+    assert len(listed(b)) == 2
+    assert shelf_text(b).count('"op":"link"') == 1  # sync dropped the duplicate
+
+
+def test_the_same_text_taught_on_two_clones_is_two_memories(tmp_path: Path) -> None:
+    """Since format 1.1 a teaching carries a nonce (docs/FORMAT.md, "Ids"), so each clone's
+    teaching of the same words is its own memory; both merge, neither is lost."""
+    a, b = hub_and_clones(tmp_path)
+    ids = {run(clone, "teach", "coffee, black").out.strip() for clone in (a, b)}
+    assert len(ids) == 2
+    run(a, "sync")
+    run(b, "sync")
+    assert set(listed(b)) == ids
 
 
 def test_confirm_and_reject_in_the_same_second_reject_wins_and_verify_warns(

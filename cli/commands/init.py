@@ -36,6 +36,9 @@ def register(app: typer.Typer) -> None:
             localize_settings(root) if is_memdir(root) and not context.actor(ctx).assistant else []
         )
         memdir, created = init(root, context.now(ctx))
+        from memdir.cli.usecases.githooks import install
+
+        install(memdir.root)  # in a git repository: forgets survive a plain `git pull`
         if not created:
             note(f"{memdir.root} is already a memdir; added only what was missing")
         if moved:

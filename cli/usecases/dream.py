@@ -6,8 +6,9 @@
 2. Only closed groups are consolidated (the last turn is at least `gap` old), so a conversation
    in progress is not cut in two.
 3. Each group's normal, non-secret turns are summarised (extractively, or by the configured
-   command) into a `derived` `episodic` memory that links to them (`summarises`); private,
-   sealed and secret turns are counted (`withheld`) and never summarised. A group with at
+   command) into a `derived` `episodic` memory that links to them (`summarises`); private
+   and sealed turns are counted (`withheld`) and never summarised; secret turns stay out of
+   dreams altogether (they never leave this machine, and a digest is committed). A group with at
    least two summarisable turns and a topic signal (an explicit topic, or a word that recurs
    across turns) is also promoted: a `derived` `semantic` memory about the topic.
 4. A `digest` line in the journal records the group: the turn → summary backlink, and what
@@ -421,7 +422,10 @@ def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
     with maintenance_lock(memdir):
         book = journal.read_journal(memdir, until=now)
         done = book.digested()
-        groups = group_turns([t for t in book.turns if t.id not in done], rules)
+        # secret turns stay out: they live on this machine only (journal/secret.jsonl), and a
+        # committed digest naming one would carry its id, a hash over its text
+        fresh = [t for t in book.turns if t.id not in done and t.secrecy != "secret"]
+        groups = group_turns(fresh, rules)
         closed = [group for group in groups if now - group.last >= rules.gap]
         report.open_groups = len(groups) - len(closed)
         ttl = memdir.settings.inference_ttl

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memdir.archive_format import journal, lifecycle
-from memdir.archive_format.errors import AmbiguousIdError, BadInputError, NotFoundError
+from memdir.archive_format.errors import (
+    AmbiguousIdError,
+    BadInputError,
+    MemdirError,
+    NotFoundError,
+)
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
 
@@ -101,7 +106,26 @@ def refresh_derived(memdir: Memdir, now: datetime, present: dict[str, bool]) -> 
         documents.refresh_boot(memdir, now, briefing)
     if present["wake"] or documents.wake_path(memdir).exists():
         documents.write_wake(memdir, now, briefing=briefing)
-    if (memdir.cache_dir / "index" / "catalog.sqlite").exists():
+    if _has_index(memdir):
         from .recall import fresh_index
 
-        fresh_index(memdir).close()
+        try:
+            fresh_index(memdir).close()
+        except MemdirError as error:
+            if memdir.settings.index.backend != "postgres":
+                raise
+            error.message = (
+                f"forgotten in the files, but the index database still holds the text: "
+                f"{error.message}"
+            )
+            error.hint = "run `memdir index` once the database answers; it removes the text"
+            raise
+
+
+def _has_index(memdir: Memdir) -> bool:
+    """Whether an index may hold the forgotten text: a local one has its catalog file; a
+    PostgreSQL one lives on the server, so it is always brought up to date (an unreachable
+    server is an error: the text would stay in the database)."""
+    if memdir.settings.index.backend == "postgres":
+        return True
+    return (memdir.cache_dir / "index" / "catalog.sqlite").exists()

@@ -20,13 +20,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memdir.archive_format import gitrules, tombstones
+from memdir.archive_format import gitrules, secrets, tombstones
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.words import counted
 
+from . import githooks
 from .sync_safety import (
     escape_local_nul,
     git_timed,
@@ -159,6 +160,8 @@ def sync(
     with memdir.lock():  # taking it re-applies tombstones
         gitrules.merge(root)
         escape_local_nul(memdir)  # git must keep seeing text (sync_safety.py)
+        githooks.install(root)  # a later plain `git pull` re-applies forgets too
+        secrets.move_out(memdir)  # an older memdir's secret turns: to the git-ignored file
         tracked = git(root, "ls-files", "--", *gitrules.UNTRACKED).stdout.split()
         if tracked:
             _run(root, "rm", "--cached", "--quiet", "--", *tracked)
@@ -189,10 +192,24 @@ def sync(
             "`memdir sync --no-push` commits without one",
         )
     if push:
+        _refuse_secrets(root, report.remote)
         target = f"HEAD:{report.branch}" if report.branch else "HEAD"
         _run(root, "push", "--quiet", report.remote, target)  # (with the timeout)
         report.pushed = True
     return report
+
+
+def _refuse_secrets(root: Path, remote: str) -> None:
+    """Nothing is pushed while a commit that is not on the remote yet adds a secret turn (made
+    before secrets stayed on their machine, or by hand): it would leave in plain text."""
+    leaked = secrets.unpushed(root, remote)
+    if leaked:
+        raise MemdirError(
+            f"refusing to push: {len(leaked)} unpushed commit(s) hold a secret turn in plain text "
+            f"({', '.join(leaked[:3])}{', …' if len(leaked) > 3 else ''})",
+            hint=f"the turns now live in journal/secret.jsonl (git-ignored); drop them from "
+            f"those commits, e.g. `git reset --soft {remote}/BRANCH` then `memdir sync`",
+        )
 
 
 def _message_staged(root: Path, now: datetime) -> str:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import leftovers
 from .adversarial import adversarial
 from .agent_writes import agent_writes
 from .amplification import amplification
@@ -85,6 +86,7 @@ def run(
                 ("agent_writes", lambda: agent_writes(lab, random.Random(seeds[12]))),
                 ("clones", lambda: clones(lab, random.Random(seeds[13]))),
             ]  # fmt: skip
+            steps += leftovers.experiments(lab, seed)  # 14, 16, 17: secrets, forget, guessed ids
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:
                     progress("experiments", number - 1, len(steps))

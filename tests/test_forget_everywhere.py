@@ -1,0 +1,219 @@
+"""Forget reaches every backend and every clone (docs/FORMAT.md section 5 and "Forget after a
+merge"): the PostgreSQL index loses the text in the forget command itself, and after a plain
+`git pull` the next command, a read included, removes the text a merge brought back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from clones import git, hub_and_clones
+from conftest import T0, T0_DT, configure
+
+from memdir.archive_format import lifecycle
+from memdir.archive_format.memdir import init
+from memdir.cli.main import main
+
+LATER = "2026-05-01T10:00:00Z"
+SECRET_WORDS = "Quillborne"  # a word no other memory holds
+TEXT = f"My safe word is {SECRET_WORDS} and nobody may know it"
+OTHERS = ("I drink my coffee black", "The dog hides under the bed during storms")
+
+
+def run(root: Path, *args: str, now: str = T0) -> int:
+    os.environ["MEMDIR_NOW"] = now
+    try:
+        return main(["--dir", str(root), *args])
+    finally:
+        del os.environ["MEMDIR_NOW"]
+
+
+def database_rows_holding(dsn: str, schema: str, needle: str) -> list[str]:
+    """Every table.column of the memdir's schema whose rows hold `needle` (any text column,
+    case-insensitively: the postings hold lower-cased lexemes)."""
+    import psycopg
+
+    found = []
+    with psycopg.connect(dsn) as connection:
+        columns = connection.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = %s AND data_type IN ('text', 'character varying', 'ARRAY')",
+            (schema,),
+        ).fetchall()
+        for table, column in columns:
+            query = f'SELECT count(*) FROM "{schema}"."{table}" WHERE "{column}"::text ILIKE %s'
+            (count,) = connection.execute(query, (f"%{needle}%",)).fetchone()
+            if count:
+                found.append(f"{table}.{column}")
+    return found
+
+
+def test_forget_removes_the_text_from_the_postgres_index(tmp_path: Path, postgres_dsn: str) -> None:
+    from memdir.indexers.postgres import memdir_schema
+
+    memdir, _ = init(tmp_path / "memory", T0_DT)
+    memdir = configure(
+        memdir, embedder={"kind": "hashing"}, index={"backend": "postgres", "dsn": postgres_dsn}
+    )
+    for text in OTHERS:
+        lifecycle.teach(memdir, text, T0_DT)
+    secret = lifecycle.teach(memdir, TEXT, T0_DT)
+    assert run(memdir.root, "index") == 0
+    schema = memdir_schema(memdir)
+    assert database_rows_holding(postgres_dsn, schema, SECRET_WORDS), "the test must see it"
+    assert run(memdir.root, "forget", secret.id) == 0
+    # the forget itself removed it: no later command ran
+    assert database_rows_holding(postgres_dsn, schema, SECRET_WORDS) == []
+    assert database_rows_holding(postgres_dsn, schema, "coffee"), "the rest stays indexed"
+
+
+def test_forget_with_the_database_down_says_the_text_is_still_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memdir, _ = init(tmp_path / "memory", T0_DT)
+    memdir = configure(
+        memdir,
+        embedder={"kind": "hashing"},
+        index={"backend": "postgres", "dsn": f"host={tmp_path / 'nowhere'} connect_timeout=2"},
+    )
+    secret = lifecycle.teach(memdir, TEXT, T0_DT)
+    capsys.readouterr()
+    assert run(memdir.root, "forget", secret.id) != 0
+    error = capsys.readouterr().err
+    assert "index database still holds the text" in error and "memdir index" in error
+    assert "Traceback" not in error
+    assert SECRET_WORDS not in (memdir.root / "shelves" / "memories.jsonl").read_text()
+
+
+def ok(root: Path, *args: str, now: str = T0) -> None:
+    assert run(root, *args, now=now) == 0, args
+
+
+def plain_pull(clone: Path) -> None:
+    """`git pull` as a user types it: no memdir command runs (hooks run if installed)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("MEMDIR", "MEMDIR_NOW")}
+    done = subprocess.run(
+        ["git", "-C", str(clone), "pull", "-q", "--no-rebase", "--no-edit"],
+        env=environment, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def held_everywhere(clone: Path) -> str:
+    """Every file a reader of this clone may show: shelves, journal, state, documents."""
+    found = []
+    for folder in ("shelves", "journal", "state", "documents"):
+        for path in sorted((clone / folder).rglob("*")):
+            if path.is_file():
+                found.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "".join(found)
+
+
+def forgotten_on_b_and_brought_back_to_a(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A memory forgotten on b; a, which still quoted it (a reject's reason) and had it in its
+    ring and wake document, then runs a plain `git pull` without memdir's hook."""
+    a, b = hub_and_clones(tmp_path)
+    taught = lifecycle.teach(init(a, T0_DT)[0], TEXT, T0_DT).id
+    ok(a, "wake")
+    ok(a, "sync")
+    ok(b, "sync")
+    ok(b, "forget", taught)
+    ok(b, "sync")
+    ok(a, "reject", taught, "--reason", f"not {SECRET_WORDS}", now=LATER)
+    git(a, "commit", "-q", "-am", "a's reject")
+    for clone in (a, b):
+        hook = Path(git(clone, "rev-parse", "--absolute-git-dir").stdout.strip())
+        (hook / "hooks" / "post-merge").unlink(missing_ok=True)
+    plain_pull(a)
+    assert SECRET_WORDS in held_everywhere(a), "the merge must bring the text back"
+    return a, b, taught
+
+
+@pytest.mark.parametrize("read", [("list",), ("wake",), ("show", "--json"), ("recall", "safe")])
+def test_a_read_after_a_plain_pull_removes_the_forgotten_text_first(
+    tmp_path: Path, read: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _, taught = forgotten_on_b_and_brought_back_to_a(tmp_path)
+    capsys.readouterr()
+    arguments = [*read[:1], taught, *read[1:]] if read[0] == "show" else list(read)
+    code = run(a, *arguments, now=LATER)
+    out = capsys.readouterr().out
+    assert SECRET_WORDS not in out
+    if read[0] != "show":  # a forgotten id is not found by show: an error, not the text
+        assert code == 0
+    assert SECRET_WORDS not in held_everywhere(a)
+
+
+def test_sync_installs_the_post_merge_hook_and_a_plain_pull_then_cleans_up(
+    tmp_path: Path,
+) -> None:
+    a, b = hub_and_clones(tmp_path)
+    taught = lifecycle.teach(init(a, T0_DT)[0], TEXT, T0_DT).id
+    ok(a, "sync")
+    hook = Path(git(a, "rev-parse", "--absolute-git-dir").stdout.strip()) / "hooks" / "post-merge"
+    assert hook.is_file() and os.access(hook, os.X_OK)
+    ok(b, "sync")
+    ok(b, "forget", taught)
+    ok(b, "sync")
+    ok(a, "reject", taught, "--reason", f"not {SECRET_WORDS}", now=LATER)
+    git(a, "commit", "-q", "-am", "a's reject")
+    plain_pull(a)
+    # the hook ran: the files are clean before any memdir command reads them, and committed
+    assert SECRET_WORDS not in held_everywhere(a)
+    assert git(a, "status", "--porcelain").stdout == ""
+
+
+def test_init_installs_the_hook_in_a_repository_and_keeps_a_users_own(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for repo in (ours, theirs):
+        repo.mkdir()
+        git(repo, "init", "-q")
+    own = theirs / ".git" / "hooks" / "post-merge"
+    own.write_text("#!/bin/sh\necho mine\n")
+    ok(ours, "init", str(ours))
+    ok(theirs, "init", str(theirs))
+    installed = ours / ".git" / "hooks" / "post-merge"
+    assert "sync --local" in installed.read_text() and os.access(installed, os.X_OK)
+    assert own.read_text() == "#!/bin/sh\necho mine\n"
+    outside = tmp_path / "plain"
+    ok(outside, "init", str(outside))
+    assert not (outside / ".git").exists()
+
+
+def _guessed_id(prefix: str, line: dict[str, object]) -> str:
+    from memdir.archive_format.records import content_id
+
+    return content_id(prefix, line)
+
+
+def test_nothing_a_forget_leaves_confirms_a_guessed_text(tmp_path: Path) -> None:
+    """The attacker holds the memdir after the forget and guesses the text exactly: hashing the
+    guess with every field the tombstone and the redacted event still show (and the defaults)
+    must not reproduce their ids. Without the nonce (a 1.0 line) it does: the test can fail."""
+    from memdir.archive_format.records import Memory, new_memory
+
+    memdir, _ = init(tmp_path / "memory", T0_DT)
+    guessed_text = "Sam lives at 12 Elm Street"
+    taught = lifecycle.teach(memdir, guessed_text, T0_DT).id
+    guess = lifecycle.infer(memdir, "Sam moved away", T0_DT).id
+    reason = "no, Sam still lives at 12 Elm Street"
+    ok(memdir.root, "reject", guess, "--reason", reason)
+    for memory_id in (taught, guess):
+        ok(memdir.root, "forget", memory_id)
+    lines = [json.loads(raw) for raw in (memdir.root / "shelves" / "memories.jsonl").open()]
+    events = [json.loads(raw) for raw in (memdir.root / "shelves" / "events.jsonl").open()]
+    (stone,) = [line for line in lines if line["kind"] == "tombstone" and line["id"] == taught]
+    rebuilt = Memory(stone["id"], stone["created"], guessed_text, "teaching", "user", "semantic")
+    guessed_line = rebuilt.to_line()  # a guess knows no nonce
+    assert _guessed_id("m", guessed_line) != stone["id"]
+    (reject,) = [e for e in events if e["op"] == "reject"]
+    assert reject["redacted"] and "reason" not in reject
+    replayed = {k: v for k, v in reject.items() if k not in ("redacted", "nonce")}
+    assert _guessed_id("e", {**replayed, "reason": reason}) != reject["id"]
+    # the same guess against a line written without a nonce (format 1.0) is confirmed
+    old = new_memory(created=stone["created"], text=guessed_text, source="teaching",
+                               author="user", store="semantic")  # fmt: skip
+    assert _guessed_id("m", guessed_line) == old.id
