@@ -504,6 +504,7 @@ def load_settings(
         if not isinstance(local, Mapping):
             raise FormatError(f"{local_source}: settings must be a mapping, not {local!r}",
                               hint="e.g. settings: {dream: {summariser: my-summariser}}")  # fmt: skip
+        _load(Settings, local, "settings", local_source, [])  # a wrong value names its file
         kept, wanted = split_local(local)
         for key in _dotted(kept):
             warnings.append(f"{local_source}: {key} is ignored here: only "
@@ -511,6 +512,12 @@ def load_settings(
         shared = _overlay(shared, {key: value for key, value in wanted.items()})
     settings = _load(Settings, shared, "settings", source, warnings)
     return settings, warnings
+
+
+def misplaced_local(config: Mapping[str, Any]) -> list[str]:
+    """The per-machine (LOCAL_ONLY) keys a memdir.yaml mapping sets, which do nothing there."""
+    shared = config.get("settings")
+    return sorted(split_local(shared)[1]) if isinstance(shared, Mapping) else []
 
 
 def split_local(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

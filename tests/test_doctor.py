@@ -172,13 +172,14 @@ def doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[st
     return code, {check["name"]: check for check in json.loads(capsys.readouterr().out)["checks"]}
 
 
-def write_settings(memdir: Memdir, **settings: object) -> None:
-    """Put settings into memdir.yaml as a user would, without opening it (a wrong one is the
-    point of some tests)."""
+def write_settings(memdir: Memdir, name: str = "memdir.local.yaml", **settings: object) -> None:
+    """Put settings into the per-machine file (where the index settings take effect), or into
+    `name`, as a user would, without opening the memdir (a wrong one is the point of some
+    tests)."""
     import yaml
 
-    path = memdir.root / "memdir.yaml"
-    config = yaml.safe_load(path.read_text())
+    path = memdir.root / name
+    config = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
     config.setdefault("settings", {}).update(settings)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
@@ -232,10 +233,32 @@ def test_a_password_in_the_dsn_is_a_problem_not_no_problems(
     assert "hunter2" not in json.dumps(found)  # the password is never repeated
     assert found["index"]["status"] == "note"  # not judged on the default settings
     # the fix as printed: the password out of the dsn (it goes in ~/.pgpass)
-    assert str(md.root / "memdir.yaml") in settings["fix"]
+    assert str(md.root / "memdir.local.yaml") in settings["fix"]
     write_settings(md, index={"backend": "postgres", "dsn": "postgresql://sam@db/mem"})
     _, found = doctor(capsys, "--dir", str(md.root))
     assert found["settings"]["status"] == "ok"
+
+
+def test_index_settings_in_the_committed_file_are_a_problem_init_fixes(
+    capsys: pytest.CaptureFixture[str], md: Memdir
+) -> None:
+    """In memdir.yaml the per-machine settings are ignored (a clone may have put them there):
+    doctor says so instead of "no problems", and its fix, run as printed, moves them."""
+    from memdir.cli.main import main
+
+    dsn = "host=127.0.0.1 dbname=memdir"
+    write_settings(md, "memdir.yaml", index={"backend": "postgres", "dsn": dsn})
+    code, found = doctor(capsys, "--dir", str(md.root))
+    settings = found["settings"]
+    assert code == ExitStatus.PROBLEMS and settings["status"] == "problem", found
+    assert "index.backend" in settings["detail"] and "memdir.local.yaml" in settings["detail"]
+    words = shlex.split(settings["fix"])
+    assert words[:2] == ["memdir", "init"]
+    assert main(words[1:]) == ExitStatus.OK
+    capsys.readouterr()
+    _, after = doctor(capsys, "--dir", str(md.root))
+    assert after["settings"]["status"] == "ok"
+    assert "postgres" in (md.root / "memdir.local.yaml").read_text()
 
 
 def free_port() -> int:

