@@ -415,7 +415,7 @@ def test_appended_line_is_indexed_incrementally(md: Memdir) -> None:
     assert not cli_json("index", "--status", root=md.root)["up_to_date"]
     done = run_cli("index", root=md.root)
     assert done.returncode == 0 and "rebuil" not in done.stderr, done.stderr
-    assert "updated: 1 memories" in done.stderr
+    assert "updated: 1 memory," in done.stderr
 
     lifecycle.teach(md, "The parrot says hello every morning", at(101))
     report = cli_json("index", root=md.root)
