@@ -56,6 +56,7 @@ from memdir.archive_format.errors import ExitStatus, LockedError
 from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.actor import ACTORS, Actor, caller_actor, peer_environ, serving_as
+from memdir.cli.words import counted
 
 from ..service import MAX_REQUEST, PROTOCOL, SERVED, address, exchange, socket_path
 from .watch import Watcher, WatchLock
@@ -520,7 +521,9 @@ class Service:
             self._readers.shutdown(wait=True)
             self._writer.shutdown(wait=True)
             sys.stdout, sys.stderr = self._stdout.fallback, self._stderr.fallback
-            log.info("stopped serving %s after %d request(s)", self.memdir.root, self.requests)
+            log.info(
+                "stopped serving %s after %s", self.memdir.root, counted(self.requests, "request")
+            )
 
     def _accept(self, listener: socket.socket) -> None:
         while not self._stop.is_set():

@@ -205,7 +205,7 @@ def _refuse_secrets(root: Path, remote: str) -> None:
     leaked = secrets.unpushed(root, remote)
     if leaked:
         raise MemdirError(
-            f"refusing to push: {len(leaked)} unpushed commit(s) hold a secret turn in plain text "
+            f"refusing to push: {counted(len(leaked), 'unpushed commit')} holding a secret turn in plain text "
             f"({', '.join(leaked[:3])}{', …' if len(leaked) > 3 else ''})",
             hint=f"the turns now live in journal/secret.jsonl (git-ignored); drop them from "
             f"those commits, e.g. `git reset --soft {remote}/BRANCH` then `memdir sync`",

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
+from memdir.cli.words import counted
 
 GIT_TIMEOUT = 120.0  # seconds for one git operation (a fetch over a slow link fits)
 TIMEOUT_ENV = "MEMDIR_GIT_TIMEOUT"
@@ -105,7 +106,7 @@ def refuse_deletions(lost: list[str], remote: str) -> None:
     """Stop the sync: the merge (already undone by the caller) would have deleted lines."""
     shown = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
     raise MemdirError(
-        f"the merge with {remote} would delete {len(lost)} shelf line(s): {shown}; a clone "
+        f"the merge with {remote} would delete {counted(len(lost), 'shelf line')}: {shown}; a clone "
         "cannot delete lines (a rejection or a forget would come undone), so nothing was merged",
         hint=f"find the commit on {remote} that removed them (`memdir verify --history` there) "
         "and revert it, then sync again",

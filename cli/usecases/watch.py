@@ -26,6 +26,7 @@ from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import WatchSettings
+from memdir.cli.words import counted
 
 if TYPE_CHECKING:
     from memdir.indexers.affect import Annotator
@@ -220,7 +221,9 @@ class Watcher:
         finally:
             observer.stop()
             observer.join(timeout=5)
-            log.info("stopped watching %s after %d update(s)", self.memdir.root, self.updates)
+            log.info(
+                "stopped watching %s after %s", self.memdir.root, counted(self.updates, "update")
+            )
 
 
 def _relevant(path: Path, root: Path) -> bool:
