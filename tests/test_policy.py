@@ -13,6 +13,7 @@ and each record must appear with its text and marker, masked, or not at all, as
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tarfile
 from dataclasses import dataclass
@@ -515,6 +516,8 @@ NOT_RUN = {
     "bench locomo": "reads benchmark data into its own throwaway memdirs, never a memdir's records",
     "bench safety": "builds its own throwaway memdirs (test_safety; experiment 12 probes these "
     "surfaces)",
+    "bench delivery": "reads benchmark data into its own throwaway memdirs, never a memdir's "
+    "records (test_delivery covers the hook's block it scores)",
 }
 
 
@@ -566,6 +569,7 @@ def test_json_outputs_that_show_no_record_hold_no_record_text(
     tokens = [record.token for record in RECORDS]
     for name, args in QUIET_JSON.items():
         argv = [part.format(tmp=tmp_path, turn=spare.id) for part in args]
+        logging.getLogger("memdir").handlers.clear()  # else bound to an earlier run's stderr
         main(["--dir", str(memdir.root), *argv, "--json"])
         out, err = capsys.readouterr()
         assert "Traceback" not in err, (name, err)
