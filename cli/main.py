@@ -101,8 +101,17 @@ def _usage_errors() -> tuple[type[Exception], ...]:
 def _log_to_stderr() -> None:
     """memdir's own log lines go to stderr as 'memdir: …'; stdout is only for results."""
     logger = logging.getLogger("memdir")
+    ours = [h for h in logger.handlers if getattr(h, "memdir_stderr", False)]
+    if ours:
+        # main() may run again in one process (the API, the service, tests): log to the stderr
+        # of this run, not to the one the handler was made for (which may be closed by now)
+        for handler in ours:
+            if isinstance(handler, logging.StreamHandler):
+                handler.stream = sys.stderr  # not setStream: it flushes the old, maybe closed, one
+        return
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
+        handler.memdir_stderr = True  # type: ignore[attr-defined]
         handler.setFormatter(logging.Formatter("memdir: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
