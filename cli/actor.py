@@ -103,7 +103,7 @@ def caller_actor(environ: Mapping[str, str] | None, claimed: object) -> Actor:
     may only make it weaker ('assistant'), or, from inside a harness, say that a prompt hook
     relays the user's prompt (`hook`: its user turns are checked against the transcript).
     An environment that cannot be read counts as the assistant's."""
-    if environ is None:
+    if not environ:  # unreadable, or empty (a process caught mid-exec): never the user
         return Actor(ASSISTANT, "the caller's environment could not be read")
     found = actor_from_environment(environ)
     if claimed == ASSISTANT and not found.assistant:

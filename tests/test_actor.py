@@ -238,12 +238,18 @@ def test_piping_a_payload_into_the_installed_hook_records_no_trusted_turn(
 def test_the_service_reads_the_callers_environment_not_the_request(tmp_path: Path) -> None:
     import os
     import subprocess
+    import time
 
     from memdir.cli.actor import caller_actor, peer_environ
 
     child = subprocess.Popen(["sleep", "30"], env={"PATH": os.environ["PATH"], "CLAUDECODE": "1"})
     try:
         seen = peer_environ(child.pid)
+        for _ in range(100):  # /proc/PID/environ reads empty while the exec is under way
+            if seen:
+                break
+            time.sleep(0.02)
+            seen = peer_environ(child.pid)
     finally:
         child.kill()
         child.wait()
@@ -253,6 +259,7 @@ def test_the_service_reads_the_callers_environment_not_the_request(tmp_path: Pat
     assert not caller_actor({"PATH": "/bin"}, "user").assistant  # the user's own shell
     assert caller_actor({"PATH": "/bin"}, "assistant").assistant  # a claim can only weaken
     assert caller_actor(None, "user").assistant  # unknown: the weaker
+    assert caller_actor({}, "user").assistant  # empty (caught mid-exec): the weaker too
     assert not caller_actor({"PATH": "/bin"}, "assistant").hook
 
 
