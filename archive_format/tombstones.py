@@ -150,6 +150,9 @@ def catch_up(memdir: Memdir) -> None:
     it is, with a warning (the fold still hides the forgotten memories)."""
     if not memdir.shelves_dir.is_dir() or not pending(memdir):
         return
+    cache = memdir.cache_dir
+    if (cache.exists() or cache.is_symlink()) and not cache.is_dir():
+        return  # a stray `.memdir` file holds no lock: the commands needing the cache say so
     try:
         with memdir.lock(timeout=_CATCH_UP_WAIT):
             pass
