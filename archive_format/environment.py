@@ -20,6 +20,8 @@ VARIABLES: dict[str, str] = {
     "MEMDIR_NO_SERVICE": "set (non-empty): never ask a running `memdir serve`",
     "MEMDIR_GIT_TIMEOUT": "seconds each git operation of `memdir sync` may take before it is "
     "ended (default 120)",
+    "MEMDIR_SYNCING": "set by `memdir sync` for its own git merge: the post-merge hook and "
+    "`sync --local` then do nothing (that sync does it); not for people to set",
     "MEMDIR_PASSPHRASE": "the passphrase of `export --encrypt` and `restore` (else a prompt)",
     "MEMDIR_EMBED_MODEL": "directory of the all-MiniLM-L6-v2 files (after `embedder.path`)",
     "MEMDIR_EMBED_URL": "`embedder.kind: http`: the OpenAI-compatible embeddings endpoint",

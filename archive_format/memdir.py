@@ -198,6 +198,19 @@ def init(root: Path, now: datetime, settings: dict[str, Any] | None = None) -> t
     return Memdir.open(root), created
 
 
+def set_local_settings(root: Path, values: dict[str, Any]) -> None:
+    """Set per-machine settings ({dotted settings.LOCAL_ONLY key: value}) in memdir.local.yaml,
+    keeping what it already holds: for a program that configures a memdir on this machine (a
+    benchmark, the safety lab, a test)."""
+    from .settings import LOCAL_ONLY, _overlay
+
+    wrong = sorted(set(values) - set(LOCAL_ONLY))
+    if wrong:
+        raise ValueError(f"not per-machine settings: {', '.join(wrong)}")
+    local, _ = read_local(root)
+    write_yaml(root / LOCAL_NAME, {"settings": _overlay(local or {}, values)})
+
+
 def localize_settings(root: Path) -> list[str]:
     """Move the per-machine settings (settings.LOCAL_ONLY) that memdir.yaml sets into the
     git-ignored memdir.local.yaml, where they take effect; returns the keys moved. The user runs

@@ -21,11 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from benchmarks.bench_index import generated, sentence
 from benchmarks.common import machine, table, timed_recalls
-from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.memdir import Memdir, set_local_settings
 from memdir.indexers.index import MemoryIndex
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
@@ -34,10 +33,7 @@ NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 def copy_with(source: Path, target: Path, index: dict[str, Any]) -> Memdir:
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(".memdir"))
-    config_path = target / "memdir.yaml"
-    config = yaml.safe_load(config_path.read_text())
-    config.setdefault("settings", {})["index"] = index
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    set_local_settings(target, {f"index.{key}": value for key, value in index.items()})
     return Memdir.open(target)
 
 

@@ -186,7 +186,8 @@ def configure(memdir: Memdir, **settings: Any) -> Memdir:
     """Merge `settings` into memdir.yaml's settings and reopen the memdir; the per-machine ones
     (settings.LOCAL_ONLY: programs, the index's server) go where they take effect, the
     git-ignored memdir.local.yaml."""
-    from memdir.archive_format.settings import LOCAL_NAME, split_local
+    from memdir.archive_format.memdir import set_local_settings
+    from memdir.archive_format.settings import split_local
 
     shared, local = split_local(settings)
     path = memdir.root / "memdir.yaml"
@@ -194,12 +195,7 @@ def configure(memdir: Memdir, **settings: Any) -> Memdir:
     config.setdefault("settings", {}).update(shared)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     if local:
-        local_path = memdir.root / LOCAL_NAME
-        held = yaml.safe_load(local_path.read_text()) if local_path.exists() else {"settings": {}}
-        for dotted, value in local.items():
-            section, name = dotted.split(".")
-            held["settings"].setdefault(section, {})[name] = value
-        local_path.write_text(yaml.safe_dump(held, sort_keys=False))
+        set_local_settings(memdir.root, local)
     return Memdir.open(memdir.root)
 
 

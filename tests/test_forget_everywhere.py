@@ -14,7 +14,7 @@ from clones import git, hub_and_clones
 from conftest import T0, T0_DT, configure
 
 from memdir.archive_format import lifecycle
-from memdir.archive_format.memdir import init
+from memdir.archive_format.memdir import Memdir, init
 from memdir.cli.main import main
 
 LATER = "2026-05-01T10:00:00Z"
@@ -164,6 +164,32 @@ def test_sync_installs_the_post_merge_hook_and_a_plain_pull_then_cleans_up(
     # the hook ran: the files are clean before any memdir command reads them, and committed
     assert SECRET_WORDS not in held_everywhere(a)
     assert git(a, "status", "--porcelain").stdout == ""
+
+
+def test_a_sync_that_fast_forwards_does_not_wait_on_the_post_merge_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git runs post-merge for sync's own `merge --no-commit` when it fast-forwards; a hook's
+    `memdir sync --local` then returns at once (sync does its work) instead of waiting for the
+    lock the running sync holds and failing."""
+    import sys
+
+    monkeypatch.setenv("MEMDIR_LOCK_TIMEOUT", "1")
+    a, b = hub_and_clones(tmp_path)
+    lifecycle.teach(init(a, T0_DT)[0], TEXT, T0_DT)
+    ok(a, "sync")
+    ok(b, "sync")
+    lifecycle.teach(Memdir.open(a), OTHERS[0], T0_DT)
+    ok(a, "sync")
+    marker = tmp_path / "hook-exit-codes"
+    own = Path(git(b, "rev-parse", "--absolute-git-dir").stdout.strip()) / "hooks" / "post-merge"
+    own.write_text(  # the user's own hook, as memdir's warning tells them to write it
+        f"#!/bin/sh\n{sys.executable} -m memdir --dir {b} sync --local\necho $? >> {marker}\n"
+    )
+    own.chmod(0o755)
+    ok(b, "sync")
+    assert OTHERS[0] in (b / "shelves" / "memories.jsonl").read_text()  # it fast-forwarded
+    assert marker.read_text().split() == ["0"]  # the hook ran once, and its sync --local passed
 
 
 def test_init_installs_the_hook_in_a_repository_and_keeps_a_users_own(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from memdir.cli.words import counted
@@ -35,7 +37,10 @@ def register(app: typer.Typer) -> None:
         Example: memdir sync --dry-run && memdir sync
         """
         from memdir.cli.usecases.sync import sync as run_sync
+        from memdir.cli.usecases.sync_safety import SYNCING_ENV
 
+        if local and os.environ.get(SYNCING_ENV):
+            return  # a post-merge hook inside `memdir sync`: that sync does all of it
         memdir = context.open_memdir(ctx)
         report = run_sync(memdir, context.now(ctx), remote, push=push, dry_run=dry_run, local=local)
         if json_:

@@ -36,6 +36,7 @@ def hook_text(root: Path, top: Path) -> str:
             MARKER,
             "# After a plain `git pull` or `git merge`: re-apply the forgets the merge may have",
             "# undone, drop duplicated lines, commit that and re-index (docs/FORMAT.md, Sync).",
+            '[ -n "$MEMDIR_SYNCING" ] && exit 0  # inside `memdir sync`, which does this itself',
             'cd "$(git rev-parse --show-toplevel)" || exit 0',
             f"memdir_dir={shlex.quote(relative)}",
             f"if [ -x {python} ]; then",

@@ -29,6 +29,7 @@ from memdir.cli.words import counted
 
 from . import githooks
 from .sync_safety import (
+    SYNCING_ENV,
     escape_local_nul,
     git_timed,
     kept_ids,
@@ -250,7 +251,9 @@ def _pull(report: SyncReport, memdir: Memdir) -> None:
             hint=f"run `{_pull_command(report)}` by hand to see everything",
         )
     held = kept_ids(memdir)
-    done = git_timed(root, "merge", "--no-commit", "--no-edit", "--quiet", "FETCH_HEAD")
+    done = git_timed(
+        root, "merge", "--no-commit", "--no-edit", "--quiet", "FETCH_HEAD", env={SYNCING_ENV: "1"}
+    )
     if done.returncode != 0:
         conflicts = merge_text_conflicts(root, _conflicted(root))
         if conflicts:

@@ -28,6 +28,10 @@ from memdir.cli.words import counted
 
 GIT_TIMEOUT = 120.0  # seconds for one git operation (a fetch over a slow link fits)
 TIMEOUT_ENV = "MEMDIR_GIT_TIMEOUT"
+# Set for the git merge `memdir sync` runs: git starts the post-merge hook even for
+# `merge --no-commit` when it fast-forwards, and the hook's `memdir sync --local` would wait for
+# the lock this sync holds; sync does what the hook would, so the hook and `sync --local` skip.
+SYNCING_ENV = "MEMDIR_SYNCING"
 NUL, ESCAPED_NUL = b"\x00", b"\\u0000"
 KEPT_KINDS = ("memory", "tombstone", "event")  # the lines a merge must never delete
 
@@ -42,13 +46,13 @@ def git_timeout(environ: Mapping[str, str] = os.environ) -> float:
 
 
 def git_timed(
-    root: Path, *args: str, timeout: float | None = None
+    root: Path, *args: str, timeout: float | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run git in `root` like history.git, but in its own process group, killed with everything
     it started once `timeout` seconds pass (a MemdirError then). No prompt ever waits for a
-    terminal: GIT_TERMINAL_PROMPT=0 and ssh in batch mode."""
+    terminal: GIT_TERMINAL_PROMPT=0 and ssh in batch mode. `env` adds variables."""
     limit = git_timeout() if timeout is None else timeout
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0"}
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
     process = subprocess.Popen(
         ["git", "-C", str(root), *args],

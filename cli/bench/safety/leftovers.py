@@ -31,11 +31,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.clock import format_time
-from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.memdir import Memdir, set_local_settings
 from memdir.archive_format.records import Memory, content_id, encode_line, new_event, new_memory
 
 from .harness import ARMS, SAFE, Lab, Measure, Metric, compare
@@ -201,10 +200,7 @@ def _postgres_rows(lab: Lab, arm: str, dsn: str) -> int:
     from memdir.indexers.postgres import memdir_schema
 
     memdir = lab.memdir(f"forget-postgres-{arm}")
-    path = memdir.root / "memdir.yaml"
-    config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    config.setdefault("settings", {})["index"] = {"backend": "postgres", "dsn": dsn}
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    set_local_settings(memdir.root, {"index.backend": "postgres", "index.dsn": dsn})
     memdir = Memdir.open(memdir.root)
     day = on_day(1, 9)
     lifecycle.teach(memdir, "The user drinks coffee black", day)

@@ -18,9 +18,9 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-import yaml
 
 from memdir.archive_format import lifecycle
+from memdir.archive_format.memdir import set_local_settings
 
 from .harness import ARMS, SAFE, Lab, Measure, Metric, compare
 from .user import on_day
@@ -56,10 +56,7 @@ def _surfaces(lab: Lab, arm: str) -> tuple[dict[str, str], list[str]]:
     heard = memdir.root.parent / f"{memdir.root.name}-heard.jsonl"
     script.write_text(DISTILLER, encoding="utf-8")
     heard.write_text("", encoding="utf-8")
-    config = memdir.root / "memdir.yaml"
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data.setdefault("settings", {})["distill"] = {"command": f"{sys.executable} {script} {heard}"}
-    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    set_local_settings(memdir.root, {"distill.command": f"{sys.executable} {script} {heard}"})
     seen: dict[str, str] = {}
     done = lab.cli(memdir, now, {}, "sleep", "--json")
     seen["sleep --json"] = done.stdout + done.stderr
