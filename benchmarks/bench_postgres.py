@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-
 from benchmarks.bench_index import generated, sentence
 from benchmarks.common import machine, table, timed_recalls
 from memdir.archive_format.memdir import Memdir, set_local_settings

@@ -31,7 +31,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir, set_local_settings

@@ -18,7 +18,6 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import set_local_settings
 
