@@ -24,6 +24,7 @@ IGNORED = (
     "/state/imports.yaml",
     "/memdir.local.yaml",  # the per-machine settings (settings.LOCAL_ONLY): never from a clone
     "/journal/secret.jsonl",  # secret turns never enter a commit (docs/FORMAT.md, section 8)
+    "/shelves/sealed.jsonl",  # nor sealed memories and what names them (section 5)
 )
 IGNORED_COMMENT = (
     "# memdir: the derived cache, generated documents and per-machine state stay out of git."

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from . import idcache, ring, shelf, tombstones
+from . import idcache, ring, secrets, shelf, tombstones
 from .clock import format_time, parse_time
 from .errors import BadInputError, LifecycleError, MemdirError, NotFoundError
 from .fold import ArchiveView, MemoryState, fold, supersessors
@@ -212,7 +213,8 @@ def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
         existing = _find_live_duplicate(memdir, memory, now, idcache.open_cache(memdir))
         if existing:
             return WriteResult(existing, False)
-        shelf.append(memdir.memory_shelf, [encode_line(line)], memdir.quarantine_dir)
+        target = secrets.shelf_for(memdir, memory.visibility)
+        shelf.append(target, [encode_line(line)], memdir.quarantine_dir)
     return WriteResult(memory.id, True)
 
 
@@ -289,7 +291,7 @@ def add_memories(memdir: Memdir, memories: Iterable[Memory]) -> int:
     batch = list(memories)
     with memdir.lock():
         known = idcache.open_cache(memdir).present(memory.id for memory in batch)
-        payload: list[bytes] = []
+        payload: dict[Path, list[bytes]] = {}
         for memory in batch:
             if memory.id in known:
                 continue
@@ -298,15 +300,18 @@ def add_memories(memdir: Memdir, memories: Iterable[Memory]) -> int:
             if memory.source == "teaching" and not author_is_user(memory.author):
                 raise LifecycleError(f"a teaching must come from the user, not {memory.author!r}")
             known.add(memory.id)
-            payload.append(encode_line(line))
-        shelf.append(memdir.memory_shelf, payload, memdir.quarantine_dir)
-    return len(payload)
+            target = secrets.shelf_for(memdir, memory.visibility)
+            payload.setdefault(target, []).append(encode_line(line))
+        for target, lines in payload.items():
+            shelf.append(target, lines, memdir.quarantine_dir)
+    return sum(len(lines) for lines in payload.values())
 
 
 def _append_event(memdir: Memdir, event: Event) -> None:
     line = event.to_line()
     _check(line)
-    shelf.append(memdir.event_shelf, [encode_line(line)], memdir.quarantine_dir)
+    target = secrets.event_shelf_for(memdir, {event.target, *([event.to] if event.to else [])})
+    shelf.append(target, [encode_line(line)], memdir.quarantine_dir)
 
 
 def _live_target(state: MemoryState) -> MemoryState:
@@ -482,14 +487,21 @@ def add_links(
         view = view_of(memdir, {event.target for event in events}, now)
         present = {known.id for state in view for known in state.events}
         fresh = [event for event in events if event.id not in present]
-        shelf.append(
-            memdir.event_shelf, [encode_line(e.to_line()) for e in fresh], memdir.quarantine_dir
-        )
+        sealed = secrets.sealed_ids(memdir)
+        for target in (memdir.event_shelf, memdir.sealed_shelf):
+            lines = [
+                encode_line(e.to_line())
+                for e in fresh
+                if secrets.event_shelf_for(memdir, {e.target, e.to or ""}, sealed) == target
+            ]
+            if lines:
+                shelf.append(target, lines, memdir.quarantine_dir)
     return events
 
 
 def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> str:
-    """Remove a memory's text from every shelf by atomic compaction, leaving a tombstone.
+    """Remove a memory's text from every shelf by atomic compaction, leaving a tombstone; its
+    twins (the same content written on another clone, with its own id) go with it.
 
     Events about it lose their reason and evidence (they may quote it). Git history still
     holds the old text: the CLI says how to purge it.
@@ -497,12 +509,37 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
     with memdir.lock():
         cache = idcache.open_cache(memdir)
         state = lookup(memdir, given, now, cache)
+        twins = _twins(memdir, state, now, cache)
+        if twins:
+            log.warning("also forgot %s: the same memory, written on another clone",
+                        ", ".join(twin.id for twin in twins))  # fmt: skip
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            tombstones.compact(path, state.id, now)
-        if not any(event.op == "forget" for event in state.events):
-            _append_event(
-                memdir, new_event(at=format_time(now), op="forget", target=state.id, actor=actor)
-            )
+            for chosen in (state, *twins):
+                tombstones.compact(path, chosen.id, now)
+        for chosen in (state, *twins):
+            if not any(event.op == "forget" for event in chosen.events):
+                event = new_event(at=format_time(now), op="forget", target=chosen.id, actor=actor)
+                _append_event(memdir, event)
         tombstones.reapply(memdir, now)  # drops it from the ring and the generated documents
     return state.id
+
+
+def _twins(memdir: Memdir, state: MemoryState, now: datetime, cache: IdCache) -> list[MemoryState]:
+    """The other memories of the same content (timestamps and nonce aside) not forgotten yet:
+    since format 1.1 the same teaching written on two clones has two ids, and forgetting it
+    must leave its text in neither."""
+    if state.memory is None:
+        return []
+    candidates = cache.with_text(state.memory.text) - {state.id}
+    if not candidates:
+        return []
+    wanted = _identity(state.memory)
+    return [
+        twin
+        for twin in view_of(memdir, candidates, now, cache)
+        if twin.id in candidates
+        and twin.status != "forgotten"
+        and twin.memory is not None
+        and _identity(twin.memory) == wanted
+    ]

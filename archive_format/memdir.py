@@ -81,6 +81,7 @@ class Memdir:
     shelves_dir = _Below("shelves")
     memory_shelf = _Below("shelves", "memories.jsonl")
     event_shelf = _Below("shelves", "events.jsonl")
+    sealed_shelf = _Below("shelves", "sealed.jsonl")  # per machine, git-ignored (secrets.py)
     recall_shelf = _Below("shelves", "recalls.jsonl")
     journal_dir = _Below("journal")
     state_dir = _Below("state")

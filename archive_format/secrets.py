@@ -1,18 +1,23 @@
-"""Secrets never leave in plain text: a secret turn lives in `journal/secret.jsonl`, which is
-git-ignored, so that `memdir sync` never commits or pushes it (docs/FORMAT.md, section 8).
+"""Secrets never leave in plain text: a secret turn lives in `journal/secret.jsonl` and a sealed
+memory, with every event and tombstone about it, in `shelves/sealed.jsonl`; both files are
+git-ignored, so that `memdir sync` never commits or pushes them (docs/FORMAT.md, sections 5
+and 8). A sealed memory is never shown or summarised anywhere, so nothing another clone does
+needs it: it stays on the machine it was written on (and in what that machine exports).
 
-Writers put new secret turns (and their tombstones) there (journal.path_for). A memdir written
-before this rule may hold secret turns in a committed journal file: `move_out` moves them to the
-per-machine file (appended there first, then removed from the other file by an atomic rewrite,
+Writers put new secret turns (and their tombstones) there (journal.path_for), and sealed
+memories and the events that name one in the sealed shelf (`shelf_for`, `event_shelf_for`). A
+memdir written before this rule may hold them in committed files: `move_out` moves them to the
+per-machine files (appended there first, then removed from the other file by an atomic rewrite,
 so a crash in between leaves the turn twice, which counts once), and `memdir sync` runs it
-before it commits. `tracked` finds what git would still carry: a secret turn in a tracked file
-(verify fails on it), and `unpushed` a secret turn added by a commit not yet on the remote
-(sync refuses to push it).
+before it commits. `tracked` finds what git would still carry: a secret turn or a sealed
+memory in a tracked file (verify fails on it), and `unpushed` one added by a commit not yet on
+the remote (sync refuses to push it).
 """
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from . import journal, shelf
@@ -20,38 +25,123 @@ from .atomic import write_bytes
 from .errors import FormatError
 from .memdir import Memdir
 
-# how a secret turn's line reads, whatever else it holds (keys are written in table order)
-NEEDLE = b'"secrecy":"secret"'
+# how a secret turn's and a sealed memory's lines read, whatever else they hold (keys are
+# written in table order, without spaces)
+NEEDLES = (b'"secrecy":"secret"', b'"visibility":"sealed"')
 
 
-def _is_secret_turn(raw: bytes, where: str) -> bool:
-    if NEEDLE not in raw:
+def _is_secret_line(raw: bytes, where: str) -> bool:
+    """A secret turn or a sealed memory (a malformed line naming either counts: it may hold
+    the text)."""
+    if not any(needle in raw for needle in NEEDLES):
         return False
     try:
         data = shelf.decode_line(raw, where)
     except FormatError:
-        return True  # a malformed line that names the secrecy may still hold the text
-    return data.get("kind") == "turn" and data.get("secrecy") == "secret"
+        return True
+    if data.get("kind") == "turn":
+        return data.get("secrecy") == "secret"
+    return data.get("kind") == "memory" and data.get("visibility") == "sealed"
+
+
+def sealed_ids(memdir: Memdir) -> set[str]:
+    """The ids of the sealed memories this machine holds (the sealed shelf is small: it holds
+    only them and what names them)."""
+    path = memdir.sealed_shelf
+    if not path.is_file():
+        return set()
+    return {
+        item.data["id"]
+        for item in shelf.read(path)
+        if item.data.get("kind") in ("memory", "tombstone")
+    }
+
+
+def shelf_for(memdir: Memdir, visibility: str) -> Path:
+    """Where a new memory's line goes: a sealed one to the per-machine sealed shelf."""
+    return memdir.sealed_shelf if visibility == "sealed" else memdir.memory_shelf
+
+
+def event_shelf_for(memdir: Memdir, named: set[str], sealed: set[str] | None = None) -> Path:
+    """Where an event naming the memories `named` goes: beside a sealed memory it names, so no
+    clone holds an event about a memory it cannot have; `sealed` is sealed_ids when known."""
+    held = sealed_ids(memdir) if sealed is None else sealed
+    return memdir.sealed_shelf if named & held else memdir.event_shelf
+
+
+def _names(data: object, sealed: set[str]) -> bool:
+    if not isinstance(data, dict):
+        return False
+    if data.get("kind") == "event":
+        return bool({data.get("target"), data.get("to")} & sealed)
+    return data.get("kind") == "tombstone" and data.get("id") in sealed
 
 
 def move_out(memdir: Memdir) -> int:
-    """Move every secret turn of a committed journal file to journal/secret.jsonl (caller holds
-    the writer lock); returns how many lines moved."""
-    target = journal.secret_path(memdir)
-    moved = 0
-    for path in journal.journal_files(memdir):
-        if path == target:
-            continue
-        raw_lines = path.read_bytes().split(b"\n")
-        tail = raw_lines.pop()  # a torn tail is kept as it is (the next writer quarantines it)
-        secret = [raw for n, raw in enumerate(raw_lines, 1) if _is_secret_turn(raw, f"{path}:{n}")]
-        if not secret:
-            continue
-        shelf.append(target, [raw + b"\n" for raw in secret], memdir.quarantine_dir)
-        kept = [raw + b"\n" for raw in raw_lines if raw not in set(secret)]
-        write_bytes(path, [*kept, tail])
-        moved += len(secret)
-    return moved
+    """Move every secret turn of a committed journal file to journal/secret.jsonl, and every
+    sealed memory of a committed shelf, with the events and tombstones naming it, to
+    shelves/sealed.jsonl (caller holds the writer lock); returns how many lines moved."""
+    moved = sum(
+        _move(memdir, path, journal.secret_path(memdir), NEEDLES, _is_secret_line)
+        for path in journal.journal_files(memdir)
+    )
+    held = sealed_ids(memdir) | _sealed_elsewhere(memdir)
+
+    def sealed_line(raw: bytes, where: str) -> bool:
+        if _is_secret_line(raw, where):
+            return True
+        try:
+            return _names(shelf.decode_line(raw, where), held)
+        except FormatError:
+            return False
+
+    needles = (*NEEDLES, *(name.encode() for name in sorted(held)))
+    return moved + sum(
+        _move(memdir, path, memdir.sealed_shelf, needles, sealed_line) for path in memdir.shelves()
+    )
+
+
+def _sealed_elsewhere(memdir: Memdir) -> set[str]:
+    """The ids of sealed memories in the committed shelves (written before the sealed shelf)."""
+    found: set[str] = set()
+    for path in memdir.shelves():
+        if path != memdir.sealed_shelf and NEEDLES[1] in path.read_bytes():
+            found |= {
+                item.data["id"]
+                for item in shelf.read(path)
+                if item.data.get("kind") == "memory" and item.data.get("visibility") == "sealed"
+            }
+    return found
+
+
+def _move(
+    memdir: Memdir,
+    path: Path,
+    target: Path,
+    needles: tuple[bytes, ...],
+    secret: Callable[[bytes, str], bool],
+) -> int:
+    """Move the lines of `path` that `secret` picks (only lines holding one of `needles` can be
+    picked) to the end of `target`: appended there first, then removed from `path` by an
+    atomic rewrite, so a crash in between leaves a line twice, which counts once."""
+    if path == target:
+        return 0
+    blob = path.read_bytes()
+    if not any(needle in blob for needle in needles):
+        return 0
+    raw_lines = blob.split(b"\n")
+    tail = raw_lines.pop()  # a torn tail is kept as it is (the next writer quarantines it)
+    picked = [
+        raw
+        for number, raw in enumerate(raw_lines, 1)
+        if any(needle in raw for needle in needles) and secret(raw, f"{path}:{number}")
+    ]
+    if not picked:
+        return 0
+    shelf.append(target, [raw + b"\n" for raw in picked], memdir.quarantine_dir)
+    gone = set(picked)
+    write_bytes(path, [*(raw + b"\n" for raw in raw_lines if raw not in gone), tail])
+    return len(picked)
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -59,7 +149,8 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def tracked(memdir: Memdir) -> list[str]:
-    """`FILE:LINE` of every secret turn in a file git tracks (empty outside git)."""
+    """`FILE:LINE` of every secret turn or sealed memory in a file git tracks (empty outside
+    git)."""
     try:
         listed = _git(memdir.root, "ls-files", "-z", "--", ".")
     except FileNotFoundError:
@@ -73,16 +164,17 @@ def tracked(memdir: Memdir) -> list[str]:
             blob = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
         except OSError:
             continue
-        if NEEDLE not in blob:
+        if not any(needle in blob for needle in NEEDLES):
             continue
         for number, raw in enumerate(blob.split(b"\n"), start=1):
-            if _is_secret_turn(raw, f"{name}:{number}"):
+            if _is_secret_line(raw, f"{name}:{number}"):
                 found.append(f"{name}:{number}")
     return found
 
 
 def unpushed(root: Path, remote: str) -> list[str]:
-    """`COMMIT FILE` for every commit not yet on `remote` that adds a secret turn's line."""
+    """`COMMIT FILE` for every commit not yet on `remote` that adds a secret turn's or a sealed
+    memory's line."""
     done = _git(root, "log", "-p", "--no-color", "--no-ext-diff", "--format=%x00%h",
                 "HEAD", "--not", f"--remotes={remote}", "--", ".")  # fmt: skip
     if done.returncode != 0:
@@ -94,7 +186,7 @@ def unpushed(root: Path, remote: str) -> list[str]:
             commit = line[1:].decode("ascii", "replace")
         elif line.startswith(b"+++ "):
             name = line[6:].decode("utf-8", "replace") if line.startswith(b"+++ b/") else ""
-        elif line.startswith(b"+") and _is_secret_turn(line[1:], name):
+        elif line.startswith(b"+") and _is_secret_line(line[1:], name):
             entry = f"{commit} {name}"
             if entry not in found:
                 found.append(entry)

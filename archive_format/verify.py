@@ -179,8 +179,9 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         except FormatError as error:
             report.problems.append(error.message)
     report.problems.extend(
-        f"{where}: a secret turn in a file git tracks (a sync would push it in plain text; "
-        "`memdir sync` moves it to the git-ignored journal/secret.jsonl)"
+        f"{where}: a secret turn or sealed memory in a file git tracks (a sync would push it "
+        "in plain text; `memdir sync` moves it to the git-ignored journal/secret.jsonl or "
+        "shelves/sealed.jsonl)"
         for where in secrets.tracked(memdir)
     )
     for name, lacking in gitrules.missing(memdir.root).items():

@@ -192,6 +192,24 @@ def test_a_sync_that_fast_forwards_does_not_wait_on_the_post_merge_hook(
     assert marker.read_text().split() == ["0"]  # the hook ran once, and its sync --local passed
 
 
+def test_forget_takes_the_twin_another_clone_wrote_of_the_same_teaching(tmp_path: Path) -> None:
+    """Two clones that taught the same sentence hold two memories (each write its own nonce);
+    after a merge, forgetting one must leave the text in neither (docs/FORMAT.md section 5)."""
+    a, b = hub_and_clones(tmp_path)
+    first = lifecycle.teach(Memdir.open(a), TEXT, T0_DT).id
+    twin = lifecycle.teach(Memdir.open(b), TEXT, T0_DT).id  # before either synced
+    assert twin != first
+    ok(a, "sync")
+    ok(b, "sync")
+    ok(a, "sync")
+    view = lifecycle.load_view(Memdir.open(a), T0_DT)
+    assert {first, twin} <= set(view.states)
+    ok(a, "forget", first)
+    view = lifecycle.load_view(Memdir.open(a), T0_DT)
+    assert view.states[first].status == view.states[twin].status == "forgotten"
+    assert SECRET_WORDS not in held_everywhere(a)
+
+
 def test_init_installs_the_hook_in_a_repository_and_keeps_a_users_own(tmp_path: Path) -> None:
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     for repo in (ours, theirs):

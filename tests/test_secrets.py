@@ -1,7 +1,8 @@
-"""Secrets never leave in plain text (docs/FORMAT.md, section 8): a secret turn is kept in the
-git-ignored journal/secret.jsonl, so `memdir sync` neither commits nor pushes it; an older
-memdir's secret turns are moved there by sync; `verify` fails on a tracked file holding one and
-`sync` refuses to push a commit that adds one. Real git repositories, in-process commands."""
+"""Secrets never leave in plain text (docs/FORMAT.md, sections 5 and 8): a secret turn is kept in
+the git-ignored journal/secret.jsonl and a sealed memory, with every event and tombstone naming
+it, in the git-ignored shelves/sealed.jsonl, so `memdir sync` neither commits nor pushes them; an
+older memdir's are moved there by sync; `verify` fails on a tracked file holding one and `sync`
+refuses to push a commit that adds one. Real git repositories, in-process commands."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from clones import git, hub_and_clones, new_memdir_repo
-from conftest import T0
+from conftest import T0, T0_DT
 
-from memdir.archive_format import journal
+from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.journal import new_turn
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import encode_line, new_event
 from memdir.cli.main import main
 
 PIN = "My bank PIN is 4711"
@@ -93,7 +95,7 @@ def test_verify_fails_on_a_tracked_secret_and_sync_refuses_to_push_it(
     capsys.readouterr()
     assert run(a, "verify") != 0
     out = capsys.readouterr().out
-    assert "journal/turns.jsonl:1: a secret turn in a file git tracks" in out
+    assert "journal/turns.jsonl:1: a secret turn or sealed memory in a file git tracks" in out
     assert run(a, "sync") != 0
     error = capsys.readouterr().err
     errors = [line for line in error.splitlines() if line.startswith("memdir: error:")]
@@ -117,3 +119,83 @@ def test_forgetting_a_secret_turn_leaves_its_tombstone_on_this_machine(tmp_path:
     committed = journal.turns_path(memdir)
     assert not committed.exists() or turn.id not in committed.read_text()
     assert journal.read_journal(memdir).turns == []
+
+
+def ids_written(root: Path, text: str, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    ok(root, *args, text)
+    return capsys.readouterr().out.strip().split()[-1]
+
+
+def test_a_sealed_memory_and_everything_naming_it_stay_on_this_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = hub_and_clones(tmp_path)
+    sealed = ids_written(a, PIN, capsys, "teach", "--visibility", "sealed")
+    coffee = ids_written(a, "I drink my coffee black", capsys, "teach")
+    ok(a, "link", coffee, sealed, "--type", "related")  # an event that names the sealed memory
+    ok(a, "sync")
+    hub = tmp_path / "hub.git"
+    for held in (everything_git_holds(hub), everything_git_holds(a)):
+        assert "4711" not in held and sealed not in held
+        assert coffee in held  # the rest travels
+    memdir = Memdir.open(a)
+    assert git(a, "check-ignore", "-q", "shelves/sealed.jsonl", check=False).returncode == 0
+    assert sealed in memdir.sealed_shelf.read_text()
+    state = lifecycle.load_view(memdir, T0_DT).states.get(sealed)
+    assert state is not None and state.memory.visibility == "sealed"
+    ok(b, "sync")
+    assert coffee in (b / "shelves" / "memories.jsonl").read_text()
+    assert run(b, "verify") == 0 and run(a, "verify") == 0  # b holds nothing that names it
+    ok(a, "forget", sealed)  # its tombstone and forget event stay here too
+    ok(a, "sync")
+    ok(b, "sync")
+    assert sealed not in everything_git_holds(hub)
+    assert run(b, "verify") == 0 and run(a, "verify") == 0
+
+
+def test_an_older_memdirs_sealed_memory_moves_out_with_its_events_before_sync_commits(
+    tmp_path: Path,
+) -> None:
+    (a,) = hub_and_clones(tmp_path, ("a",))
+    memdir = Memdir.open(a)
+    # as an older memdir wrote them: in the committed shelves
+    coffee = lifecycle.teach(memdir, "I drink my coffee black", T0_DT).id
+    memory = lifecycle._memory(PIN, "teaching", "user", T0_DT, visibility="sealed")
+    event = new_event(at=T0, op="link", target=coffee, actor="user", to=memory.id,
+                      link_type="related")  # fmt: skip
+    with memdir.memory_shelf.open("ab") as out:
+        out.write(encode_line(memory.to_line()))
+    with memdir.event_shelf.open("ab") as out:
+        out.write(encode_line(event.to_line()))
+    ok(a, "sync")
+    held = everything_git_holds(tmp_path / "hub.git")
+    assert "4711" not in held and memory.id not in held
+    assert "coffee" in held
+    for path in (memdir.memory_shelf, memdir.event_shelf):
+        assert memory.id not in path.read_text()
+    moved = memdir.sealed_shelf.read_text()
+    assert memory.id in moved and event.id in moved  # nothing lost
+    assert memory.id in lifecycle.load_view(memdir, T0_DT).states
+    assert run(a, "verify") == 0
+
+
+def test_verify_fails_on_a_tracked_sealed_memory_and_sync_refuses_to_push_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (a,) = hub_and_clones(tmp_path, ("a",))
+    memdir = Memdir.open(a)
+    memory = lifecycle._memory(PIN, "teaching", "user", T0_DT, visibility="sealed")
+    with memdir.memory_shelf.open("ab") as out:
+        out.write(encode_line(memory.to_line()))
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "committed by hand")
+    capsys.readouterr()
+    assert run(a, "verify") != 0
+    assert "shelves/memories.jsonl:1: a secret turn or sealed memory" in capsys.readouterr().out
+    assert run(a, "sync") != 0
+    error = capsys.readouterr().err
+    assert "memdir: error: refusing to push" in error and "Traceback" not in error
+    assert "4711" not in everything_git_holds(tmp_path / "hub.git")
+    assert memory.id in memdir.sealed_shelf.read_text()
+    assert run(a, "verify") == 0

@@ -162,7 +162,7 @@ def sync(
         gitrules.merge(root)
         escape_local_nul(memdir)  # git must keep seeing text (sync_safety.py)
         githooks.install(root)  # a later plain `git pull` re-applies forgets too
-        secrets.move_out(memdir)  # an older memdir's secret turns: to the git-ignored file
+        secrets.move_out(memdir)  # an older memdir's secret turns, sealed memories: git-ignored
         tracked = git(root, "ls-files", "--", *gitrules.UNTRACKED).stdout.split()
         if tracked:
             _run(root, "rm", "--cached", "--quiet", "--", *tracked)
@@ -201,14 +201,17 @@ def sync(
 
 
 def _refuse_secrets(root: Path, remote: str) -> None:
-    """Nothing is pushed while a commit that is not on the remote yet adds a secret turn (made
-    before secrets stayed on their machine, or by hand): it would leave in plain text."""
+    """Nothing is pushed while a commit that is not on the remote yet adds a secret turn or a
+    sealed memory (made before secrets stayed on their machine, or by hand): it would leave in
+    plain text."""
     leaked = secrets.unpushed(root, remote)
     if leaked:
         raise MemdirError(
-            f"refusing to push: {counted(len(leaked), 'unpushed commit')} holding a secret turn in plain text "
+            f"refusing to push: {counted(len(leaked), 'unpushed commit')} holding a secret "
+            f"turn or sealed memory in plain text "
             f"({', '.join(leaked[:3])}{', …' if len(leaked) > 3 else ''})",
-            hint=f"the turns now live in journal/secret.jsonl (git-ignored); drop them from "
+            hint="they now live in journal/secret.jsonl and shelves/sealed.jsonl (git-ignored); "
+            f"drop them from "
             f"those commits, e.g. `git reset --soft {remote}/BRANCH` then `memdir sync`",
         )
 
