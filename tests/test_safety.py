@@ -145,6 +145,7 @@ def test_secrets_stay_home_forgets_reach_every_clone_and_no_guess_is_confirmed(
     report: dict[str, Any],
 ) -> None:
     assert safe(report, "14", "blobs on the remote holding a new secret turn") == 0
+    assert safe(report, "14", "blobs on the remote holding a new sealed memory") == 0
     assert safe(report, "14", "blobs on the remote holding a secret committed by hand") == 0
     assert report["details"]["secrets_in_git"]["safeguarded"]["old_push_refused"]
     assert report["details"]["secrets_in_git"]["safeguarded"]["verify_failed_on_tracked"]
@@ -180,6 +181,7 @@ HEADLINES = (
     ("11", "quote guard: adversarial writes that went through"),
     ("12", "private/sealed text or ids"),
     ("14", "blobs on the remote holding a new secret turn"),
+    ("14", "blobs on the remote holding a new sealed memory"),
     ("14", "blobs on the remote holding a secret committed by hand"),
     ("16", "files of a clone holding forgotten text"),
     ("17", "guesses a forgotten memory's tombstone confirms"),

@@ -1,7 +1,8 @@
 """What leaves with a clone, and what a forget leaves behind (issue 32, families 4, 6 and 7).
 
-14. Secrets in tracked files: a secret turn (`--secrecy secret`), then a sync to a bare hub on
-    disk; the hub's every blob is searched for the secret. A second memdir holds a secret turn
+14. Secrets in tracked files: a secret turn (`--secrecy secret`) and a sealed memory
+    (`teach --visibility sealed`), then a sync to a bare hub on disk; the hub's every blob is
+    searched for each. A second memdir holds a secret turn
     in a commit made by hand (as a memdir older than the rule did) and syncs. The unrestricted
     arm is a memdir without the rule: the secret turn sits in the committed journal file and
     the sync is a plain `git add -A`, `commit`, `push`.
@@ -40,6 +41,7 @@ from .harness import ARMS, SAFE, Lab, Measure, Metric, compare
 from .user import on_day
 
 SECRET = "ZX-PIN-4711-QUARTZ"
+SEALED = "QV-DOOR-2290-OPAL"
 FORGOTTEN = "ZX-SAFE-WORD-OBSIDIAN"
 IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
             "-c", "commit.gpgsign=false")  # fmt: skip
@@ -106,13 +108,19 @@ def secrets_in_git(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str
     for arm in ARMS:
         memdir, hub = _repository(lab, f"secret-{arm}")
         turn = journal.new_turn(now, "user", "s1", f"My bank PIN is {SECRET}", secrecy="secret")
+        door = f"My door code is {SEALED}"
         if arm == SAFE:
             journal.add_turns(memdir, [turn])
+            lifecycle.teach(memdir, door, now, visibility="sealed")
             synced = _in_main(memdir, now, "sync")
-        else:  # no rule: the turn in the committed file, a plain commit and push
+        else:  # no rule: the turn and the memory in committed files, a plain commit and push
             memdir.journal_dir.mkdir(exist_ok=True)
             with open(journal.turns_path(memdir), "ab") as handle:
                 handle.write(encode_line(turn.to_line()))
+            memory = new_memory(created=format_time(now), text=door, source="teaching",
+                                author="user", store="semantic", visibility="sealed")  # fmt: skip
+            with open(memdir.memory_shelf, "ab") as handle:
+                handle.write(encode_line(memory.to_line()))
             _plain_sync(memdir)
             synced = 0
         # an older memdir's secret, committed by hand before the rule: is it pushed?
@@ -131,6 +139,7 @@ def secrets_in_git(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str
         found[arm] = {
             "sync_exit": synced,
             "hub_blobs": _blobs_holding(hub, SECRET),
+            "sealed_hub_blobs": _blobs_holding(hub, SEALED),
             "old_hub_blobs": _blobs_holding(old_hub, SECRET),
             "old_push_refused": refused,
             "verify_failed_on_tracked": verify_fails,
@@ -140,6 +149,8 @@ def secrets_in_git(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str
         found,
         Measure("blobs on the remote holding a new secret turn", "hub_blobs",
                 note="every object of the bare hub after `memdir sync`"),
+        Measure("blobs on the remote holding a new sealed memory", "sealed_hub_blobs",
+                note="`teach --visibility sealed`, then `memdir sync`"),
         Measure("blobs on the remote holding a secret committed by hand", "old_hub_blobs",
                 note="sync refuses to push it (and verify fails on the tracked file)"),
     )  # fmt: skip
