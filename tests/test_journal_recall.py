@@ -184,3 +184,20 @@ def test_bad_input_is_one_line_and_a_bad_journal_line_is_skipped(
                          "--include-journal")  # fmt: skip
     assert code == 0 and "Traceback" not in err and "turns.jsonl" in err
     assert [turn["text"] for turn in json.loads(out)["journal"]["turns"]] == [SAID[2]]
+
+
+def test_the_rarer_word_ranks_first(capsys: pytest.CaptureFixture[str], hashed: Memdir) -> None:
+    """At as many query words matched, the turn with the rarer one comes first, however much
+    newer the others are (the search's documented order: most words, rarest, newest)."""
+    at = LATER - timedelta(days=10)
+    journal.add_turns(hashed, [
+        journal.new_turn(at, "user", "s1", "We saw a flat in Valencia", "cli"),
+        journal.new_turn(at, "user", "s3", "Valencia, finally", "cli"),
+        *(journal.new_turn(at + timedelta(days=1, minutes=n), "user", "s2", f"flat number {n}",
+                           "cli") for n in range(5)),
+    ])  # fmt: skip
+    best = ["We saw a flat in Valencia", "Valencia, finally"]
+    found = recall(capsys, hashed, "Valencia flat?", "--include-journal", "--k", "3")
+    assert [turn["text"] for turn in found["journal"]["turns"]][:2] == best
+    code, out, _ = cli(capsys, hashed, "journal", "search", "flat Valencia", "--json")
+    assert code == 0 and [row["text"] for row in json.loads(out)][:2] == best

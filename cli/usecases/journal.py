@@ -188,10 +188,11 @@ def search_turns(memdir: Memdir, query: str, now: datetime, limit: int = 20,
         if found:
             shown.append((turn, text, found))
     counts = {term: sum(1 for _, _, found in shown if term in found) for term in wanted}
+    total = len(shown)  # (not len(shown) in the key: a list is empty while it sorts)
     summaries = book.summaries_of()
 
     def weight(found: set[str]) -> float:
-        return sum(math.log(1 + len(shown) / counts[term]) for term in found)
+        return sum(math.log(1 + total / counts[term]) for term in found)
 
     shown.sort(key=lambda hit: (-len(hit[2]), -weight(hit[2]), -hit[0].moment.timestamp()))
     return [{**turn.to_line(), "text": text, "trusted": turn.trusted, "matched": sorted(found),
