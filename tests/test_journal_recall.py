@@ -6,6 +6,7 @@ memories, through the policy's rows (docs/RECALL.md, "The journal group"; docs/P
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,27 @@ def test_the_rarer_word_ranks_first(capsys: pytest.CaptureFixture[str], hashed: 
     assert [turn["text"] for turn in found["journal"]["turns"]][:2] == best
     code, out, _ = cli(capsys, hashed, "journal", "search", "flat Valencia", "--json")
     assert code == 0 and [row["text"] for row in json.loads(out)][:2] == best
+
+
+def test_served_and_in_process_answers_are_the_same(imported: Memdir, tmp_path: Path) -> None:
+    """`memdir serve` runs the same command: the journal group is identical through it."""
+    from conftest import Server, clean_env, memdir_cli
+
+    args = ("--dir", str(imported.root), "recall", "Valencia", "--no-record", "--include-journal")
+    now = LATER.isoformat()
+    local = [memdir_cli(*args, *extra, now=now, env=clean_env(MEMDIR_NO_SERVICE="1"))
+             for extra in ((), ("--json",))]  # fmt: skip
+    running = Server(imported, tmp_path / "serve.log", "--no-watch")
+    try:
+        running.wait_ready()
+        before = running.status()["requests"]
+        served = [memdir_cli(*args, *extra, now=now) for extra in ((), ("--json",))]
+        assert running.status()["requests"] == before + 2, "not served"
+    finally:
+        assert running.stop() == 0, running.text()
+    assert all(run.code == 0 for run in (*local, *served)), (local, served)
+    timeless = re.compile(r"\d+ ms\)")  # the recall's own time differs
+    assert timeless.sub("ms)", local[0].out) == timeless.sub("ms)", served[0].out)
+    mine, theirs = json.loads(local[1].out), json.loads(served[1].out)
+    assert mine.pop("milliseconds") >= 0 and theirs.pop("milliseconds") >= 0
+    assert mine == theirs and [t["text"] for t in theirs["journal"]["turns"]] == [SAID[2]]
