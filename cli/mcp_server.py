@@ -282,8 +282,7 @@ class MemdirTools:
         self._keep_models(index)
         data = result.to_dict(explain=explain)
         if include_journal:
-            data["journal"] = journal_group(self.memdir, query.strip(), result.now, k,
-                                            assistant=True)  # fmt: skip
+            data["journal"] = journal_group(self.memdir, result, k, assistant=True)
         return data if components or explain else compact_recall(data)
 
     def search(

@@ -226,3 +226,17 @@ def test_served_and_in_process_answers_are_the_same(imported: Memdir, tmp_path: 
     mine, theirs = json.loads(local[1].out), json.loads(served[1].out)
     assert mine.pop("milliseconds") >= 0 and theirs.pop("milliseconds") >= 0
     assert mine == theirs and [t["text"] for t in theirs["journal"]["turns"]] == [SAID[2]]
+
+
+def test_the_words_of_a_time_window_are_not_searched(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir
+) -> None:
+    at = LATER - timedelta(days=5)
+    journal.add_turns(hashed, [
+        journal.new_turn(at, "user", "s1", "Valencia was warm", "cli"),
+        journal.new_turn(at, "user", "s1", "A long week at work", "cli"),
+    ])  # fmt: skip
+    found = recall(capsys, hashed, "What did I say about Valencia Last Week?", "--include-journal")
+    assert found["analysis"]["time_window"]["phrase"].lower() == "last week"
+    assert found["journal"]["terms"] == ["say", "valencia"]
+    assert [turn["text"] for turn in found["journal"]["turns"]] == ["Valencia was warm"]

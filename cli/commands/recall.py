@@ -111,8 +111,7 @@ def register(app: typer.Typer) -> None:
         turns = raw_window(ctx, now) if window else None
         found = None
         if include_journal:
-            found = journal_group(context.open_memdir(ctx), text, context.now(ctx, now), k,
-                                  include_private)  # fmt: skip
+            found = journal_group(context.open_memdir(ctx), result, k, include_private)
         if json_:
             data = result.to_dict(explain=explain)
             if window:
