@@ -240,3 +240,15 @@ def test_the_words_of_a_time_window_are_not_searched(
     assert found["analysis"]["time_window"]["phrase"].lower() == "last week"
     assert found["journal"]["terms"] == ["say", "valencia"]
     assert [turn["text"] for turn in found["journal"]["turns"]] == ["Valencia was warm"]
+
+
+def test_an_unverified_user_turn_is_said_to_be_unverified(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir
+) -> None:
+    at = LATER - timedelta(hours=2)
+    journal.add_turns(hashed, [journal.new_turn(at, "user", "s1", "Valencia, from an unconfirmed hook",
+                                                "hook:unverified")])  # fmt: skip
+    code, out, _ = cli(capsys, hashed, "recall", "Valencia", "--no-record", "--include-journal")
+    assert code == 0 and "user (unverified): Valencia, from an unconfirmed hook" in out
+    [turn] = recall(capsys, hashed, "Valencia", "--include-journal")["journal"]["turns"]
+    assert turn["trusted"] is False

@@ -218,7 +218,10 @@ def render_journal(found: dict[str, Any], room: int | None, explain: bool) -> No
         mark = marker(None, exposed)
         tag = f" [{mark}]" if mark else ""
         matched = f" — matched {', '.join(turn['matched'])}" if explain else ""
-        for line in wrap(f"{turn['at'][:10]} [{where}] {turn['role']}: {flat(turn['text'])}{tag} "
+        # a "user" turn from a channel that cannot vouch for the user (an MCP client, a hook
+        # the harness's transcript did not confirm) is not said to be the user's
+        speaker = turn["role"] if turn.get("trusted", True) else f"{turn['role']} (unverified)"
+        for line in wrap(f"{turn['at'][:10]} [{where}] {speaker}: {flat(turn['text'])}{tag} "
                          f"({turn['id']}){matched}", room):  # fmt: skip
             typer.echo(line)
 
