@@ -36,7 +36,9 @@ log = logging.getLogger("memdir")
 
 INSTRUCTIONS = """\
 memdir is the user's long-term memory, kept as plain files. Call `wake` at the start of a
-conversation and `recall` before answering anything that may depend on the past.
+conversation and `recall` before answering anything that may depend on the past; when no
+memory answers a detail the user may have said in a past or imported conversation, `recall`
+again with `include_journal` (the matching turns, verbatim, apart from the memories).
 Provenance rules (enforced):
 - `teach` stores the USER'S OWN WORDS: pass text quoted word for word from something the user
   said in this or a recent conversation. Anything else (a paraphrase, a conclusion, "the user
