@@ -174,6 +174,17 @@ SURFACES: dict[str, Surface] = {
                 _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="--all",
                 note="full text over the turns; a turn it may not show is not a hit (a masked "
                 "hit would tell what a private turn says)", kinds=("turns",)),
+        Surface("recall --include-journal", ("recall --include-journal",), (),
+                _exposed("text", "text", "asked", "omitted", "omitted"),
+                asked_by="--include-private",
+                note="the journal group beside the memories: verbatim turns that hold the "
+                "query's words, as `journal search` finds them; a turn it may not show is not "
+                "a hit", kinds=("turns",)),
+        Surface("recall include_journal (MCP)", (), ("recall",), _PROMPT_EXPOSURE,
+                note="the journal group the assistant gets: normal turns only — a sensitive "
+                "turn is never quoted verbatim to a model, and a private one not even with "
+                "include_private (the assistant asking is not the user asking)",
+                kinds=("turns",)),
         Surface("journal_read (MCP)", (), ("journal_read",),
                 _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private",
                 kinds=("turns",)),

@@ -10,6 +10,9 @@ dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTIN
 - a forgotten or rejected memory is never recalled;
 - no teaching changes status silently: each one superseded is either replaced by the user's
   own key or listed in `memdir review`'s automatic supersedes.
+- a detail said in the middle of an imported conversation (a ChatGPT export on day 20) is
+  found by `recall --include-journal` at every later date, in the journal group, whatever
+  dream kept of the conversation.
 
     .venv/bin/python benchmarks/year_of_life.py          # the whole year: 52 weekly sleeps
 tests/test_year.py runs the fast part (a sleep a month, fewer dates).
@@ -63,9 +66,38 @@ class Person:
         found = json.loads(self.run(when, "recall", query, "--json", "--no-record"))
         return [row["id"] for row in found["results"]]
 
+    def journalled(self, when: datetime, query: str) -> list[str]:
+        """The texts of recall's journal group for `query`."""
+        found = json.loads(self.run(when, "recall", query, "--json", "--no-record",
+                                    "--include-journal"))  # fmt: skip
+        return [turn["text"] for turn in found["journal"]["turns"]]
+
 
 def days(number: float) -> timedelta:
     return timedelta(days=number)
+
+
+IMPORTED_AT = 20  # the day a ChatGPT export is imported
+VALENCIA = "We found a flat in Valencia near the old riverbed park."
+
+
+def chatgpt_export(path: Path, when: datetime) -> Path:
+    """A ChatGPT `conversations.json`: one conversation about a move, the detail mid-way."""
+    said = ["I need help planning a move next spring.", "Happy to help. Where to?", VALENCIA,
+            "Lovely choice.", "Mostly I worry about the paperwork.", "Let's make a list."]  # fmt: skip
+    start = int(when.timestamp())
+    mapping = {
+        f"n{n}": {"id": f"n{n}", "parent": f"n{n - 1}" if n else None,
+                  "children": [f"n{n + 1}"] if n < len(said) - 1 else [],
+                  "message": {"id": f"n{n}", "author": {"role": ("user", "assistant")[n % 2]},
+                              "create_time": start + 60 * n,
+                              "content": {"content_type": "text", "parts": [text]}}}
+        for n, text in enumerate(said)
+    }  # fmt: skip
+    path.write_text(json.dumps([{"id": "c0000000-0000-4000-8000-0000000000aa", "title": "Move",
+                                 "create_time": start, "mapping": mapping,
+                                 "current_node": f"n{len(said) - 1}"}]))  # fmt: skip
+    return path
 
 
 def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
@@ -102,6 +134,9 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
     dentist_day = datetime(2026, 3, 3, tzinfo=timezone.utc)
     for day in range(1, 366):
         now = START + days(day)
+        if day == IMPORTED_AT:
+            export = chatgpt_export(root.parent / "conversations.json", now - days(3))
+            me.run(now, "import", str(export))
         if day == 60:  # a preference that changes, with the user's key
             oolong = me.run(now, "teach", "I drink oolong tea every afternoon now", "--key", "tea")
         if day % sleep_every == 0:
@@ -130,6 +165,9 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
                     f"day {day}: a forgotten memory recalled")  # fmt: skip
         year.expect(anna in me.recalled(now, "where does my sister Anna live"),
                     f"day {day}: a true teaching about Anna lost")  # fmt: skip
+        if day > IMPORTED_AT:
+            year.expect(VALENCIA in me.journalled(now, "where was the flat in Valencia?"),
+                        f"day {day}: the imported detail not in recall's journal group")  # fmt: skip
     return year
 
 

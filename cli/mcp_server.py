@@ -36,7 +36,9 @@ log = logging.getLogger("memdir")
 
 INSTRUCTIONS = """\
 memdir is the user's long-term memory, kept as plain files. Call `wake` at the start of a
-conversation and `recall` before answering anything that may depend on the past.
+conversation and `recall` before answering anything that may depend on the past; when no
+memory answers a detail the user may have said in a past or imported conversation, `recall`
+again with `include_journal` (the matching turns, verbatim, apart from the memories).
 Provenance rules (enforced):
 - `teach` stores the USER'S OWN WORDS: pass text quoted word for word from something the user
   said in this or a recent conversation. Anything else (a paraphrase, a conclusion, "the user
@@ -254,12 +256,23 @@ class MemdirTools:
                 "other personas are left out.",
             ),
         ] = None,
+        include_journal: Annotated[
+            bool,
+            Field(
+                description="Also search the journal's turns (past and imported conversations) "
+                "for the query's words: matching turns come back apart, under `journal`, as "
+                "verbatim turns, not memories (normal turns only; they do not change the verdict)."
+            ),
+        ] = False,
     ) -> dict[str, Any]:
         """Recall the memories that matter for a query, ranked by a blended, explainable score,
         with a verdict: GROUNDED, LOW_CONFIDENCE or NO_DATA. Provisional inferences are marked.
-        The recall is recorded (rehearsal), which slows the recalled memories' decay."""
+        The recall is recorded (rehearsal), which slows the recalled memories' decay.
+        `include_journal` adds the conversation turns that hold the query's words, for a
+        detail no memory kept."""
         from memdir.indexers.recall import RecallOptions
 
+        from .usecases.recall import journal_group
         from .usecases.recall import recall as run_recall
 
         options = RecallOptions(
@@ -270,6 +283,8 @@ class MemdirTools:
                             actor="assistant", index=index)  # fmt: skip
         self._keep_models(index)
         data = result.to_dict(explain=explain)
+        if include_journal:
+            data["journal"] = journal_group(self.memdir, result, k, assistant=True)
         return data if components or explain else compact_recall(data)
 
     def search(

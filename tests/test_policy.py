@@ -153,6 +153,8 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
         views += _forms(memdir, surface, (*base, "--include-expired"), True, asked=expired)
     views += _forms(memdir, "recall", ("recall", "quokka", "--k", "30", "--no-record",
                                        "--persona", "home"), True, persona="home")  # fmt: skip
+    for asked in (frozenset(), private):
+        views += journal_group_views(memdir, asked)
     views += _forms(memdir, "list", ("list",))
     views += _forms(
         memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES)
@@ -198,6 +200,28 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
         views.append(View("export --encrypt" if encrypt else "export", f"export {encrypt}",
                           _unpacked(out, tmp / f"restored-{encrypt}", encrypt)))  # fmt: skip
     return views
+
+
+def journal_group_views(memdir: Memdir, asked: frozenset[str]) -> list[View]:
+    """`recall --include-journal`, plain and --json: the memories follow recall's row, the
+    journal group (after its heading, under `journal`) the row of its own."""
+    from memdir.cli.usecases.recall import JOURNAL_GROUP
+
+    args = ("recall", "quokka", "--k", "30", "--no-record", "--include-journal",
+            *(("--include-private",) if asked else ()))  # fmt: skip
+    label = " ".join(args)
+    plain = _cli(memdir, *args)
+    memories, heading, group = plain.partition(JOURNAL_GROUP)
+    assert heading, plain
+    data = json.loads(_cli(memdir, *args, "--json"))
+    found = json.dumps(data.pop("journal"), ensure_ascii=False)
+    surface = "recall --include-journal"
+    return [
+        View("recall", label, memories, asked, marks=True),
+        View(surface, label, group, asked, marks=True),
+        View("recall", f"{label} --json", json.dumps(data, ensure_ascii=False), asked, json=True),
+        View(surface, f"{label} --json", found, asked, json=True),
+    ]
 
 
 # A prompt the planted memories answer (the hashing embedder scores "quokka" alone too weakly
@@ -270,6 +294,17 @@ def mcp_views(memdir: Memdir) -> list[View]:
             await call("recall", "recall", query="quokka", k=30)
             await call("recall", "recall", private, query="quokka", k=30, include_private=True)
             await call("recall", "recall", query="quokka", k=30, explain=True)
+            for asked in (frozenset(), private):  # the journal group: normal turns only
+                result = await client.call_tool("recall", {"query": "quokka", "k": 30,
+                                                           "include_journal": True,
+                                                           "include_private": bool(asked)})  # fmt: skip
+                assert not result.is_error, result
+                data = dict(result.structured_content or {})
+                group = json.dumps(data.pop("journal"), ensure_ascii=False)
+                label = f"MCP recall include_journal {sorted(asked)}"
+                found.append(View("recall include_journal (MCP)", label, group, asked, json=True))
+                found.append(View("recall", label, json.dumps(data, ensure_ascii=False), asked,
+                                  json=True))  # fmt: skip
             await call("search", "search", query="quokka", k=30)
             await call("search", "search", private, query="quokka", k=30, include_private=True)
             for record in RECORDS:

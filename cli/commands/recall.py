@@ -11,7 +11,7 @@ import typer
 
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.lifecycle import short_ids
-from memdir.archive_format.visibility import marker
+from memdir.archive_format.visibility import exposure, marker
 from memdir.cli.words import counted
 
 from .. import context, layout
@@ -51,6 +51,14 @@ NoRecordOpt = Annotated[
 WindowOpt = Annotated[
     bool, typer.Option("--window", help="Also show the raw window: recent user turns.")
 ]
+IncludeJournalOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-journal",
+        help="Also search the journal's turns (imported and journalled conversations): those "
+        "holding the query's words, shown apart as verbatim turns, not memories.",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -72,14 +80,20 @@ def register(app: typer.Typer) -> None:
         perfect: PerfectOpt = False,
         no_record: NoRecordOpt = False,
         window: WindowOpt = False,
+        include_journal: IncludeJournalOpt = False,
         now: context.NowOpt = None,
         json_: context.JsonOpt = False,
     ) -> None:
         """Recall the memories that matter for a query, with a verdict:
         GROUNDED, LOW_CONFIDENCE or NO_DATA.
 
+        With --include-journal, the journal's turns that hold the query's words follow as a
+        group of their own (they neither rank the memories nor change the verdict).
+
         Example: memdir recall "how does Sam take his coffee?" --explain
+        Example: memdir recall "where was the flat in Valencia?" --include-journal
         """
+        from memdir.cli.usecases.recall import journal_group
         from memdir.cli.usecases.recall import recall as run
         from memdir.indexers.recall import RecallOptions
 
@@ -95,9 +109,14 @@ def register(app: typer.Typer) -> None:
             result = run(context.open_memdir(ctx), text, context.now(ctx, now), options,
                          record=not no_record, progress=advance)  # fmt: skip
         turns = raw_window(ctx, now) if window else None
+        found = None
+        if include_journal:
+            found = journal_group(context.open_memdir(ctx), result, k, include_private)
         if json_:
             data = result.to_dict(explain=explain)
-            emit_json({**data, "raw_window": turns} if window else data)
+            if window:
+                data["raw_window"] = turns
+            emit_json({**data, "journal": found} if found is not None else data)
             return
         room = layout.width()
         ids = [c.id for c in result.results]
@@ -112,6 +131,8 @@ def register(app: typer.Typer) -> None:
             for line in layout.wrap(f"raw {turn['at']} [{turn['session']}] {flat(turn['text'])}",
                                     room, "   "):  # fmt: skip
                 typer.echo(line)
+        if found is not None:
+            render_journal(found, room, explain)
 
 
 def register_context(app: typer.Typer) -> None:
@@ -178,6 +199,31 @@ def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:
     from memdir.cli.usecases.journal import read_turns
 
     return read_turns(context.open_memdir(ctx), context.now(ctx, now), window=True)
+
+
+def render_journal(found: dict[str, Any], room: int | None, explain: bool) -> None:
+    """The journal group, apart from the memories: date, session (and title), speaker, the
+    turn's own words and its id; with --explain, the words each turn matched."""
+    turns = found["turns"]
+    typer.echo(rule(f"{found['label']} ({len(turns)})", room))
+    if explain:
+        for line in wrap(f"searched the journal for: {', '.join(found['terms']) or 'no words'}"
+                         " (these turns do not rank the memories or change the verdict)", room):  # fmt: skip
+            typer.echo(line)
+    if not turns:
+        typer.echo("no turn holds the query's words")
+    for turn in turns:
+        where = f"{turn['session']} · {turn['topic']}" if turn.get("topic") else turn["session"]
+        exposed = exposure(turn.get("visibility", "normal"), turn.get("secrecy", "public"))
+        mark = marker(None, exposed)
+        tag = f" [{mark}]" if mark else ""
+        matched = f" — matched {', '.join(turn['matched'])}" if explain else ""
+        # a "user" turn from a channel that cannot vouch for the user (an MCP client, a hook
+        # the harness's transcript did not confirm) is not said to be the user's
+        speaker = turn["role"] if turn.get("trusted", True) else f"{turn['role']} (unverified)"
+        for line in wrap(f"{turn['at'][:10]} [{where}] {speaker}: {flat(turn['text'])}{tag} "
+                         f"({turn['id']}){matched}", room):  # fmt: skip
+            typer.echo(line)
 
 
 RESULT_COLUMNS = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -123,3 +124,34 @@ def search(
                "marker": visibility.marker(state.status, memory.visibility)}  # fmt: skip
         rows.append({**row, "snippet": hit.snippet} if surface == "search" else row)
     return rows[:k]
+
+
+JOURNAL_GROUP = "from the journal — verbatim turns, not memories"
+# What the assistant gets of a journal hit (MCP): no visibility or summaries to reason from,
+# since it only ever gets normal turns, and a summary of a group of turns may be private.
+ASSISTANT_TURN = ("id", "at", "session", "topic", "role", "channel", "trusted", "text", "matched")
+
+
+def journal_group(
+    memdir: Memdir, recalled: RecallResult, k: int, include_private: bool = False,
+    assistant: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Recall's journal group (`--include-journal`, MCP `include_journal`): the journal's turns
+    — imported and journalled conversations — that hold the query's words (recall's BM25 words:
+    stop words and the words of a time window off), found by `journal search` as the policy's
+    row for the reader lets it show (the assistant's: normal turns only). It stands apart from
+    the memories: it neither ranks them nor counts for the verdict."""
+    from memdir.indexers.recall.query import bm25_terms
+
+    from .journal import search_terms, search_turns
+
+    surface = "recall include_journal (MCP)" if assistant else "recall --include-journal"
+    analysis = recalled.analysis
+    query = analysis.query
+    if analysis.window:  # "last week" would match every turn that says "week"
+        query = re.sub(re.escape(analysis.window.phrase), " ", query, flags=re.IGNORECASE)
+    words = bm25_terms(query)
+    rows = search_turns(memdir, words, recalled.now, k, include_private, surface)
+    if assistant:
+        rows = [{name: row[name] for name in ASSISTANT_TURN if name in row} for row in rows]
+    return {"label": JOURNAL_GROUP, "terms": sorted(search_terms(words)), "turns": rows}
