@@ -266,6 +266,19 @@ class Memdir:
         return run(self.archive, text, _moment(now), options, record=record,
                    actor=self.actor.name)  # fmt: skip
 
+    def recall_journal(
+        self, recalled: RecallResult, *, k: int = 10, include_private: bool = False
+    ) -> dict[str, Any]:
+        """`memdir recall --include-journal`'s group for a result of `recall`: the journal's
+        turns (imported and journalled conversations) that hold its query's words, apart from
+        the memories, through the policy row of this handle's actor (the assistant's: normal
+        turns only); what `--json` prints under `journal`."""
+        from memdir.cli.usecases.recall import journal_group
+
+        if self.actor.assistant:
+            return journal_group(self.archive, recalled, k, assistant=True)
+        return journal_group(self.archive, recalled, k, include_private)
+
     def context(self, prompt: str, *, budget: int | None = None, k: int | None = None,
                 record: bool = True, now: Moment = None) -> PromptContext:  # fmt: skip
         """`memdir context`: the block an assistant should see before answering `prompt`

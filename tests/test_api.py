@@ -328,6 +328,25 @@ def test_sleep_wake_import_export_run_the_commands_use_cases(
     assert exported.path.is_file() and exported.files > 0 and not exported.encrypted
 
 
+def test_recall_journal_finds_a_detail_said_mid_conversation_through_the_actors_row(
+    user: memdir.Memdir, assistant: memdir.Memdir
+) -> None:
+    user.journal_add("We spent the whole summer in Valencia with my cousins", role="user", session="s1",
+                     now=T0)  # fmt: skip
+    user.journal_add("Valencia again next year, but that stays between us", role="user", session="s1",
+                     visibility="private", now=T0)  # fmt: skip
+    found = user.recall("Valencia", record=False, now=T1)
+    assert not any("Valencia" in c.text for c in found.results)  # no memory holds it
+    mine = [turn["text"] for turn in user.recall_journal(found, include_private=True)["turns"]]
+    assert sorted(mine) == sorted(
+        ["We spent the whole summer in Valencia with my cousins",
+         "Valencia again next year, but that stays between us"])  # fmt: skip
+    theirs = assistant.recall_journal(assistant.recall("Valencia", record=False, now=T1),
+                                      include_private=True)["turns"]  # fmt: skip
+    assert [turn["text"] for turn in theirs] == [
+        "We spent the whole summer in Valencia with my cousins"]  # fmt: skip
+
+
 def test_recall_records_the_handles_actor(user: memdir.Memdir, assistant: memdir.Memdir) -> None:
     user.teach("I take my coffee black", now=T0)
     assistant.recall("coffee", now=T1)
