@@ -66,6 +66,7 @@ SURFACE_OF = {
     "forget": "forget",
     "link": "link",
     "recall": "recall",
+    "recall_journal": "recall --include-journal",
     "context": "context",
     "journal_add": "journal add",
     "journal_read": "journal read",
