@@ -499,7 +499,7 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
         state = lookup(memdir, given, now, cache)
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            tombstones.compact(path, state.id, now)
+            tombstones.compact(memdir, path, state.id, now)  # the id cache follows it
         if not any(event.op == "forget" for event in state.events):
             _append_event(
                 memdir, new_event(at=format_time(now), op="forget", target=state.id, actor=actor)

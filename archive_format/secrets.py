@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 from . import journal, shelf
-from .atomic import write_bytes
 from .errors import FormatError
 from .memdir import Memdir
+from .rewrite import Lines, rewrite
 
 # how a secret turn's line reads, whatever else it holds (keys are written in table order)
 NEEDLE = b'"secrecy":"secret"'
@@ -42,15 +42,15 @@ def move_out(memdir: Memdir) -> int:
     for path in journal.journal_files(memdir):
         if path == target:
             continue
-        raw_lines = path.read_bytes().split(b"\n")
-        tail = raw_lines.pop()  # a torn tail is kept as it is (the next writer quarantines it)
-        secret = [raw for n, raw in enumerate(raw_lines, 1) if _is_secret_turn(raw, f"{path}:{n}")]
+        old = Lines.read(path)  # a torn tail is kept as it is (the next writer quarantines it)
+        secret = {
+            line for n, line in enumerate(old.lines, 1) if _is_secret_turn(line[:-1], f"{path}:{n}")
+        }
         if not secret:
             continue
-        shelf.append(target, [raw + b"\n" for raw in secret], memdir.quarantine_dir)
-        kept = [raw + b"\n" for raw in raw_lines if raw not in set(secret)]
-        write_bytes(path, [*kept, tail])
-        moved += len(secret)
+        shelf.append(target, [line for line in old.lines if line in secret], memdir.quarantine_dir)
+        rewrite(memdir, old, [b"" if line in secret else line for line in old.lines])
+        moved += sum(line in secret for line in old.lines)
     return moved
 
 
