@@ -8,7 +8,11 @@ their lines. It is derived, and never trusted over the files:
   first and last 4 KiB, as the index checkpoints do). A file that grew with that prefix intact
   is caught up from where indexing stopped (git may write a merged shelf under the old inode
   number: its prefix is what tells); one truncated, edited in place or otherwise rewritten is
-  indexed again from its start. `forget` updates the rows of the shelves it rewrote.
+  indexed again from its start. memdir's own rewrites (rewrite.py: forget, re-applied
+  tombstones, a merge's duplicates dropped, journal forget, import --undo, secret turns moved,
+  NULs escaped) are followed from their edits instead (`rewritten`): the rows of the replaced
+  lines go, the replacements' come and the rows after them move, so the next write reads no
+  line of the rewritten file again.
 - Answers are candidates. Callers fold the lines the cache points at; a line that is not what
   the cache says raises `Stale`, and the caller reads every shelf instead.
 - A missing or corrupt cache is rebuilt; when none can be kept on disk (a read-only
@@ -431,8 +435,9 @@ class IdCache:
             new_end = end + moved
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                if stat.st_size < new_end:
-                    raise sqlite3.DatabaseError(f"{name} is shorter than its rewrite")
+                if stat.st_size < new_end:  # not the file rewritten: the next sync reads it
+                    db.execute("ROLLBACK")
+                    return
                 db.execute(
                     "UPDATE files SET inode = ?, size = ?, mtime_ns = ?, fingerprint = ? "
                     "WHERE number = ?",
