@@ -8,7 +8,11 @@ their lines. It is derived, and never trusted over the files:
   first and last 4 KiB, as the index checkpoints do). A file that grew with that prefix intact
   is caught up from where indexing stopped (git may write a merged shelf under the old inode
   number: its prefix is what tells); one truncated, edited in place or otherwise rewritten is
-  indexed again from its start. `forget` updates the rows of the shelves it rewrote.
+  indexed again from its start. memdir's own rewrites (rewrite.py: forget, re-applied
+  tombstones, a merge's duplicates dropped, journal forget, import --undo, secret turns moved,
+  NULs escaped) are followed from their edits instead (`rewritten`): the rows of the replaced
+  lines go, the replacements' come and the rows after them move, so the next write reads no
+  line of the rewritten file again.
 - Answers are candidates. Callers fold the lines the cache points at; a line that is not what
   the cache says raises `Stale`, and the caller reads every shelf instead.
 - A missing or corrupt cache is rebuilt; when none can be kept on disk (a read-only
@@ -86,7 +90,7 @@ BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
 
 
-Edit = tuple[int, int, bytes]  # a replaced line: its offset, its length, the new line (or b"")
+Edit = tuple[int, int, bytes]  # a replaced line: its offset, its length, the new lines (or b"")
 
 
 class Stale(Exception):
@@ -218,6 +222,9 @@ class IdCache:
         self.db = db
         self.files: dict[int, tuple[str, int]] = {}  # number -> (name, inode), after sync
         self._dropped = False  # rows of a file deleted during this sync
+        # lines read from the files to index them since this cache was opened: what a sync
+        # cost (a rewrite that the cache followed costs none; tests and benchmarks read it)
+        self.lines_read = 0
 
     # --- keeping it in step with the files ---------------------------------------------------
     def tracked(self) -> dict[str, Path]:
@@ -263,10 +270,11 @@ class IdCache:
             "INSERT OR REPLACE INTO meta(name, value) VALUES ('boot', ?)", (_boot_id(),)
         )
 
-    def _settle(self, after: tuple[int, int] | None) -> None:
+    def _settle(self, after: tuple[int, int] | None, touched: bool = False) -> None:
         """Mark each inference with the time of the first event that settled it for good (a
         decision, a sweep, a forget) and of its last confirm: those added, or with events
-        added, after the given rowids (of records, of events), or every one (after=None)."""
+        added, after the given rowids (of records, of events), or every one (after=None);
+        `touched`: also those the temporary table `touched` names (their events went)."""
         marks = ",".join("?" * len(DECIDED))
         update = (
             f"UPDATE records SET settled = (SELECT MIN(at) FROM events WHERE target = records.id "
@@ -276,9 +284,10 @@ class IdCache:
         if after is None:
             self.db.execute(update, DECIDED)
             return
+        also = " OR id IN (SELECT id FROM touched)" if touched else ""
         self.db.execute(
             f"{update} AND (rowid > ? OR id IN "
-            f"(SELECT target FROM events WHERE rowid > ? AND op IN ({marks})))",
+            f"(SELECT target FROM events WHERE rowid > ? AND op IN ({marks})){also})",
             (*DECIDED, *after, *DECIDED),
         )
 
@@ -329,6 +338,7 @@ class IdCache:
         """Index the complete lines in [start, size); returns the offset after the last one."""
         blob = os.pread(handle.fileno(), size - start, start) if size > start else b""
         lines = blob.split(b"\n")[:-1]  # a newline-less tail is torn or still being written
+        self.lines_read += len(lines)
         bulk = len(lines) >= BULK_LINES
         if bulk:  # building the indexes once at the end is several times faster
             self.db.execute("PRAGMA cache_size = -65536")
@@ -363,10 +373,12 @@ class IdCache:
                     self.db.execute(statement)
         return offset
 
-    def rewritten(self, path: Path, before: os.stat_result, edits: list[Edit]) -> None:
-        """Follow a rewrite of `path` (forget) that replaced the lines at the given offsets,
-        without indexing the whole file again. Skipped when the cache had not indexed exactly
-        the file as it was before: the next sync then indexes it from its start."""
+    def rewritten(self, path: Path, before: os.stat_result, end: int, edits: list[Edit]) -> None:
+        """Follow a rewrite of `path` (rewrite.py) that replaced the lines at the given offsets
+        of the file as it was (`before`, its complete lines ending at `end`), without reading
+        the file again: rows of the replaced lines go, the replacements' come, the rows after
+        them move. Skipped when the cache had not indexed exactly that file: the next sync
+        then indexes it from its start (a new inode), as it does after any other rewrite."""
         name = path.relative_to(self.memdir.root).as_posix()
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -374,45 +386,67 @@ class IdCache:
             row = db.execute(
                 "SELECT number, inode, size FROM files WHERE name = ?", (name,)
             ).fetchone()
-            if row is None or (row[1], row[2]) != (before.st_ino, before.st_size):
+            if row is None or (row[1], row[2]) != (before.st_ino, end):
                 db.execute("ROLLBACK")
                 return
             number = row[0]
             last = [db.execute(f"SELECT MAX(rowid) FROM {t}").fetchone()[0] or 0 for t in TABLES]
+            # each replaced line's offset, and how far the lines after it move
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS moves(start INTEGER PRIMARY KEY, shift)")
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS touched(id TEXT)")
+            db.execute("DELETE FROM moves")
+            db.execute("DELETE FROM touched")
             edits = sorted(edits)
-            starts = ",".join(str(offset) for offset, _, _ in edits)
-            shift, moved = "0", 0
+            moved, shifts = 0, []
             for offset, length, replacement in edits:
                 moved += len(replacement) - length
-                shift = f"CASE WHEN offset > {offset} THEN {moved} ELSE {shift} END"
+                shifts.append((offset, moved))
+            db.executemany("INSERT INTO moves VALUES (?, ?)", shifts)
+            db.execute(
+                "INSERT INTO touched SELECT target FROM events "
+                "WHERE file = ? AND offset IN (SELECT start FROM moves)",
+                (number,),
+            )  # inferences whose settling events may have gone
             for table in TABLES:
                 db.execute(
-                    f"DELETE FROM {table} WHERE file = ? AND offset IN ({starts})", (number,)
+                    f"DELETE FROM {table} WHERE file = ? AND offset IN (SELECT start FROM moves)",
+                    (number,),
                 )
                 db.execute(
-                    f"UPDATE {table} SET offset = offset + ({shift}) WHERE file = ? AND offset > ?",
-                    (number, edits[0][0]),
+                    f"UPDATE {table} SET offset = offset + (SELECT shift FROM moves "
+                    f"WHERE start < {table}.offset ORDER BY start DESC LIMIT 1) "
+                    "WHERE file = ? AND offset > ?",
+                    (number, edits[0][0] if edits else end),
                 )
-            new_offset = 0
+            rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
+            shift = 0
             for offset, length, replacement in edits:
-                at = offset + new_offset
-                new_offset += len(replacement) - length
-                if replacement:
-                    found = _row(_decoded(replacement), number, at, len(replacement))
+                at = offset + shift
+                shift += len(replacement) - length
+                for raw in replacement.split(b"\n")[:-1]:  # one line, none, or several
+                    found = _row(_decoded(raw), number, at, len(raw) + 1)
                     if found is not None:
-                        marks = ",".join("?" * COLUMNS[found[0]])
-                        db.execute(f"INSERT INTO {found[0]} VALUES ({marks})", found[1])
-            self._settle((last[0], last[1]))
+                        rows[found[0]].append(found[1])
+                    at += len(raw) + 1
+            for table, values in rows.items():
+                marks = ",".join("?" * COLUMNS[table])
+                db.executemany(f"INSERT INTO {table} VALUES ({marks})", values)
+            self._settle((last[0], last[1]), touched=True)
+            new_end = end + moved
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
+                if stat.st_size < new_end:  # not the file rewritten: the next sync reads it
+                    db.execute("ROLLBACK")
+                    return
                 db.execute(
                     "UPDATE files SET inode = ?, size = ?, mtime_ns = ?, fingerprint = ? "
                     "WHERE number = ?",
-                    (stat.st_ino, stat.st_size, stat.st_mtime_ns,
-                     fingerprint(handle, stat.st_size), number),
+                    (stat.st_ino, new_end, stat.st_mtime_ns, fingerprint(handle, new_end),
+                     number),
                 )  # fmt: skip
             db.execute("COMMIT")
-        except sqlite3.Error as error:  # the rewrite is done: the next sync catches up instead
+            self.files[number] = (name, stat.st_ino)
+        except (sqlite3.Error, OSError) as error:  # the next sync indexes the file again
             log.debug("id cache not updated after rewriting %s: %s", name, error)
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -647,6 +681,17 @@ def open_cache(memdir: Memdir) -> IdCache:
     read-only `.memdir/`, a full disk, a lock held too long), one is built in memory from the
     files for this call: as slow as reading every shelf, and as right.
     """
+    cache = kept_cache(memdir)
+    if cache is not None:
+        return cache
+    scratch = IdCache(memdir, _connect(":memory:"))
+    scratch.sync()
+    return scratch
+
+
+def kept_cache(memdir: Memdir) -> IdCache | None:
+    """The memdir's id cache on disk, synced with its files; None when none can be kept (then
+    open_cache builds one in memory, and a rewrite has nothing to tell)."""
     path = memdir.cache_dir / CACHE_NAME
     held = _open.get(_key(path))
     cache = held[1] if held is not None and held[0] == os.getpid() else None
@@ -668,9 +713,7 @@ def open_cache(memdir: Memdir) -> IdCache:
             busy = isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
             if attempt or busy or not _remove(path):
                 break  # otherwise it was damaged: start again from the files
-    scratch = IdCache(memdir, _connect(":memory:"))
-    scratch.sync()
-    return scratch
+    return None
 
 
 def _key(path: Path) -> tuple[Path, int]:

@@ -3,8 +3,8 @@
 An import appends verbatim turns to the journal with the channel `import:SOURCE`, where SOURCE
 is derived from the imported file's bytes; nothing else is written but one entry in
 `state/imports.yaml` (what was imported, when, how many turns). Undo removes exactly the turns
-of one channel: the journal file is rewritten atomically (temp file, fsync, rename) under the
-writer lock, like `forget` rewrites a shelf — the one other sanctioned rewrite.
+of one channel: the journal file is rewritten atomically under the writer lock (rewrite.py, as
+`forget` rewrites a shelf), and the id cache follows the rewrite.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import atomic, shelf
+from . import shelf
 from .errors import BadInputError, LifecycleError
 from .memdir import Memdir
+from .rewrite import Lines, rewrite
 from .state import read_yaml, write_yaml
 from .validate import JOURNAL_KINDS
 
@@ -55,23 +56,24 @@ def remove_source(memdir: Memdir, source: str) -> int:
     removed = 0
     with memdir.lock():
         files = sorted(memdir.journal_dir.glob("*.jsonl"))
-        plans: list[tuple[Path, list[bytes], int]] = []
+        plans: list[tuple[Lines, list[bytes], int]] = []
         dropped_ids: set[str] = set()
         for path in files:
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            raw_lines = path.read_bytes().split(b"\n")[:-1]
+            old = Lines.read(path)
             kept: list[bytes] = []
             count = 0
-            for number, raw in enumerate(raw_lines, start=1):
-                if needle in raw:
-                    data = shelf.decode_line(raw, f"{path}:{number}")
+            for number, line in enumerate(old.lines, start=1):
+                if needle in line:
+                    data = shelf.decode_line(line[:-1], f"{path}:{number}")
                     if data.get("kind") == "turn" and data.get("channel") == wanted:
                         dropped_ids.add(str(data.get("id")))
                         count += 1
+                        kept.append(b"")
                         continue
-                kept.append(raw + b"\n")
+                kept.append(line)
             if count:
-                plans.append((path, kept, count))
+                plans.append((old, kept, count))
         digested = _digested(files, dropped_ids)
         if digested:
             raise LifecycleError(
@@ -79,8 +81,8 @@ def remove_source(memdir: Memdir, source: str) -> int:
                 f"dream (e.g. {sorted(digested)[0]}); undoing it would orphan their summaries",
                 hint="keep the import, or forget the summary memories and remove the digests",
             )
-        for path, kept, count in plans:
-            atomic.write_bytes(path, kept)
+        for old, kept, count in plans:
+            rewrite(memdir, old, kept)
             removed += count
         sources = read_manifest(memdir)
         if source in sources:

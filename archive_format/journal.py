@@ -24,11 +24,12 @@ from typing import Any, TypeVar
 import yaml
 
 from . import idcache, shelf, visibility
-from .atomic import write_bytes, write_text
+from .atomic import write_text
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .records import LineRecord, Tombstone, content_id, encode_line
+from .rewrite import Lines, rewrite
 from .settings import JournalSettings
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 
@@ -354,24 +355,22 @@ def forget_turns(memdir: Memdir, turns: Iterable[Turn], now: datetime) -> list[D
     removed: list[Digest] = []
     for path in journal_files(memdir):
         shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
+        old = Lines.read(path)
         output: list[bytes] = []
-        changed = False
-        for number, raw in enumerate(path.read_bytes().split(b"\n")[:-1], start=1):
-            if not any(needle in raw for needle in needles):
-                output.append(raw + b"\n")
+        for number, line in enumerate(old.lines, start=1):
+            if not any(needle in line for needle in needles):
+                output.append(line)
                 continue
-            data = shelf.decode_line(raw, f"{path}:{number}")
+            data = shelf.decode_line(line[:-1], f"{path}:{number}")
             named = {*data.get("turns", ()), *data.get("withheld", ())}
             if data.get("kind") == "turn" and data.get("id") in chosen:
-                changed = True
+                output.append(b"")
             elif data.get("kind") == "digest" and named & chosen.keys():
                 removed.append(Digest.from_line(data))
-                changed = True
+                output.append(b"")
             else:
-                output.append(raw + b"\n")
-        if changed:
-            write_bytes(path, output)
-    # the id cache follows the rewritten files on its next sync (a new inode: read again)
+                output.append(line)
+        rewrite(memdir, old, output)  # the id cache follows it
     known = forgotten_turns(memdir)
     stones: dict[Path, list[bytes]] = {}
     for turn in chosen.values():

@@ -516,7 +516,7 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
             for chosen in (state, *twins):
-                tombstones.compact(path, chosen.id, now)
+                tombstones.compact(memdir, path, chosen.id, now)  # the id cache follows it
         for chosen in (state, *twins):
             if not any(event.op == "forget" for event in chosen.events):
                 event = new_event(at=format_time(now), op="forget", target=chosen.id, actor=actor)

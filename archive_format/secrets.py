@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import journal, shelf
-from .atomic import write_bytes
 from .errors import FormatError
 from .memdir import Memdir
+from .rewrite import Lines, rewrite
 
 # how a secret turn's and a sealed memory's lines read, whatever else they hold (keys are
 # written in table order, without spaces)
@@ -129,19 +129,17 @@ def _move(
     blob = path.read_bytes()
     if not any(needle in blob for needle in needles):
         return 0
-    raw_lines = blob.split(b"\n")
-    tail = raw_lines.pop()  # a torn tail is kept as it is (the next writer quarantines it)
-    picked = [
-        raw
-        for number, raw in enumerate(raw_lines, 1)
-        if any(needle in raw for needle in needles) and secret(raw, f"{path}:{number}")
-    ]
+    old = Lines.read(path)  # a torn tail is kept as it is (the next writer quarantines it)
+    picked = {
+        line
+        for number, line in enumerate(old.lines, 1)
+        if any(needle in line for needle in needles) and secret(line[:-1], f"{path}:{number}")
+    }
     if not picked:
         return 0
-    shelf.append(target, [raw + b"\n" for raw in picked], memdir.quarantine_dir)
-    gone = set(picked)
-    write_bytes(path, [*(raw + b"\n" for raw in raw_lines if raw not in gone), tail])
-    return len(picked)
+    shelf.append(target, [line for line in old.lines if line in picked], memdir.quarantine_dir)
+    rewrite(memdir, old, [b"" if line in picked else line for line in old.lines])  # cache follows
+    return sum(line in picked for line in old.lines)
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

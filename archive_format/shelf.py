@@ -3,7 +3,7 @@
 A shelf line is written with one O_APPEND write followed by fsync, under the writer lock. A
 crash can leave at most one torn (newline-less) last line; the next writer moves it to the
 quarantine directory and reports it, so it is never silently dropped and never glued to the
-next line. Whole-file rewrites (`forget`, `import --undo`) go through `atomic.write_bytes`.
+next line. Rewrites of whole lines (`forget`, `import --undo`, …) go through rewrite.py.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from .clock import format_time
 from .errors import FormatError, LockedError
 from .memdir import Memdir
 from .records import Event, Tombstone, encode_line
+from .rewrite import Lines, rewrite
 from .validate import line_is_valid
 
 log = logging.getLogger("memdir")
@@ -108,7 +109,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         if due:
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
             for memory_id in due:
-                compact(path, memory_id, now)
+                compact(memdir, path, memory_id, now)
             compacted.update(due)
     for memory_id in sorted(fresh | compacted):
         ring.drop(memdir, memory_id)
@@ -207,30 +208,31 @@ def _write_stamp(
     atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")), durable=False)
 
 
-def compact(path: Path, memory_id: str, now: datetime) -> None:
+def compact(memdir: Memdir, path: Path, memory_id: str, now: datetime) -> None:
     """Rewrite one shelf atomically with the memory's line replaced by a tombstone (one, even
     when a merge left several copies) and the reason and evidence of events about it removed."""
-    raw_lines = path.read_bytes().split(b"\n")[:-1]
+    old = Lines.read(path)
     needle = memory_id.encode("ascii")
-    changed = False
     output: list[bytes] = []
-    tombstoned = b'{"kind":"tombstone","id":"' + needle + b'"' in b"\n".join(raw_lines)
-    for number, raw in enumerate(raw_lines, start=1):
-        if needle not in raw:
-            output.append(raw + b"\n")
+    stone_of = b'{"kind":"tombstone","id":"' + needle + b'"'
+    tombstoned = any(stone_of in line for line in old.lines)
+    for number, line in enumerate(old.lines, start=1):
+        if needle not in line:
+            output.append(line)
             continue
         try:
-            data = shelf.decode_line(raw, f"{path}:{number}")
+            data = shelf.decode_line(line[:-1], f"{path}:{number}")
         except FormatError:  # a malformed line is kept as it is (`verify` reports it)
-            output.append(raw + b"\n")
+            output.append(line)
             continue
         if (
             data.get("kind") == "memory"
             and data.get("id") == memory_id
             and isinstance(data.get("created"), str)
         ):
-            changed = True
-            if not tombstoned:
+            if tombstoned:
+                output.append(b"")
+            else:
                 stone = Tombstone(memory_id, data["created"], format_time(now))
                 output.append(encode_line(stone.to_line()))
                 tombstoned = True
@@ -244,37 +246,37 @@ def compact(path: Path, memory_id: str, now: datetime) -> None:
             event = Event.from_line(data)
             scrubbed = replace(event, reason=None, evidence=None, redacted=True)
             output.append(encode_line(scrubbed.to_line()))
-            changed = True
             continue
-        output.append(raw + b"\n")
-    if changed:
-        atomic.write_bytes(path, output)
+        output.append(line)
+    rewrite(memdir, old, output)
 
 
-def dedupe(path: Path) -> int:
+def dedupe(memdir: Memdir, path: Path) -> int:
     """Drop the lines a union merge left twice (the same line appended on two clones, or an
     event both redacted and not); the fold counts them once anyway. Returns lines dropped."""
-    raw_lines = path.read_bytes().split(b"\n")
-    tail = raw_lines.pop()  # b"" when the file ends cleanly; a torn tail is kept as it is
+    old = Lines.read(path)  # a torn tail is kept as it is
     redacted = {
         match.group(1)
         for match in re.finditer(
             rb'^\{"kind":"event","id":"([^"]+)".*"redacted":true',
-            b"\n".join(raw_lines),
+            b"".join(old.lines),
             re.MULTILINE,
         )
     }
     seen: set[bytes] = set()
     output: list[bytes] = []
-    for raw in raw_lines:
-        if raw in seen:
+    for line in old.lines:
+        raw = line[:-1]
+        if raw in seen or (
+            b'"redacted":true' not in raw
+            and raw.startswith(_EVENT)
+            and raw[len(_EVENT) :].split(b'"', 1)[0] in redacted
+        ):
+            output.append(b"")
             continue
-        if b'"redacted":true' not in raw and raw.startswith(_EVENT):
-            if raw[len(_EVENT) :].split(b'"', 1)[0] in redacted:
-                continue
         seen.add(raw)
-        output.append(raw + b"\n")
-    dropped = len(raw_lines) - len(output)
+        output.append(line)
+    dropped = output.count(b"")
     if dropped:
-        atomic.write_bytes(path, [*output, tail])
+        rewrite(memdir, old, output)
     return dropped

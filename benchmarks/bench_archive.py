@@ -1,5 +1,7 @@
 """The write path at growing archive sizes: one append (library call and cold `memdir teach`)
 and every other write that looks something up, with `memdir --help` as the same run's baseline.
+`forget` is followed by a write of its own: the first write after a forget, which must not
+read the rewritten shelves again.
 
 For each size a synthetic memdir (memories, lifecycle events, journal turns; fixed seed) is
 generated once under the work directory and copied before it is measured, so a run never
@@ -195,6 +197,10 @@ class Bench:
         self.time("expire sweep", lambda: lifecycle.expire(md, now))
         if forget:
             self.time("forget (rewrites the shelves)", lambda: lifecycle.forget(md, guess, now))
+            self.time(
+                "first write after a forget",
+                lambda: lifecycle.add_memories(md, [self.fresh("after forget")]),
+            )
 
     def cold_round(self, n: int) -> None:
         binary = memdir_command()

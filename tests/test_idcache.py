@@ -221,17 +221,166 @@ def test_forget_compaction_keeps_the_cache_in_step(md: Memdir) -> None:
     lifecycle.reject(md, gone, "it quoted a secret", T0_DT + HOUR)
     lifecycle.link(md, kept[0], gone, "related", T0_DT + HOUR)
     later = lifecycle.teach(md, "written after it", T0_DT + HOUR).id
-    before = cache_path(md).stat().st_ino
     lifecycle.forget(md, gone[:9], T0_DT + 2 * HOUR)
     assert b"to be forgotten" not in md.memory_shelf.read_bytes()
     assert b"quoted a secret" not in md.event_shelf.read_bytes()
-    assert cache_path(md).stat().st_ino == before, "the cache followed the rewrite"
+    assert_followed(md)  # the cache followed both rewrites: nothing to read again
     assert_agrees_with_the_shelves(md, T0_DT + 2 * HOUR)
     assert lifecycle.lookup(md, gone, T0_DT + 2 * HOUR).status == "forgotten"
     assert not lifecycle.teach(md, "written after it", T0_DT + 3 * HOUR).added
     assert lifecycle.lookup(md, later, T0_DT + 3 * HOUR).memory is not None
     # a forgotten memory's text is not live any more: writing it again is a new memory
     assert lifecycle.infer(md, "to be forgotten", T0_DT + 3 * HOUR).added
+
+
+# --- rewrites by memdir itself are followed, not read again ------------------------------------
+
+
+def assert_followed(memdir: Memdir) -> None:
+    """Every file the cache has a row for is the file it indexed, or that file grown by lines
+    appended since: the next sync reads those lines only. Read from the cache file itself, so
+    nothing syncs it first."""
+    path = cache_path(memdir)
+    if not path.exists():
+        return
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT name, inode, size, fingerprint FROM files").fetchall()
+    finally:
+        db.close()
+    for name, inode, size, mark in rows:
+        file = memdir.root / name
+        if not file.exists():
+            continue
+        with open(file, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            assert (stat.st_ino, stat.st_size >= size) == (inode, True), f"{name} was replaced"
+            assert idcache.fingerprint(handle, size) == mark, f"{name} changed where it indexed"
+
+
+def test_the_first_write_after_a_forget_reads_no_shelf_again(md: Memdir) -> None:
+    from memdir.cli.usecases import forgetting
+
+    for n in range(300):
+        lifecycle.teach(md, f"kept memory number {n}", T0_DT)
+    gone = lifecycle.infer(md, "to be forgotten", T0_DT).id
+    lifecycle.reject(md, gone, "it quoted a secret", T0_DT + HOUR)  # the event is redacted too
+    cache = idcache.open_cache(md)
+    replaced = {path: path.stat().st_ino for path in md.shelves()}
+    read = cache.lines_read
+    forgetting.forget_memory(md, gone[:10], T0_DT + 2 * HOUR)  # the command's use case
+    assert all(path.stat().st_ino != inode for path, inode in replaced.items())
+    assert_followed(md)
+    written = lifecycle.teach(md, "the first memory after the forget", T0_DT + 3 * HOUR)
+    assert written.added
+    assert idcache.open_cache(md) is cache
+    # the forget event and the new memory: not the 300 lines of the rewritten shelves
+    assert cache.lines_read - read <= 2, cache.lines_read - read
+    assert_agrees_with_the_shelves(md, T0_DT + 3 * HOUR)
+
+
+def _forget_a_memory(md: Memdir) -> None:
+    from memdir.cli.usecases import forgetting
+
+    gone = lifecycle.infer(md, "a guess to forget", T0_DT).id
+    lifecycle.reject(md, gone, "it quoted a secret", T0_DT + HOUR)
+    lifecycle.link(md, lifecycle.teach(md, "linked to it", T0_DT).id, gone, "related", T0_DT)
+    forgetting.forget_memory(md, gone, T0_DT + 2 * HOUR)
+
+
+def _forget_a_turn(md: Memdir) -> None:
+    from memdir.cli.usecases import forgetting
+
+    turns = [journal.new_turn(T0_DT, "user", "s", f"said {n}") for n in range(5)]
+    journal.add_turns(md, turns)
+    forgetting.forget_turns(md, [turns[2].id], None, T0_DT + HOUR)
+
+
+def _merge_back_a_forgotten_memory(md: Memdir) -> None:
+    """A clone that still had the memory's line sends it back; the next write re-applies the
+    tombstone (tombstones.reapply)."""
+    gone = memory("forgotten here, kept on another clone")
+    lifecycle.add_memories(md, [gone])
+    lifecycle.forget(md, gone.id, T0_DT + HOUR)
+    append_behind_the_back(md.memory_shelf, gone)
+    lifecycle.teach(md, "the next write", T0_DT + 2 * HOUR)
+    assert b"kept on another clone" not in md.memory_shelf.read_bytes()
+
+
+def _dedupe_a_merge(md: Memdir) -> None:
+    from memdir.archive_format import tombstones
+
+    twice = memory("sent by both clones")
+    lifecycle.add_memories(md, [twice])
+    append_behind_the_back(md.memory_shelf, twice)
+    idcache.open_cache(md)  # the merge's line is seen (appended: read alone)
+    with md.lock():
+        assert tombstones.dedupe(md, md.memory_shelf) == 1
+
+
+def _move_out_a_secret_turn(md: Memdir) -> None:
+    from memdir.archive_format import secrets
+
+    journal.add_turns(md, [journal.new_turn(T0_DT, "user", "s", "said in public")])
+    secret = journal.new_turn(T0_DT, "user", "s", "a secret", secrecy="secret")
+    with open(journal.turns_path(md), "ab") as handle:  # as a memdir of before the rule wrote it
+        handle.write(encode_line(secret.to_line()))
+    idcache.open_cache(md)
+    with md.lock():
+        assert secrets.move_out(md) == 1
+
+
+def _escape_a_nul(md: Memdir) -> None:
+    from memdir.cli.usecases.sync_safety import escape_local_nul
+
+    line = encode_line(memory("a NUL byte: \x00 here").to_line()).replace(b"\\u0000", b"\x00")
+    assert b"\x00" in line
+    with open(md.memory_shelf, "ab") as handle:
+        handle.write(line)
+    idcache.open_cache(md)
+    with md.lock():
+        assert escape_local_nul(md) == ["shelves/memories.jsonl"]
+
+
+def _undo_an_import(md: Memdir) -> None:
+    from memdir.archive_format import imports
+
+    kept = journal.new_turn(T0_DT, "user", "s", "typed here")
+    imported = [journal.new_turn(T0_DT, "user", "s", f"imported {n}",
+                                 channel=imports.channel("chat.json")) for n in range(3)]  # fmt: skip
+    journal.add_turns(md, [kept, *imported])
+    with md.lock():
+        imports.record(md, "chat.json", {"turns": 3})
+    assert imports.remove_source(md, "chat.json") == 3
+
+
+REWRITES = {
+    "forget": _forget_a_memory,
+    "journal forget": _forget_a_turn,
+    "reapply after a merge": _merge_back_a_forgotten_memory,
+    "dedupe after a merge": _dedupe_a_merge,
+    "move a secret turn out": _move_out_a_secret_turn,
+    "escape a NUL byte": _escape_a_nul,
+    "import --undo": _undo_an_import,
+}
+
+
+@pytest.mark.parametrize("rewrite", REWRITES)
+def test_every_rewrite_by_memdir_keeps_the_cache_current(md: Memdir, rewrite: str) -> None:
+    for n in range(100):
+        lifecycle.teach(md, f"already there {n}", T0_DT)
+    journal.add_turns(md, [journal.new_turn(T0_DT, "user", "s", f"turn {n}") for n in range(100)])
+    cache = idcache.open_cache(md)
+    files = {path: path.stat().st_ino for path in cache.tracked().values()}
+    read = cache.lines_read
+    REWRITES[rewrite](md)
+    assert any(path.exists() and path.stat().st_ino != ino for path, ino in files.items())
+    assert_followed(md)
+    assert idcache.open_cache(md) is cache
+    # the few lines the operation appended, not the 100 of a file it rewrote, read again
+    assert cache.lines_read - read < 20, cache.lines_read - read
+    assert_agrees_with_the_shelves(md, T0_DT + 3 * HOUR)
+    assert_journal_agrees(md, T0_DT + 3 * HOUR)
 
 
 def test_a_shelf_edited_in_place_or_replaced_by_an_older_copy_is_indexed_again(
@@ -432,7 +581,8 @@ TEXTS = st.sampled_from(["coffee", "tea", "Lisbon", "Porto", "jazz", "piano"])
 
 
 class CacheAgreesWithTheFold(RuleBasedStateMachine):
-    """Writes, edits behind the cache's back and damage to the cache, in any order."""
+    """Writes, rewrites (forget, re-applied tombstones, dropped duplicates, forgotten turns),
+    edits behind the cache's back and damage to the cache, in any order."""
 
     @initialize()
     def start(self) -> None:
@@ -440,6 +590,9 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
         self.memdir, _ = init(self.scratch / "m", T0_DT)
         self.now = T0_DT
         self.ids: list[str] = []
+        self.originals: dict[str, dict[str, Any]] = {}  # forgotten memories' lines
+        self.turns: list[journal.Turn] = []
+        self.replaced = False  # a file replaced, or the cache damaged, behind memdir's back
 
     def teardown(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -469,7 +622,11 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
             elif op == "reject":
                 lifecycle.reject(self.memdir, given, "wrong", self.tick())
             elif op == "forget":
-                lifecycle.forget(self.memdir, given, self.tick())
+                lines = {line["id"]: line for line in complete_lines(self.memdir)
+                         if line["kind"] == "memory"}  # fmt: skip
+                gone = lifecycle.forget(self.memdir, given, self.tick())
+                if gone in lines:
+                    self.originals[gone] = lines[gone]
             else:
                 lifecycle.link(self.memdir, given, self.pick(data), "related", self.tick())
         except MemdirError:
@@ -504,6 +661,7 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
         event = new_event(at=format_time(self.now), op="reject", target=self.ids[0]
                           if self.ids else merged.id, actor="user", reason="merged")  # fmt: skip
         if how != "append":
+            self.replaced = True
             for path, line in ((self.memdir.memory_shelf, merged.to_line()),
                                (self.memdir.event_shelf, event.to_line())):  # fmt: skip
                 old, new = path.read_bytes(), encode_line(line)
@@ -524,6 +682,42 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
                                 secrecy="secret" if secret else "public")  # fmt: skip
         assert journal.add_turns(self.memdir, [turn, turn])[1] == (turn, False)
 
+    @rule(data=st.data())
+    def merge_back_a_forgotten_memory(self, data: st.DataObject) -> None:
+        """A clone that still had it sends a forgotten memory's line back: the next write
+        takes the lock, which re-applies the tombstone (a rewrite)."""
+        if self.originals:
+            line = self.originals[data.draw(st.sampled_from(sorted(self.originals)))]
+            append_behind_the_back(self.memdir.memory_shelf, Memory.from_line(line))
+            lifecycle.teach(self.memdir, "written after the merge", self.tick())
+
+    @rule(data=st.data())
+    def merge_a_line_twice(self, data: st.DataObject) -> None:
+        """Both clones appended the same line; sync drops the copy (a rewrite)."""
+        from memdir.archive_format import tombstones
+
+        for path in self.memdir.shelves():
+            shelf.quarantine_torn_tail(path, self.memdir.quarantine_dir)
+        shelves = [path for path in self.memdir.shelves() if path.stat().st_size]
+        if shelves:
+            path = data.draw(st.sampled_from(shelves))
+            lines = path.read_bytes().splitlines(keepends=True)
+            with open(path, "ab") as handle:
+                handle.write(data.draw(st.sampled_from(lines)))
+            with self.memdir.lock():
+                tombstones.dedupe(self.memdir, path)
+
+    @rule(text=TEXTS, forget=st.booleans(), data=st.data())
+    def forget_a_turn(self, text: str, forget: bool, data: st.DataObject) -> None:
+        """Turns written, then one forgotten (journal forget rewrites the journal file)."""
+        turn = journal.new_turn(self.tick(), "user", "s", f"{text} {len(self.turns)}")
+        journal.add_turns(self.memdir, [turn])
+        self.turns.append(turn)
+        if forget:
+            chosen = data.draw(st.sampled_from(self.turns))
+            with self.memdir.lock():
+                journal.forget_turns(self.memdir, [chosen], self.tick())
+
     @rule()
     def tear_the_tail(self) -> None:
         with open(self.memdir.memory_shelf, "ab") as handle:
@@ -531,6 +725,7 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
 
     @rule(how=st.sampled_from(["delete", "garbage", "drop rows"]))
     def damage_the_cache(self, how: str) -> None:
+        self.replaced = True
         path = cache_path(self.memdir)
         if how == "delete":
             path.unlink(missing_ok=True)
@@ -545,6 +740,9 @@ class CacheAgreesWithTheFold(RuleBasedStateMachine):
     @invariant()
     def agrees(self) -> None:
         if hasattr(self, "memdir"):
+            if not self.replaced:  # memdir's own writes, rewrites included, were followed
+                assert_followed(self.memdir)
+            self.replaced = False
             assert_agrees_with_the_shelves(self.memdir, self.now)
             assert_journal_agrees(self.memdir, self.now)
 

@@ -5,7 +5,7 @@ a tombstone stays), then from what was derived from it, in the same command: the
 forgotten turn and the dream summaries they name (forgotten too; the next dream summarises the
 group's other turns again), the console ring, the boot and wake documents (written again
 without it), and the index under .memdir/ (brought up to date, which rebuilds it without the
-text; the id cache follows the rewritten files by itself). Git history is the one place left:
+text; the id cache follows the rewrites from their edits, archive_format/rewrite.py). Git history is the one place left:
 the CLI says how to purge it.
 """
 

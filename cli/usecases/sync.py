@@ -170,7 +170,7 @@ def sync(
         if report.remote is not None:
             _pull(report, memdir)
         report.compacted = tombstones.reapply(memdir, now)
-        report.deduplicated = sum(tombstones.dedupe(path) for path in memdir.shelves())
+        report.deduplicated = sum(tombstones.dedupe(memdir, path) for path in memdir.shelves())
         if report.compacted or report.deduplicated:
             _add_commit(report, root, _cleanup_message(report))
     if reindex:

@@ -161,12 +161,13 @@ def merge_text_conflicts(root: Path, conflicted: list[str]) -> list[str]:
 def escape_local_nul(memdir: Memdir) -> list[str]:
     """Escape raw NUL bytes in this clone's shelves and journal before they are committed, so
     that git keeps treating them as text; returns the files changed (relative paths)."""
-    from memdir.archive_format import atomic
+    from memdir.archive_format.rewrite import Lines, rewrite
 
     changed = []
     for path in [*memdir.shelves(), *sorted((memdir.root / "journal").rglob("*.jsonl"))]:
-        data = path.read_bytes()
-        if NUL in data:
-            atomic.write_bytes(path, [escape_nul(data)])
+        if NUL not in path.read_bytes():
+            continue
+        old = Lines.read(path)
+        if rewrite(memdir, old, [escape_nul(line) for line in old.lines], escape_nul(old.tail)):
             changed.append(str(path.relative_to(memdir.root)))
     return changed
