@@ -252,16 +252,16 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any,
 
 
 def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
-    from .review import review_queue
+    from .review import SUMMARIES_COMMAND, is_summary, review_queue
 
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
     everything = review_queue(view, now)
-    section.total = len(everything)
     # dream's conversation summaries (author memdir) are one line, not one question each: a
     # week of imported chats must not bury the inferences the person is asked about
-    summaries = [row for row in everything if row["author"] == DREAM_AUTHOR]
-    queue = [row for row in everything if row["author"] != DREAM_AUTHOR]
+    summaries = [row for row in everything if is_summary(row)]
+    queue = [row for row in everything if not is_summary(row)]
+    section.total = len(queue) + bool(summaries)
     for row in queue[:BOOT_LIMIT]:
         expires, left = row["expires"], row["expires_in"] or "never"
         when = (
@@ -274,8 +274,9 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
         section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
     if summaries:
-        line = (f"{len(summaries)} conversation summaries by dream await confirmation (newest "
-                f"{summaries[0]['id']}); `memdir review` lists them, unconfirmed they expire")  # fmt: skip
+        line = (f"conversation summaries by dream awaiting confirmation: {len(summaries)} "
+                f"(newest {summaries[0]['id']}); `{SUMMARIES_COMMAND}` lists them, unconfirmed "
+                "they expire")  # fmt: skip
         section.lines.append(f"- {line}")
         section.items.append({"what": "conversation summaries", "text": line,
                               "count": len(summaries), "ids": [row["id"] for row in summaries]})  # fmt: skip
