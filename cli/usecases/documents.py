@@ -23,7 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
-from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff
+from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff, stands
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
@@ -38,6 +38,7 @@ TEXT_WIDTH = 160
 DAY_PARTS = ((0, "night"), (6, "morning"), (12, "afternoon"), (18, "evening"))
 SECTION_TITLES = {
     "hard_facts": "Hard facts (current value per key)",
+    "standing": "Kept at any age (pinned, important, medication, money)",
     "teachings": "Recent teachings",
     "review": "Review queue (inferences awaiting the user's confirmation)",
     "decisions": "Needs your decision",
@@ -48,11 +49,11 @@ SECTION_TITLES = {
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "people", "teachings", "review", "decisions", "threads", "arc",
+WAKE_ORDER = ("hard_facts", "standing", "people", "teachings", "review", "decisions", "threads", "arc",
               "entry", "raw_window")  # fmt: skip
-WAKE_PRIORITY = ("review", "decisions", "hard_facts", "teachings", "people", "raw_window",
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "teachings", "people", "raw_window",
                  "threads", "arc", "entry")  # fmt: skip
-BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
+BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "standing", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
@@ -228,6 +229,38 @@ def _hard_facts(view: ArchiveView, now: datetime, cutoffs: Mapping[str, timedelt
         section.lines.append(f"- {state.memory.key}: {short_text(state.memory.text)} ({state.id})")
         section.items.append({"key": state.memory.key, "id": state.id, "text": state.memory.text,
                               "since": state.durable_since})  # fmt: skip
+    return section.cap()
+
+
+def _standing(view: ArchiveView, now: datetime, zone: Any,
+              cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Durable memories wake keeps at any age (cutoffs.stands) that no key lists among the hard
+    facts: pinned, rated important, a MEDICATION or FINANCIAL teaching — pinned first, then the
+    most important, then the newest. The cut-offs still apply (`current`): a pinned memory is
+    exempt from them, a merely important feeling is not."""
+    section = Section("standing", empty="nothing pinned or marked important",
+                      more="memdir list --json")  # fmt: skip
+    kept = []
+    for state in view:
+        memory = state.memory
+        if state.status != "durable" or not shown(state) or memory is None or memory.key:
+            continue
+        if stands(key=memory.key, pinned=memory.pinned, source=memory.source, type=memory.type,
+                  importance=memory.importance) and current(state, now, cutoffs):  # fmt: skip
+            kept.append(state)
+    kept.sort(key=lambda s: s.created, reverse=True)
+    kept.sort(key=lambda s: (not s.memory.pinned, -s.memory.importance) if s.memory else (True, 0))
+    for state in kept:
+        assert state.memory is not None
+        why = ["pinned"] if state.memory.pinned else []
+        why += [state.memory.type_label] if state.memory.type_label else []
+        why += [f"importance {state.memory.importance}"] if state.memory.importance != 5 else []
+        when = _local(parse_time(state.created), zone)[:10]
+        section.lines.append(f"- {short_text(state.memory.text)} ({', '.join(why)}; since "
+                             f"{when}; {state.id})")  # fmt: skip
+        section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
+                              "pinned": state.memory.pinned, "type": state.memory.type_label,
+                              "importance": state.memory.importance})  # fmt: skip
     return section.cap()
 
 
@@ -485,6 +518,7 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
         "arc": _emotional_arc(memdir, book, now, zone),
         "teachings": _teachings(view, now, zone, cutoffs),
         "hard_facts": _hard_facts(view, now, cutoffs),
+        "standing": _standing(view, now, zone, cutoffs),
         "review": _review(view, now, zone),
         "decisions": _decisions(memdir, view, now),
         "people": _people(memdir),
