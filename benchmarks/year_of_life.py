@@ -9,7 +9,11 @@ dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTIN
 - a feeling is gone after 48 h, an ephemeral note after 24 h (the cut-offs);
 - a forgotten or rejected memory is never recalled;
 - no teaching changes status silently: each one superseded is either replaced by the user's
-  own key or listed in `memdir review`'s automatic supersedes.
+  own key or listed in `memdir review`'s automatic supersedes;
+- wake keeps every current hard fact and pinned memory at any age (docs/CONTINUITY.md, "Kept
+  at any age") and shows nothing recall's cut-offs drop, in any section;
+- a week of chats dreamt into conversation summaries is one line of `memdir review` and of
+  wake's review queue, never one question each, and never a "Needs your decision" entry.
 
     .venv/bin/python benchmarks/year_of_life.py          # the whole year: 52 weekly sleeps
 tests/test_year.py runs the fast part (a sleep a month, fewer dates).
@@ -102,6 +106,10 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
     dentist_day = datetime(2026, 3, 3, tzinfo=timezone.utc)
     for day in range(1, 366):
         now = START + days(day)
+        if day == CHATS_DAY:
+            _a_week_of_chats(me, now, year)
+        if day % NOTE_EVERY == 0:  # everyday notes: the console ring moves on
+            me.run(now, "teach", f"Diary {day}: a quiet walk by the river", "--type", "EVENT")
         if day == 60:  # a preference that changes, with the user's key
             oolong = me.run(now, "teach", "I drink oolong tea every afternoon now", "--key", "tea")
         if day % sleep_every == 0:
@@ -130,7 +138,55 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
                     f"day {day}: a forgotten memory recalled")  # fmt: skip
         year.expect(anna in me.recalled(now, "where does my sister Anna live"),
                     f"day {day}: a true teaching about Anna lost")  # fmt: skip
+        document = json.loads(me.run(now, "wake", "--json"))
+        in_wake = {str(item.get("id")) for section in document["sections"].values()
+                   for item in section["items"]}  # fmt: skip
+        kept = {"rent": rent, "medication": pill, "pinned allergy": allergy, "tea": current}
+        for name, wanted in kept.items():
+            year.expect(wanted in in_wake, f"day {day}: wake lost the {name} ({wanted})")
+        gone = {"feeling past 48 h": mood, "ephemeral note": parked, "rejected inference": guess,
+                "forgotten memory": secret_code, "replaced tea": tea if oolong else None}  # fmt: skip
+        for name, unwanted in gone.items():
+            if unwanted:
+                year.expect(unwanted not in document["markdown"],
+                            f"day {day}: wake shows the {name} ({unwanted})")  # fmt: skip
     return year
+
+
+NOTE_EVERY = 5  # days between everyday notes (30 of them push the first teachings off the ring)
+CHATS_DAY = 30  # a week of chats before it, dreamt by the sleep that day
+
+
+def _a_week_of_chats(me: Person, now: datetime, year: Year) -> None:
+    """Six days of chats about the garden (user and assistant turns) dreamt into conversation
+    summaries awaiting confirmation, beside one inference of the assistant's: the person is
+    asked about the inference, and the summaries are one line, in review and in wake."""
+    for back in range(6, 0, -1):
+        when = now - days(back)
+        me.run(when, "journal", "add", "--role", "user", "--session", f"chat-{back}",
+               f"Let us plan the garden beds, tomatoes and basil, for week {back}")  # fmt: skip
+        me.run(when + timedelta(minutes=1), "journal", "add", "--role", "assistant", "--session",
+               f"chat-{back}", "Tomatoes need full sun; basil grows well beside them")  # fmt: skip
+    me.run(now, "sleep", "--json")
+    hobby = me.run(now, "infer", "The user may enjoy gardening")
+    later = now + timedelta(hours=1)
+    found = json.loads(me.run(later, "review", "--json"))
+    summaries = {row["id"] for row in found["queue"] if row["author"] == "memdir"}
+    year.expect(len(summaries) >= 3, f"day {CHATS_DAY}: {len(summaries)} summaries dreamt")
+    text = me.run(later, "review")
+    asked = [line for line in text.splitlines() if any(i in line for i in summaries)]
+    year.expect(not asked, f"day {CHATS_DAY}: review asks about {len(asked)} summaries one by one")
+    year.expect(hobby in text, f"day {CHATS_DAY}: review lost the assistant's inference")
+    document = json.loads(me.run(later, "wake", "--json"))
+    listed = json.dumps(document["sections"]["review"]["items"])
+    year.expect(hobby in listed, f"day {CHATS_DAY}: wake's review queue lost the inference")
+    decisions = json.dumps(document["sections"]["decisions"]["items"])
+    year.expect(not any(i in decisions for i in summaries),
+                f"day {CHATS_DAY}: summaries in wake's Needs your decision")  # fmt: skip
+    single = [
+        line for line in document["markdown"].splitlines() if any(i in line for i in summaries)
+    ]
+    year.expect(len(single) <= 1, f"day {CHATS_DAY}: wake names {len(single)} summary lines")
 
 
 def _no_silent_supersede(me: Person, now: datetime, year: Year) -> None:
