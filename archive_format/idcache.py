@@ -163,7 +163,11 @@ def _decoded(raw: bytes) -> Any:
 
 
 def _standing(data: dict[str, Any]) -> bool:
-    """Whether a memory line is one wake keeps at any age (cutoffs.stands), by its own fields."""
+    """Whether a memory line is one wake keeps at any age (cutoffs.stands), by its own fields.
+    A keyed memory is not marked: a briefing reaches each key's current memory through `keys`,
+    and marking every older value of every key would fold them all."""
+    if _text(data.get("key")):
+        return False
     importance = data.get("importance")
     return stands(key=_text(data.get("key")), pinned=data.get("pinned") is True,
                   source=_text(data.get("source")), type=_text(data.get("type")),
@@ -521,8 +525,8 @@ class IdCache:
         return found
 
     def standing(self) -> set[str]:
-        """Memories wake keeps at any age while current (cutoffs.stands): pinned, important,
-        hard-typed teachings and keyed ones; the fold decides whether each is current."""
+        """Memories wake keeps at any age while current (cutoffs.stands) that have no key:
+        pinned, important, hard-typed teachings; the fold decides whether each is current."""
         rows = self.db.execute("SELECT id FROM records WHERE standing = 1")
         return {row[0] for row in rows}
 
