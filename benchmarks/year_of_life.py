@@ -8,6 +8,7 @@ dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTIN
 - an appointment is recalled until a week after the day it names, and not after;
 - a feeling is gone after 48 h, an ephemeral note after 24 h (the cut-offs);
 - a forgotten or rejected memory is never recalled;
+- milestones take recall's guaranteed slots only from a query they bear on;
 - no teaching changes status silently: each one superseded is either replaced by the user's
   own key or listed in `memdir review`'s automatic supersedes;
 - wake keeps every current hard fact and pinned memory at any age (docs/CONTINUITY.md, "Kept
@@ -63,8 +64,8 @@ class Person:
             raise RuntimeError(f"memdir {' '.join(args)} exited {code}: {out.getvalue()}")
         return out.getvalue().strip()
 
-    def recalled(self, when: datetime, query: str) -> list[str]:
-        found = json.loads(self.run(when, "recall", query, "--json", "--no-record"))
+    def recalled(self, when: datetime, query: str, *extra: str) -> list[str]:
+        found = json.loads(self.run(when, "recall", query, "--json", "--no-record", *extra))
         return [row["id"] for row in found["results"]]
 
 
@@ -92,6 +93,8 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
     parked = me.run(t, "teach", "I parked on level 3", "--temporal", "ephemeral")
     dentist = me.run(t, "teach", "My dentist appointment is on 3 March", "--type",
                      "DATE:appointment")  # fmt: skip
+    wedding = me.run(t, "teach", "We got married in Lisbon", "--temporal", "milestone")
+    born = me.run(t, "teach", "Our son Leo was born in March", "--temporal", "milestone")
     guess = me.run(t, "infer", "The user may be vegetarian")
     secret_code = me.run(t, "teach", "The garage code is 4471")
     me.run(t + days(2), "reject", guess, "--reason", "not true")
@@ -138,6 +141,12 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
                     f"day {day}: a forgotten memory recalled")  # fmt: skip
         year.expect(anna in me.recalled(now, "where does my sister Anna live"),
                     f"day {day}: a true teaching about Anna lost")  # fmt: skip
+        # milestones take a guaranteed slot only from a query they bear on (docs/RECALL.md §5)
+        top3 = me.recalled(now, "how much is my rent", "-k", "3")
+        year.expect(rent in top3 and wedding not in top3 and born not in top3,
+                    f"day {day}: milestones crowd the rent out of 3 slots: {top3}")  # fmt: skip
+        year.expect(wedding in me.recalled(now, "when did we get married", "-k", "3"),
+                    f"day {day}: a milestone not recalled for its own question")  # fmt: skip
         document = json.loads(me.run(now, "wake", "--json"))
         in_wake = {str(item.get("id")) for section in document["sections"].values()
                    for item in section["items"]}  # fmt: skip
