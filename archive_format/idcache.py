@@ -169,7 +169,7 @@ def _standing(data: dict[str, Any]) -> bool:
     if _text(data.get("key")):
         return False
     importance = data.get("importance")
-    return stands(key=_text(data.get("key")), pinned=data.get("pinned") is True,
+    return stands(key=None, pinned=data.get("pinned") is True,
                   source=_text(data.get("source")), type=_text(data.get("type")),
                   importance=importance if isinstance(importance, int) else None)  # fmt: skip
 

@@ -49,10 +49,10 @@ SECTION_TITLES = {
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "standing", "people", "teachings", "review", "decisions", "threads", "arc",
-              "entry", "raw_window")  # fmt: skip
-WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "teachings", "people", "raw_window",
-                 "threads", "arc", "entry")  # fmt: skip
+WAKE_ORDER = ("hard_facts", "standing", "people", "teachings", "review", "decisions", "threads",
+              "arc", "entry", "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "teachings", "people",
+                 "raw_window", "threads", "arc", "entry")  # fmt: skip
 BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "standing", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
