@@ -142,3 +142,27 @@ def test_two_conversation_summaries_on_one_topic_are_no_contradiction(
     assert found["contradictions"] == []
     document = json.loads(cli("--dir", root, "wake", "--json", now=night).out)
     assert document["sections"]["decisions"]["items"] == []
+
+
+def test_wakes_review_and_decisions_follow_the_cutoffs_as_recall_does(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir
+) -> None:
+    mood = run(capsys, hashed, NOV1, "infer", "The user may feel low today", "--type", "EMOTION",
+               "--ttl", "30d")  # fmt: skip
+    note = run(capsys, hashed, NOV1, "infer", "The user may be at the gym now", "--temporal",
+               "ephemeral", "--ttl", "30d")  # fmt: skip
+    guess = run(capsys, hashed, NOV1, "infer", "The user may like jazz", "--ttl", "30d")
+    calm = run(capsys, hashed, NOV1, "teach", "I feel calm about the exam", "--type", "EMOTION")
+    worry = run(capsys, hashed, NOV1, "teach", "I feel worried about the exam", "--type",
+                "EMOTION")  # fmt: skip
+    run(capsys, hashed, NOV1, "link", calm, worry, "--type", "contradicts")
+    soon = wake_json(capsys, hashed, NOV1 + timedelta(hours=12))["sections"]
+    assert {i.get("id") for i in soon["review"]["items"]} == {mood, note, guess}
+    assert any(i.get("what") == "contradiction" for i in soon["decisions"]["items"])
+    later = wake_json(capsys, hashed, NOV1 + timedelta(days=3))
+    assert [i.get("id") for i in later["sections"]["review"]["items"]] == [guess]
+    assert later["sections"]["decisions"]["items"] == []
+    assert mood not in later["markdown"] and note not in later["markdown"]
+    # the review command is the whole list: it still asks until the TTL settles them
+    queue = json.loads(run(capsys, hashed, NOV1 + timedelta(days=3), "review", "--json"))["queue"]
+    assert {row["id"] for row in queue} == {mood, note, guess}

@@ -284,12 +284,18 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any,
     return section
 
 
-def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
+def _review(view: ArchiveView, now: datetime, zone: Any,
+            cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Inferences awaiting confirmation, by the same cut-offs as every section: a guess about
+    today's mood, three days on, is no question worth a briefing (`memdir review` still lists
+    it until its TTL)."""
     from .review import SUMMARIES_COMMAND, is_summary, review_queue
 
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    everything = review_queue(view, now)
+    states = view.states
+    everything = [row for row in review_queue(view, now)
+                  if row["id"] in states and current(states[row["id"]], now, cutoffs)]  # fmt: skip
     # dream's conversation summaries (author memdir) are one line, not one question each: a
     # week of imported chats must not bury the inferences the person is asked about
     summaries = [row for row in everything if is_summary(row)]
@@ -316,9 +322,11 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
     return section
 
 
-def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
-    """Contradiction candidates linked lately (the recent view's) and stale hard facts, at most
-    DECISION_LIMIT; `memdir review` lists them all."""
+def _decisions(memdir: Memdir, view: ArchiveView, now: datetime,
+               cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Contradiction candidates linked lately (the recent view's) between memories not past
+    their cut-off, automatic supersedes and stale hard facts, at most DECISION_LIMIT; `memdir
+    review` lists them all."""
     from .review import automatic_supersedes, contradiction_pairs, stale_facts
 
     section = Section("decisions", empty="no contradiction or stale fact to settle",
@@ -331,6 +339,8 @@ def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
         lookup.update(view_of(memdir, missing, now).states)
     for row in contradiction_pairs(view, lookup):
         one, other = row["sides"]
+        if not all(current(lookup[side["id"]], now, cutoffs) for side in (one, other)):
+            continue  # recall no longer gives either side: nothing left to settle for a briefing
         section.lines.append(
             f"- contradiction? {short_text(one['text'], 100)} ({one['id']}, {one['source']} "
             f"{one['created'][:10]}) vs {short_text(other['text'], 100)} ({other['id']}, "
@@ -519,8 +529,8 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
         "teachings": _teachings(view, now, zone, cutoffs),
         "hard_facts": _hard_facts(view, now, cutoffs),
         "standing": _standing(view, now, zone, cutoffs),
-        "review": _review(view, now, zone),
-        "decisions": _decisions(memdir, view, now),
+        "review": _review(view, now, zone, cutoffs),
+        "decisions": _decisions(memdir, view, now, cutoffs),
         "people": _people(memdir),
         "threads": _threads(memdir, view, zone, now, cutoffs),
         "entry": _entry(memdir, now, zone, view),
