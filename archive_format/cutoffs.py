@@ -27,6 +27,9 @@ HARD_FACT_TYPES = frozenset({"FINANCIAL", "MEDICATION"})
 # The labels whose cut-off counts from the day a memory names rather than from when it was
 # written: appointments, bookings, "the plumber comes on Friday 4 December".
 DATED_LABELS = frozenset({"date", "appointment", "ephemeral"})
+# A memory the user rated at least this important (`--importance`, 1–10) stays in wake and boot
+# at any age while it is current, as hard facts do (docs/CONTINUITY.md, "Kept at any age").
+STANDING_IMPORTANCE = 8
 # A year-less date this many days before the memory is a past day of that year, else the next.
 PAST_SLACK_DAYS = 7
 
@@ -57,6 +60,16 @@ def is_hard_fact(*, key: str | None, pinned: bool, source: str | None,
     if key or pinned:
         return True
     return source == "teaching" and str(type or "").upper() in HARD_FACT_TYPES
+
+
+def stands(*, key: str | None, pinned: bool, source: str | None, type: str | None,
+           importance: int | None) -> bool:  # fmt: skip
+    """Whether wake and boot keep a memory at any age while it is current: a hard fact, or one
+    rated at least STANDING_IMPORTANCE. Importance alone exempts nothing from the cut-offs: a
+    vital feeling is still news that goes stale (the briefings check `past_cutoff` as well)."""
+    if is_hard_fact(key=key, pinned=pinned, source=source, type=type):
+        return True
+    return isinstance(importance, int) and importance >= STANDING_IMPORTANCE
 
 
 def named_day(text: str, created: datetime) -> date | None:

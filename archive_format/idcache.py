@@ -43,6 +43,7 @@ from typing import Any
 
 from . import shelf
 from .clock import parse_time
+from .cutoffs import stands
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .validate import JOURNAL_KINDS, LINE_KINDS
@@ -50,7 +51,7 @@ from .validate import JOURNAL_KINDS, LINE_KINDS
 log = logging.getLogger("memdir")
 
 CACHE_NAME = "idcache.sqlite"
-VERSION = 1  # PRAGMA user_version; any other value means: drop and rebuild
+VERSION = 2  # PRAGMA user_version; any other value means: drop and rebuild
 CHUNK = 500  # ids per `IN (...)` query, well under SQLite's variable limit
 FINGERPRINT_WINDOW = 1 << 12
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -64,7 +65,7 @@ CREATE TABLE files(
 CREATE TABLE records(
     id TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     tombstone INTEGER NOT NULL, text_hash INTEGER, key TEXT, inference INTEGER, created INTEGER,
-    expires INTEGER, settled INTEGER, confirmed INTEGER);
+    expires INTEGER, settled INTEGER, confirmed INTEGER, standing INTEGER);
 CREATE INDEX records_id ON records(id);
 CREATE INDEX records_text ON records(text_hash) WHERE text_hash IS NOT NULL;
 CREATE INDEX records_key ON records(key) WHERE key IS NOT NULL;
@@ -72,6 +73,7 @@ CREATE INDEX records_created ON records(created);
 CREATE INDEX records_inference ON records(expires) WHERE inference = 1;
 CREATE INDEX records_due ON records(expires) WHERE inference = 1 AND settled IS NULL;
 CREATE INDEX records_settled ON records(settled) WHERE inference = 1;
+CREATE INDEX records_standing ON records(standing) WHERE standing = 1;
 CREATE TABLE events(
     target TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     op TEXT, at INTEGER);
@@ -84,7 +86,7 @@ CREATE INDEX journal_id ON journal(id);
 CREATE INDEX journal_at ON journal(at);
 """
 TABLES = ("records", "events", "journal")
-COLUMNS = {"records": 12, "events": 6, "journal": 6}
+COLUMNS = {"records": 13, "events": 6, "journal": 6}
 BULK_LINES = 20_000  # indexing more lines at once drops and rebuilds the SQL indexes
 BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
@@ -164,6 +166,18 @@ def _decoded(raw: bytes) -> Any:
         return None
 
 
+def _standing(data: dict[str, Any]) -> bool:
+    """Whether a memory line is one wake keeps at any age (cutoffs.stands), by its own fields.
+    A keyed memory is not marked: a briefing reaches each key's current memory through `keys`,
+    and marking every older value of every key would fold them all."""
+    if _text(data.get("key")):
+        return False
+    importance = data.get("importance")
+    return stands(key=None, pinned=data.get("pinned") is True,
+                  source=_text(data.get("source")), type=_text(data.get("type")),
+                  importance=importance if isinstance(importance, int) else None)  # fmt: skip
+
+
 def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[Any, ...]] | None:
     """The table and row a decoded line goes to, or None when it names nothing."""
     if not isinstance(data, dict):
@@ -174,13 +188,14 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
         if not isinstance(memory_id, str) or memory_id.startswith("t-"):
             return None  # a forgotten turn's tombstone (journal forget) names no memory
         if kind == "tombstone":
-            return "records", (memory_id, number, offset, length, 1) + (None,) * 7
+            return "records", (memory_id, number, offset, length, 1) + (None,) * 8
         text = data.get("text")
         return "records", (
             memory_id, number, offset, length, 0,
             text_hash(text) if isinstance(text, str) else None,
             _text(data.get("key")), int(data.get("source") == "inference"),
             _epoch(data.get("created")), _epoch(data.get("expires")), None, None,
+            int(_standing(data)),
         )  # fmt: skip
     if kind == "event" and isinstance(data.get("target"), str):
         return "events", (
@@ -542,6 +557,12 @@ class IdCache:
             )
         )
         return found
+
+    def standing(self) -> set[str]:
+        """Memories wake keeps at any age while current (cutoffs.stands) that have no key:
+        pinned, important, hard-typed teachings; the fold decides whether each is current."""
+        rows = self.db.execute("SELECT id FROM records WHERE standing = 1")
+        return {row[0] for row in rows}
 
     def open_inferences(self, now: datetime) -> set[str]:
         """Inferences that may still be provisional at `now`: not yet past their expiry."""

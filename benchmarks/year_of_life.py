@@ -8,8 +8,13 @@ dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTIN
 - an appointment is recalled until a week after the day it names, and not after;
 - a feeling is gone after 48 h, an ephemeral note after 24 h (the cut-offs);
 - a forgotten or rejected memory is never recalled;
+- milestones take recall's guaranteed slots only from a query they bear on;
 - no teaching changes status silently: each one superseded is either replaced by the user's
-  own key or listed in `memdir review`'s automatic supersedes.
+  own key or listed in `memdir review`'s automatic supersedes;
+- wake keeps every current hard fact and pinned memory at any age (docs/CONTINUITY.md, "Kept
+  at any age") and shows nothing recall's cut-offs drop, in any section;
+- a week of chats dreamt into conversation summaries is one line of `memdir review` and of
+  wake's review queue, never one question each, and never a "Needs your decision" entry;
 - a detail said in the middle of an imported conversation (a ChatGPT export on day 20) is
   found by `recall --include-journal` at every later date, in the journal group, whatever
   dream kept of the conversation.
@@ -62,8 +67,8 @@ class Person:
             raise RuntimeError(f"memdir {' '.join(args)} exited {code}: {out.getvalue()}")
         return out.getvalue().strip()
 
-    def recalled(self, when: datetime, query: str) -> list[str]:
-        found = json.loads(self.run(when, "recall", query, "--json", "--no-record"))
+    def recalled(self, when: datetime, query: str, *extra: str) -> list[str]:
+        found = json.loads(self.run(when, "recall", query, "--json", "--no-record", *extra))
         return [row["id"] for row in found["results"]]
 
     def journalled(self, when: datetime, query: str) -> list[str]:
@@ -120,6 +125,8 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
     parked = me.run(t, "teach", "I parked on level 3", "--temporal", "ephemeral")
     dentist = me.run(t, "teach", "My dentist appointment is on 3 March", "--type",
                      "DATE:appointment")  # fmt: skip
+    wedding = me.run(t, "teach", "We got married in Lisbon", "--temporal", "milestone")
+    born = me.run(t, "teach", "Our son Leo was born in March", "--temporal", "milestone")
     guess = me.run(t, "infer", "The user may be vegetarian")
     secret_code = me.run(t, "teach", "The garage code is 4471")
     me.run(t + days(2), "reject", guess, "--reason", "not true")
@@ -137,6 +144,10 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
         if day == IMPORTED_AT:
             export = chatgpt_export(root.parent / "conversations.json", now - days(3))
             me.run(now, "import", str(export))
+        if day == CHATS_DAY:
+            _a_week_of_chats(me, now, year)
+        if day % NOTE_EVERY == 0:  # everyday notes: the console ring moves on
+            me.run(now, "teach", f"Diary {day}: a quiet walk by the river", "--type", "EVENT")
         if day == 60:  # a preference that changes, with the user's key
             oolong = me.run(now, "teach", "I drink oolong tea every afternoon now", "--key", "tea")
         if day % sleep_every == 0:
@@ -168,7 +179,61 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
         if day > IMPORTED_AT:
             year.expect(VALENCIA in me.journalled(now, "where was the flat in Valencia?"),
                         f"day {day}: the imported detail not in recall's journal group")  # fmt: skip
+        # milestones take a guaranteed slot only from a query they bear on (docs/RECALL.md §5)
+        top3 = me.recalled(now, "how much is my rent", "-k", "3")
+        year.expect(rent in top3 and wedding not in top3 and born not in top3,
+                    f"day {day}: milestones crowd the rent out of 3 slots: {top3}")  # fmt: skip
+        year.expect(wedding in me.recalled(now, "when did we get married", "-k", "3"),
+                    f"day {day}: a milestone not recalled for its own question")  # fmt: skip
+        document = json.loads(me.run(now, "wake", "--json"))
+        in_wake = {str(item.get("id")) for section in document["sections"].values()
+                   for item in section["items"]}  # fmt: skip
+        kept = {"rent": rent, "medication": pill, "pinned allergy": allergy, "tea": current}
+        for name, wanted in kept.items():
+            year.expect(wanted in in_wake, f"day {day}: wake lost the {name} ({wanted})")
+        gone = {"feeling past 48 h": mood, "ephemeral note": parked, "rejected inference": guess,
+                "forgotten memory": secret_code, "replaced tea": tea if oolong else None}  # fmt: skip
+        for name, unwanted in gone.items():
+            if unwanted:
+                year.expect(unwanted not in document["markdown"],
+                            f"day {day}: wake shows the {name} ({unwanted})")  # fmt: skip
     return year
+
+
+NOTE_EVERY = 5  # days between everyday notes (30 of them push the first teachings off the ring)
+CHATS_DAY = 30  # a week of chats before it, dreamt by the sleep that day
+
+
+def _a_week_of_chats(me: Person, now: datetime, year: Year) -> None:
+    """Six days of chats about the garden (user and assistant turns) dreamt into conversation
+    summaries awaiting confirmation, beside one inference of the assistant's: the person is
+    asked about the inference, and the summaries are one line, in review and in wake."""
+    for back in range(6, 0, -1):
+        when = now - days(back)
+        me.run(when, "journal", "add", "--role", "user", "--session", f"chat-{back}",
+               f"Let us plan the garden beds, tomatoes and basil, for week {back}")  # fmt: skip
+        me.run(when + timedelta(minutes=1), "journal", "add", "--role", "assistant", "--session",
+               f"chat-{back}", "Tomatoes need full sun; basil grows well beside them")  # fmt: skip
+    me.run(now, "sleep", "--json")
+    hobby = me.run(now, "infer", "The user may enjoy gardening")
+    later = now + timedelta(hours=1)
+    found = json.loads(me.run(later, "review", "--json"))
+    summaries = {row["id"] for row in found["queue"] if row["author"] == "memdir"}
+    year.expect(len(summaries) >= 3, f"day {CHATS_DAY}: {len(summaries)} summaries dreamt")
+    text = me.run(later, "review")
+    asked = [line for line in text.splitlines() if any(i in line for i in summaries)]
+    year.expect(not asked, f"day {CHATS_DAY}: review asks about {len(asked)} summaries one by one")
+    year.expect(hobby in text, f"day {CHATS_DAY}: review lost the assistant's inference")
+    document = json.loads(me.run(later, "wake", "--json"))
+    listed = json.dumps(document["sections"]["review"]["items"])
+    year.expect(hobby in listed, f"day {CHATS_DAY}: wake's review queue lost the inference")
+    decisions = json.dumps(document["sections"]["decisions"]["items"])
+    year.expect(not any(i in decisions for i in summaries),
+                f"day {CHATS_DAY}: summaries in wake's Needs your decision")  # fmt: skip
+    single = [
+        line for line in document["markdown"].splitlines() if any(i in line for i in summaries)
+    ]
+    year.expect(len(single) <= 1, f"day {CHATS_DAY}: wake names {len(single)} summary lines")
 
 
 def _no_silent_supersede(me: Person, now: datetime, year: Year) -> None:

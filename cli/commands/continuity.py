@@ -161,14 +161,20 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def review(
-        ctx: typer.Context, json_: context.JsonOpt = False, now: context.NowOpt = None
-    ) -> None:
+        ctx: typer.Context,
+        summaries: Annotated[bool, typer.Option(
+            "--summaries", help="List dream's conversation summaries awaiting confirmation "
+            "one by one (otherwise they are one line).")] = False,
+        json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
+    ) -> None:  # fmt: skip
         """What awaits the user's decision: provisional inferences, contradiction candidates
         (both sides) and stale hard facts.
 
-        Writes nothing; each entry says the command that settles it.
+        Writes nothing; each entry says the command that settles it. Dream's conversation
+        summaries awaiting confirmation are one line unless --summaries lists them.
 
-        Example: memdir review --json
+        Example: memdir review --summaries
         """
         from memdir.cli.usecases.review import review as gather
 
@@ -176,7 +182,7 @@ def register(app: typer.Typer) -> None:
         if json_:
             emit_json(found.to_dict())
             return
-        render_review(found.to_dict())
+        render_review(found.to_dict(), summaries)
 
     @app.command()
     def boot(ctx: typer.Context, now: context.NowOpt = None) -> None:
@@ -229,14 +235,23 @@ def _side(row: dict[str, Any]) -> str:
             f"{flat(row['text'])}")  # fmt: skip
 
 
-def render_review(data: dict[str, Any]) -> None:
-    """The review as three short lists, each entry with the command that settles it (lines
-    wrapped to the terminal)."""
+def render_review(data: dict[str, Any], summaries: bool = False) -> None:
+    """The review as short lists, each entry with the command that settles it (lines wrapped
+    to the terminal). Dream's conversation summaries are one line, or with `summaries` the
+    only rows of the queue listed."""
+    from memdir.cli.usecases.review import SUMMARIES_COMMAND, is_summary
+
+    dreamt = [row for row in data["queue"] if is_summary(row)]
+    asked = dreamt if summaries else [row for row in data["queue"] if not is_summary(row)]
     lines = [f"Review queue ({len(data['queue'])}): inferences awaiting confirmation"]
-    for row in data["queue"]:
+    for row in asked:
         expiry = f"expires in {row['expires_in']}" if row["expires"] else "no expiry"
         lines.append(f"  {_side(row)}")
         lines.append(f"    {expiry}; `memdir confirm {row['id']}` or `memdir reject {row['id']}`")
+    if dreamt and not summaries:
+        lines.append(f"  conversation summaries from sleep (dream) awaiting confirmation: "
+                     f"{len(dreamt)}; `{SUMMARIES_COMMAND}` lists them, unconfirmed they "
+                     "expire")  # fmt: skip
     lines.append(f"Contradiction candidates ({len(data['contradictions'])})")
     for row in data["contradictions"]:
         one, other = row["sides"]

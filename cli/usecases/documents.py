@@ -23,7 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
-from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff
+from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff, stands
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
@@ -38,6 +38,7 @@ TEXT_WIDTH = 160
 DAY_PARTS = ((0, "night"), (6, "morning"), (12, "afternoon"), (18, "evening"))
 SECTION_TITLES = {
     "hard_facts": "Hard facts (current value per key)",
+    "standing": "Kept at any age (pinned, important, medication, money)",
     "teachings": "Recent teachings",
     "review": "Review queue (inferences awaiting the user's confirmation)",
     "decisions": "Needs your decision",
@@ -48,11 +49,11 @@ SECTION_TITLES = {
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "people", "teachings", "review", "decisions", "threads", "arc",
-              "entry", "raw_window")  # fmt: skip
-WAKE_PRIORITY = ("review", "decisions", "hard_facts", "teachings", "people", "raw_window",
-                 "threads", "arc", "entry")  # fmt: skip
-BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "review", "decisions")
+WAKE_ORDER = ("hard_facts", "standing", "people", "teachings", "review", "decisions", "threads",
+              "arc", "entry", "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "teachings", "people",
+                 "raw_window", "threads", "arc", "entry")  # fmt: skip
+BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "standing", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
@@ -231,6 +232,38 @@ def _hard_facts(view: ArchiveView, now: datetime, cutoffs: Mapping[str, timedelt
     return section.cap()
 
 
+def _standing(view: ArchiveView, now: datetime, zone: Any,
+              cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Durable memories wake keeps at any age (cutoffs.stands) that no key lists among the hard
+    facts: pinned, rated important, a MEDICATION or FINANCIAL teaching — pinned first, then the
+    most important, then the newest. The cut-offs still apply (`current`): a pinned memory is
+    exempt from them, a merely important feeling is not."""
+    section = Section("standing", empty="nothing pinned or marked important",
+                      more="memdir list --json")  # fmt: skip
+    kept = []
+    for state in view:
+        memory = state.memory
+        if state.status != "durable" or not shown(state) or memory is None or memory.key:
+            continue
+        if stands(key=memory.key, pinned=memory.pinned, source=memory.source, type=memory.type,
+                  importance=memory.importance) and current(state, now, cutoffs):  # fmt: skip
+            kept.append(state)
+    kept.sort(key=lambda s: s.created, reverse=True)
+    kept.sort(key=lambda s: (not s.memory.pinned, -s.memory.importance) if s.memory else (True, 0))
+    for state in kept:
+        assert state.memory is not None
+        why = ["pinned"] if state.memory.pinned else []
+        why += [state.memory.type_label] if state.memory.type_label else []
+        why += [f"importance {state.memory.importance}"] if state.memory.importance != 5 else []
+        when = _local(parse_time(state.created), zone)[:10]
+        section.lines.append(f"- {short_text(state.memory.text)} ({', '.join(why)}; since "
+                             f"{when}; {state.id})")  # fmt: skip
+        section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
+                              "pinned": state.memory.pinned, "type": state.memory.type_label,
+                              "importance": state.memory.importance})  # fmt: skip
+    return section.cap()
+
+
 def _teachings(view: ArchiveView, now: datetime, zone: Any,
                cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
     section = Section("teachings", empty=f"nothing taught in the last {RECENT_TEACHINGS_DAYS} days",
@@ -251,17 +284,23 @@ def _teachings(view: ArchiveView, now: datetime, zone: Any,
     return section
 
 
-def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
-    from .review import review_queue
+def _review(view: ArchiveView, now: datetime, zone: Any,
+            cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Inferences awaiting confirmation, by the same cut-offs as every section: a guess about
+    today's mood, three days on, is no question worth a briefing (`memdir review` still lists
+    it until its TTL)."""
+    from .review import SUMMARIES_COMMAND, is_summary, review_queue
 
     section = Section("review", empty="nothing awaits confirmation",
                       more="memdir list --status provisional")  # fmt: skip
-    everything = review_queue(view, now)
-    section.total = len(everything)
+    states = view.states
+    everything = [row for row in review_queue(view, now)
+                  if row["id"] in states and current(states[row["id"]], now, cutoffs)]  # fmt: skip
     # dream's conversation summaries (author memdir) are one line, not one question each: a
     # week of imported chats must not bury the inferences the person is asked about
-    summaries = [row for row in everything if row["author"] == DREAM_AUTHOR]
-    queue = [row for row in everything if row["author"] != DREAM_AUTHOR]
+    summaries = [row for row in everything if is_summary(row)]
+    queue = [row for row in everything if not is_summary(row)]
+    section.total = len(queue) + bool(summaries)
     for row in queue[:BOOT_LIMIT]:
         expires, left = row["expires"], row["expires_in"] or "never"
         when = (
@@ -274,17 +313,20 @@ def _review(view: ArchiveView, now: datetime, zone: Any) -> Section:
         section.items.append({"id": row["id"], "text": row["text"], "created": row["created"],
                               "expires": expires, "expires_in": left})  # fmt: skip
     if summaries:
-        line = (f"{len(summaries)} conversation summaries by dream await confirmation (newest "
-                f"{summaries[0]['id']}); `memdir review` lists them, unconfirmed they expire")  # fmt: skip
+        line = (f"conversation summaries by dream awaiting confirmation: {len(summaries)} "
+                f"(newest {summaries[0]['id']}); `{SUMMARIES_COMMAND}` lists them, unconfirmed "
+                "they expire")  # fmt: skip
         section.lines.append(f"- {line}")
         section.items.append({"what": "conversation summaries", "text": line,
                               "count": len(summaries), "ids": [row["id"] for row in summaries]})  # fmt: skip
     return section
 
 
-def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
-    """Contradiction candidates linked lately (the recent view's) and stale hard facts, at most
-    DECISION_LIMIT; `memdir review` lists them all."""
+def _decisions(memdir: Memdir, view: ArchiveView, now: datetime,
+               cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Contradiction candidates linked lately (the recent view's) between memories not past
+    their cut-off, automatic supersedes and stale hard facts, at most DECISION_LIMIT; `memdir
+    review` lists them all."""
     from .review import automatic_supersedes, contradiction_pairs, stale_facts
 
     section = Section("decisions", empty="no contradiction or stale fact to settle",
@@ -297,6 +339,8 @@ def _decisions(memdir: Memdir, view: ArchiveView, now: datetime) -> Section:
         lookup.update(view_of(memdir, missing, now).states)
     for row in contradiction_pairs(view, lookup):
         one, other = row["sides"]
+        if not all(current(lookup[side["id"]], now, cutoffs) for side in (one, other)):
+            continue  # recall no longer gives either side: nothing left to settle for a briefing
         section.lines.append(
             f"- contradiction? {short_text(one['text'], 100)} ({one['id']}, {one['source']} "
             f"{one['created'][:10]}) vs {short_text(other['text'], 100)} ({other['id']}, "
@@ -484,8 +528,9 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
         "arc": _emotional_arc(memdir, book, now, zone),
         "teachings": _teachings(view, now, zone, cutoffs),
         "hard_facts": _hard_facts(view, now, cutoffs),
-        "review": _review(view, now, zone),
-        "decisions": _decisions(memdir, view, now),
+        "standing": _standing(view, now, zone, cutoffs),
+        "review": _review(view, now, zone, cutoffs),
+        "decisions": _decisions(memdir, view, now, cutoffs),
         "people": _people(memdir),
         "threads": _threads(memdir, view, zone, now, cutoffs),
         "entry": _entry(memdir, now, zone, view),

@@ -26,11 +26,18 @@ from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.memdir import Memdir
 
-from .documents import shown
+from .documents import DREAM_AUTHOR, shown
 
 CONTRADICTION_LINKS = ("contradiction-candidate", "contradicts")
 SETTLING_LINK = "compatible"
 STALE_DAYS = 180
+SUMMARIES_COMMAND = "memdir review --summaries"
+
+
+def is_summary(row: dict[str, Any]) -> bool:
+    """Whether a review-queue row is one of dream's conversation summaries (author memdir):
+    those are one line of the review and of wake, listed only when asked for."""
+    return row.get("author") == DREAM_AUTHOR
 
 
 def side(state: MemoryState) -> dict[str, Any]:

@@ -234,6 +234,8 @@ def _same_statement(
     assert newer.memory is not None and older.memory is not None
     if newer.memory.key or older.memory.key:
         return False
+    if newer.memory.store == older.memory.store == "episodic":
+        return False  # episodes pile up: two conversations on two days are both what was said
     if set(newer.memory.personas) != set(older.memory.personas):
         return False
     return replaces(older.memory.text, labels.get(older.id), newer.memory.text,
