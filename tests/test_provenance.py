@@ -148,7 +148,7 @@ def test_reject_and_forget_need_the_user_for_anything_durable(md: Memdir) -> Non
     said(md, "please forget my PIN", 7)
     assert provenance.forget(md, other, "forget my PIN", at(8)).done
     assert lifecycle.load_view(md, at(9)).resolve(other).status == "forgotten"
-    assert "1234" not in (md.shelves_dir / "memories.jsonl").read_text()
+    assert "might be 1234" not in (md.shelves_dir / "memories.jsonl").read_text()
 
 
 # the guard checks that the user's words decide *this* memory (issue 12, point 5) -------------

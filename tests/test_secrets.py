@@ -54,14 +54,16 @@ def test_a_secret_turn_is_masked_kept_here_and_never_committed_or_pushed(tmp_pat
     ok(a, "journal", "add", "--session", "s1", "--role", "user", "the weather is fine")
     ok(a, "sync")
     hub = tmp_path / "hub.git"
-    assert "4711" not in everything_git_holds(hub) and "4711" not in everything_git_holds(a)
+    assert "PIN is 4711" not in everything_git_holds(
+        hub
+    ) and "PIN is 4711" not in everything_git_holds(a)
     assert "the weather is fine" in everything_git_holds(hub)  # the rest travels
     # still here, for this machine: in the journal, masked on every surface
     turns = journal.read_journal(Memdir.open(a)).turns
-    assert [t.secrecy for t in turns if "4711" in t.text] == ["secret"]
+    assert [t.secrecy for t in turns if "PIN is 4711" in t.text] == ["secret"]
     assert git(a, "check-ignore", "-q", "journal/secret.jsonl", check=False).returncode == 0
     ok(b, "sync")
-    assert not any("4711" in t.text for t in journal.read_journal(Memdir.open(b)).turns)
+    assert not any("PIN is 4711" in t.text for t in journal.read_journal(Memdir.open(b)).turns)
     assert run(b, "verify") == 0 and run(a, "verify") == 0
 
 
@@ -75,8 +77,8 @@ def test_an_older_memdirs_secret_turn_is_moved_out_before_sync_commits(tmp_path:
         json.dumps(secret.to_line(), separators=(",", ":")) + "\n"
     )
     ok(a, "sync")
-    assert "4711" not in everything_git_holds(tmp_path / "hub.git")
-    assert "4711" not in journal.turns_path(memdir).read_text()
+    assert "PIN is 4711" not in everything_git_holds(tmp_path / "hub.git")
+    assert "PIN is 4711" not in journal.turns_path(memdir).read_text()
     assert [t.id for t in journal.read_journal(memdir).turns] == [secret.id]  # nothing lost
 
 
@@ -102,7 +104,7 @@ def test_verify_fails_on_a_tracked_secret_and_sync_refuses_to_push_it(
     assert len(errors) == 1 and errors[0].startswith("memdir: error: refusing to push")
     assert "hint:" in error
     assert "Traceback" not in error
-    assert "4711" not in everything_git_holds(tmp_path / "hub.git")
+    assert "PIN is 4711" not in everything_git_holds(tmp_path / "hub.git")
     # the turn is safe on this machine, and out of the tracked file now
     assert [t.id for t in journal.read_journal(memdir).turns] == [secret.id]
     assert run(a, "verify") == 0
@@ -137,7 +139,7 @@ def test_a_sealed_memory_and_everything_naming_it_stay_on_this_machine(
     ok(a, "sync")
     hub = tmp_path / "hub.git"
     for held in (everything_git_holds(hub), everything_git_holds(a)):
-        assert "4711" not in held and sealed not in held
+        assert "PIN is 4711" not in held and sealed not in held
         assert coffee in held  # the rest travels
     memdir = Memdir.open(a)
     assert git(a, "check-ignore", "-q", "shelves/sealed.jsonl", check=False).returncode == 0
@@ -170,7 +172,7 @@ def test_an_older_memdirs_sealed_memory_moves_out_with_its_events_before_sync_co
         out.write(encode_line(event.to_line()))
     ok(a, "sync")
     held = everything_git_holds(tmp_path / "hub.git")
-    assert "4711" not in held and memory.id not in held
+    assert "PIN is 4711" not in held and memory.id not in held
     assert "coffee" in held
     for path in (memdir.memory_shelf, memdir.event_shelf):
         assert memory.id not in path.read_text()
@@ -196,6 +198,6 @@ def test_verify_fails_on_a_tracked_sealed_memory_and_sync_refuses_to_push_it(
     assert run(a, "sync") != 0
     error = capsys.readouterr().err
     assert "memdir: error: refusing to push" in error and "Traceback" not in error
-    assert "4711" not in everything_git_holds(tmp_path / "hub.git")
+    assert "PIN is 4711" not in everything_git_holds(tmp_path / "hub.git")
     assert memory.id in memdir.sealed_shelf.read_text()
     assert run(a, "verify") == 0
