@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import shutil
 import signal
@@ -101,6 +103,54 @@ def memdir_cli(
     )
 
 
+def memdir_main(
+    *args: str,
+    cwd: Path | None = None,
+    now: str | None = T0,
+    stdin: bytes | str | None = None,
+    env: dict[str, str] | None = None,
+) -> Run:
+    """What memdir_cli answers, from the CLI's `main` in this process (no interpreter to start,
+    no service asked): for tests of what a command does, not of processes (locks held by
+    another process, the service, signals, start-up imports, the actor a shell's environment
+    names). The environment, standard streams and working directory are the command's for the
+    call and restored after it."""
+    from memdir.cli.main import main
+
+    environment = env if env is not None else clean_env()
+    if now is not None:
+        environment = {**environment, "MEMDIR_NOW": now}
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (
+        io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"),
+        io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True),
+    )
+    sys.stdin, sys.stdout, sys.stderr = streams
+    os.environ.clear()
+    os.environ.update(environment)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        code = main(list(args))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        for handler in logging.getLogger("memdir").handlers:  # main() pointed them at ours
+            if isinstance(handler, logging.StreamHandler) and handler.stream in streams:
+                handler.stream = sys.stderr
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    # (the wrappers close their buffers when they go: read them while `streams` holds them)
+    return Run(tuple(args), code, out.getvalue().decode("utf-8", "replace"),
+               err.getvalue().decode("utf-8", "replace"))  # fmt: skip
+
+
 class Server:
     """A `memdir serve` process (the real console script) with its log in a file."""
 
@@ -125,7 +175,7 @@ class Server:
             time.sleep(0.02)
 
     def status(self) -> dict:
-        run = memdir_cli("--dir", str(self.memdir.root), "serve", "--status", "--json")
+        run = memdir_main("--dir", str(self.memdir.root), "serve", "--status", "--json")
         return json.loads(run.out)
 
     def stop(self) -> int:
