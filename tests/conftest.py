@@ -109,6 +109,7 @@ def memdir_main(
     now: str | None = T0,
     stdin: bytes | str | None = None,
     env: dict[str, str] | None = None,
+    timeout: float | None = None,  # memdir_cli's; nothing cuts short a call in this process
 ) -> Run:
     """What memdir_cli answers, from the CLI's `main` in this process (no interpreter to start,
     no service asked): for tests of what a command does, not of processes (locks held by
@@ -190,6 +191,13 @@ def cli():
     """`cli(*args, **kwargs)` runs the real console script (see memdir_cli)."""
     assert MEMDIR_BIN.exists(), f"console script missing: {MEMDIR_BIN}"
     return memdir_cli
+
+
+@pytest.fixture
+def cli_in_process():
+    """`cli_in_process(*args, **kwargs)` runs the CLI's main in this process (see memdir_main);
+    a module whose tests are about what commands do, not about processes, names it `cli`."""
+    return memdir_main
 
 
 @pytest.fixture(scope="session")
