@@ -137,6 +137,8 @@ def memdir_main(
         if cwd is not None:
             os.chdir(cwd)
         code = main(list(args))
+    except SystemExit as exit_:  # what a process would end with (typer's completion exits)
+        code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
