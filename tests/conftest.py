@@ -116,8 +116,10 @@ def memdir_main(
     another process, the service, signals, start-up imports, the actor a shell's environment
     names). The environment, standard streams and working directory are the command's for the
     call and restored after it."""
+    from memdir.archive_format import shelf
     from memdir.cli.main import main
 
+    shelf._warned.clear()  # a new process has shown no warning about a bad line yet
     environment = env if env is not None else clean_env()
     if now is not None:
         environment = {**environment, "MEMDIR_NOW": now}
@@ -196,10 +198,11 @@ def cli():
 
 
 @pytest.fixture
-def cli_in_process():
+def cli_in_process(request: pytest.FixtureRequest):
     """`cli_in_process(*args, **kwargs)` runs the CLI's main in this process (see memdir_main);
-    a module whose tests are about what commands do, not about processes, names it `cli`."""
-    return memdir_main
+    a module whose tests are about what commands do, not about processes, names it `cli`. A
+    test marked `process` still gets the real console script."""
+    return memdir_cli if request.node.get_closest_marker("process") else memdir_main
 
 
 @pytest.fixture(scope="session")
