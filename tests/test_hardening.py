@@ -429,6 +429,7 @@ def read_only(filled: Memdir, tmp_path: Path, cli) -> Any:
         subprocess.run(["umount", str(mounted)], capture_output=True)
 
 
+@pytest.mark.process  # files a command in this process left open would keep the mount busy
 def test_a_read_only_memdir_answers_or_says_why_in_one_line(read_only: Path, cli) -> None:
     for command in (("list",), ("similar", "coffee"), ("wake",), ("stats",), ("verify",),
                     ("search", "coffee"), ("recall", "coffee"), ("recall", "coffee", "--no-record")):  # fmt: skip
