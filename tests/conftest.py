@@ -179,8 +179,11 @@ class Server:
             assert time.monotonic() < deadline, f"serve never got ready:\n{self.text()}"
             time.sleep(0.02)
 
-    def status(self) -> dict:
-        run = memdir_main("--dir", str(self.memdir.root), "serve", "--status", "--json")
+    def status(self, process: bool = False) -> dict:
+        """`serve --status --json`, asked from this process, or from one of its own (`process`:
+        when this one holds connections the service turns away as one peer's)."""
+        ask = memdir_cli if process else memdir_main
+        run = ask("--dir", str(self.memdir.root), "serve", "--status", "--json")
         return json.loads(run.out)
 
     def stop(self) -> int:
