@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import shutil
 import signal
@@ -101,6 +103,59 @@ def memdir_cli(
     )
 
 
+def memdir_main(
+    *args: str,
+    cwd: Path | None = None,
+    now: str | None = T0,
+    stdin: bytes | str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,  # memdir_cli's; nothing cuts short a call in this process
+) -> Run:
+    """What memdir_cli answers, from the CLI's `main` in this process (no interpreter to start,
+    no service asked): for tests of what a command does, not of processes (locks held by
+    another process, the service, signals, start-up imports, the actor a shell's environment
+    names). The environment, standard streams and working directory are the command's for the
+    call and restored after it."""
+    from memdir.archive_format import shelf
+    from memdir.cli.main import main
+
+    shelf._warned.clear()  # a new process has shown no warning about a bad line yet
+    environment = env if env is not None else clean_env()
+    if now is not None:
+        environment = {**environment, "MEMDIR_NOW": now}
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (
+        io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"),
+        io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True),
+    )
+    sys.stdin, sys.stdout, sys.stderr = streams
+    os.environ.clear()
+    os.environ.update(environment)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        code = main(list(args))
+    except SystemExit as exit_:  # what a process would end with (typer's completion exits)
+        code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        for handler in logging.getLogger("memdir").handlers:  # main() pointed them at ours
+            if isinstance(handler, logging.StreamHandler) and handler.stream in streams:
+                handler.stream = sys.stderr
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    # (the wrappers close their buffers when they go: read them while `streams` holds them)
+    return Run(tuple(args), code, out.getvalue().decode("utf-8", "replace"),
+               err.getvalue().decode("utf-8", "replace"))  # fmt: skip
+
+
 class Server:
     """A `memdir serve` process (the real console script) with its log in a file."""
 
@@ -124,8 +179,11 @@ class Server:
             assert time.monotonic() < deadline, f"serve never got ready:\n{self.text()}"
             time.sleep(0.02)
 
-    def status(self) -> dict:
-        run = memdir_cli("--dir", str(self.memdir.root), "serve", "--status", "--json")
+    def status(self, process: bool = False) -> dict:
+        """`serve --status --json`, asked from this process, or from one of its own (`process`:
+        when this one holds connections the service turns away as one peer's)."""
+        ask = memdir_cli if process else memdir_main
+        run = ask("--dir", str(self.memdir.root), "serve", "--status", "--json")
         return json.loads(run.out)
 
     def stop(self) -> int:
@@ -140,6 +198,14 @@ def cli():
     """`cli(*args, **kwargs)` runs the real console script (see memdir_cli)."""
     assert MEMDIR_BIN.exists(), f"console script missing: {MEMDIR_BIN}"
     return memdir_cli
+
+
+@pytest.fixture
+def cli_in_process(request: pytest.FixtureRequest):
+    """`cli_in_process(*args, **kwargs)` runs the CLI's main in this process (see memdir_main);
+    a module whose tests are about what commands do, not about processes, names it `cli`. A
+    test marked `process` still gets the real console script."""
+    return memdir_cli if request.node.get_closest_marker("process") else memdir_main
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,13 @@ from memdir.archive_format.errors import ExitStatus
 from memdir.archive_format.memdir import Memdir, init
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands answer to bad input is the subject here, not processes: the CLI runs in
+    this process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 def assert_clean_error(done: Run, status: ExitStatus, *needles: str) -> str:
     """A one-line error (and at most one hint line) on stderr, nothing on stdout, no traceback."""
     assert done.code == status, done
@@ -302,6 +309,7 @@ def test_usage_errors_exit_2_without_a_traceback(cli, md: Memdir, args: tuple[st
     assert md.memory_shelf.read_bytes() == b""
 
 
+@pytest.mark.process  # the traceback is what the interpreter prints for an uncaught error
 def test_debug_shows_the_traceback(cli, filled: tuple[Memdir, str]) -> None:
     md, _ = filled
     plain = cli(*in_dir(md, "show", "zzz"))

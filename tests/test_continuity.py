@@ -24,6 +24,13 @@ from memdir.cli.usecases.documents import wake
 from memdir.cli.usecases.sleep import sleep
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 def at(days: float = 0, hours: float = 0, minutes: float = 0) -> datetime:
     return T0_DT + timedelta(days=days, hours=hours, minutes=minutes)
 

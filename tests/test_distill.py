@@ -13,6 +13,14 @@ from conftest import configure
 from memdir.archive_format.memdir import Memdir
 from memdir.indexers.distill import Distiller, effective
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 FIXTURE = Path(__file__).parent / "fixtures" / "distill-labelled.jsonl"
 
 

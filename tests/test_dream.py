@@ -20,6 +20,14 @@ from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.verify import verify
 from memdir.cli.usecases.dream import dream, group_turns, plan_group
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What dreaming writes and recall then says is the subject here, not processes: the CLI runs
+    in this process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 SECRETS = ("ZEBRA-private", "OKAPI-sealed", "LYNX-secret")
 
 

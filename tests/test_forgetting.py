@@ -9,7 +9,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from conftest import T0_DT, Run, memdir_cli
+from conftest import T0_DT, Run, memdir_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +24,9 @@ DAY2 = format_time(T0_DT + timedelta(days=2))
 
 
 def run(memdir: Memdir, *args: str, now: str = DAY1) -> Run:
-    return memdir_cli("--dir", str(memdir.root), *args, now=now)
+    """A command line through the CLI in this process (what is forgotten is the subject here);
+    the MCP test's server is a real process."""
+    return memdir_main("--dir", str(memdir.root), *args, now=now)
 
 
 def files_holding(memdir: Memdir, word: str) -> list[str]:

@@ -19,6 +19,14 @@ from conftest import MEMDIR_BIN, T0, T0_DT, clean_env, configure
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 REPR = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|[{\[]'")
 

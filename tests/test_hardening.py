@@ -27,6 +27,13 @@ from memdir.archive_format.validate import JOURNAL_KINDS, LINE_KINDS, line_is_va
 from memdir.archive_format.verify import verify
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands answer to bad input is the subject here, not processes: the CLI runs in
+    this process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 def one_line_error(done: Run, *needles: str) -> None:
     assert done.code not in (0, 1), done
     assert "Traceback" not in done.err and "internal error" not in done.err, done
@@ -422,6 +429,7 @@ def read_only(filled: Memdir, tmp_path: Path, cli) -> Any:
         subprocess.run(["umount", str(mounted)], capture_output=True)
 
 
+@pytest.mark.process  # files a command in this process left open would keep the mount busy
 def test_a_read_only_memdir_answers_or_says_why_in_one_line(read_only: Path, cli) -> None:
     for command in (("list",), ("similar", "coffee"), ("wake",), ("stats",), ("verify",),
                     ("search", "coffee"), ("recall", "coffee"), ("recall", "coffee", "--no-record")):  # fmt: skip

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import T0, T0_DT, shelf_lines
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.errors import ExitStatus
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import content_id, encode_line
+
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
 
 
 def in_dir(md: Memdir, *args: str) -> tuple[str, ...]:

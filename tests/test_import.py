@@ -18,6 +18,14 @@ from memdir.archive_format.memdir import Memdir
 from memdir.cli.usecases import provenance
 from memdir.cli.usecases.imports import detect, import_file, source_id, undo
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 NOW = T0_DT + timedelta(days=400)  # 2027: after every conversation in the fixtures
 CASES = {

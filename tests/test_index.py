@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MEMDIR_BIN, T0_DT, clean_env, configure
+from conftest import MEMDIR_BIN, T0_DT, clean_env, configure, memdir_main
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.clock import format_time
@@ -117,22 +117,27 @@ def files_under(directory: Path) -> Iterator[Path]:
     return (path for path in directory.rglob("*") if path.is_file())
 
 
-def cli_json(*args: str, root: Path, env: dict[str, str] | None = None) -> Any:
-    done = run_cli(*args, "--json", root=root, env=env)
+def cli_json(
+    *args: str, root: Path, env: dict[str, str] | None = None, process: bool = False
+) -> Any:
+    done = run_cli(*args, "--json", root=root, env=env, process=process)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def run_cli(
-    *args: str, root: Path, env: dict[str, str] | None = None
+    *args: str, root: Path, env: dict[str, str] | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """`memdir --dir ROOT ARGS` through the CLI in this process (what the index answers is the
+    subject here), or as the real console script (`process`: another process's lock, a model
+    looked for from a new process's environment)."""
+    now = format_time(at(600))
+    if not process:
+        done = memdir_main("--dir", str(root), *args, now=now, env=env)
+        return subprocess.CompletedProcess(done.args, done.code, done.out, done.err)
     # One BLAS thread: on a busy 2-core machine OpenBLAS's spinning threads make a one-query
     # embedding many times slower; results are the same.
-    environment = {
-        "OPENBLAS_NUM_THREADS": "1",
-        **(env or clean_env()),
-        "MEMDIR_NOW": format_time(at(600)),
-    }
+    environment = {"OPENBLAS_NUM_THREADS": "1", **(env or clean_env()), "MEMDIR_NOW": now}
     return subprocess.run(
         [str(MEMDIR_BIN), "--dir", str(root), *args],
         env=environment,
@@ -779,12 +784,14 @@ def test_index_run_refused_clearly_while_another_holds_the_lock(md: Memdir) -> N
     lifecycle.teach(md, "A memory to index", at(0))
     holder = MemoryIndex(md, embedder=HashingEmbedder())
     with holder.lock():
-        done = run_cli("index", root=md.root, env=clean_env(MEMDIR_INDEX_TIMEOUT="0.3"))
+        done = run_cli(
+            "index", root=md.root, env=clean_env(MEMDIR_INDEX_TIMEOUT="0.3"), process=True
+        )
     holder.close()
     assert done.returncode == 7, done
     assert "index is being updated by pid" in done.stderr
     assert "MEMDIR_INDEX_TIMEOUT" in done.stderr and "Traceback" not in done.stderr
-    assert run_cli("index", root=md.root).returncode == 0
+    assert run_cli("index", root=md.root, process=True).returncode == 0
 
 
 # --- the embedder fallback -------------------------------------------------------------------
@@ -813,20 +820,22 @@ def test_missing_weights_fall_back_to_hashing_with_a_warning(
 ) -> None:
     for number, text in enumerate(TEXTS[:4]):
         lifecycle.teach(md, text, at(number))
-    done = run_cli("index", root=md.root, env=no_weights_env)
+    done = run_cli("index", root=md.root, env=no_weights_env, process=True)
     assert done.returncode == 0, done.stderr
     assert re.search(r"not found .*hashing embedder", done.stderr), done.stderr
-    status = cli_json("index", "--status", root=md.root, env=no_weights_env)
+    status = cli_json("index", "--status", root=md.root, env=no_weights_env, process=True)
     assert (status["embedder"], status["model"]) == ("hashing", "hashing-384")
     assert "hashing embedder" in status["embedder_warning"]
-    text_status = run_cli("index", "--status", root=md.root, env=no_weights_env)
+    text_status = run_cli("index", "--status", root=md.root, env=no_weights_env, process=True)
     assert "embedder_warning:" in text_status.stdout and "degraded" in text_status.stdout
-    similar = run_cli("similar", "coffee every morning", "--json", root=md.root, env=no_weights_env)
+    similar = run_cli(
+        "similar", "coffee every morning", "--json", root=md.root, env=no_weights_env, process=True
+    )
     assert similar.returncode == 0 and "hashing embedder" in similar.stderr
     assert json.loads(similar.stdout)[0]["text"] == TEXTS[0]
     # with the weights back, the next vector query rebuilds with MiniLM instead of mixing models
-    assert not cli_json("index", "--status", root=md.root)["up_to_date"]
-    hits = cli_json("similar", "where does my sister live", root=md.root)
+    assert not cli_json("index", "--status", root=md.root, process=True)["up_to_date"]
+    hits = cli_json("similar", "where does my sister live", root=md.root, process=True)
     assert hits[0]["text"] == TEXTS[1]
 
 

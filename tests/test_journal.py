@@ -23,6 +23,14 @@ from memdir.archive_format.verify import verify
 from memdir.archive_format.visibility import SECRECY
 from memdir.cli.usecases.journal import read_turns
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 texts = st.text(min_size=1, max_size=80).filter(lambda text: text.strip() != "")
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_:", min_size=1, max_size=12)
 

@@ -15,6 +15,14 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, ExitStatus, LifecycleError
 from memdir.archive_format.memdir import Memdir
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 DAY = timedelta(days=1)
 
 

@@ -1,4 +1,4 @@
-"""`memdir people` and `memdir self` through the real console script: the notes they write
+"""`memdir people` and `memdir self` through the CLI (in the test process): the notes they write
 (the same functions as the MCP tools), aliases resolved to speakers by recall, and wake's
 People section."""
 
@@ -7,9 +7,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from memdir.archive_format import people
 from memdir.archive_format.memdir import Memdir
 from memdir.indexers.recall.query import note_aliases
+
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
 
 
 def test_people_and_self_from_the_command_line(cli, hashed: Memdir) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import pytest
 import yaml
-from conftest import MEMDIR_BIN, T0_DT, Server, clean_env, configure, memdir_cli
+from conftest import MEMDIR_BIN, T0_DT, Server, clean_env, configure, memdir_cli, memdir_main
 
 from memdir.archive_format import journal, lifecycle, visibility
 from memdir.archive_format.clock import format_time
@@ -126,9 +126,13 @@ class View:
     # checked for what it must not show, not for what it must
 
 
-def _cli(memdir: Memdir, *args: str, in_process: bool = False) -> str:
-    env = clean_env(MEMDIR_PASSPHRASE=PASSPHRASE, MEMDIR_NO_SERVICE="1" if in_process else None)
-    done = memdir_cli("--dir", str(memdir.root), *args, now=NOW_TEXT, env=env)
+def _cli(memdir: Memdir, *args: str, served: bool = False) -> str:
+    """A command's output: from the CLI in this process (the surfaces are what is checked, and
+    some seventy commands would start as many interpreters), or `served` by the real client
+    from a running `memdir serve`."""
+    run = memdir_cli if served else memdir_main
+    done = run("--dir", str(memdir.root), *args, now=NOW_TEXT,
+               env=clean_env(MEMDIR_PASSPHRASE=PASSPHRASE))  # fmt: skip
     assert done.code == 0, done
     return done.out
 
@@ -234,7 +238,7 @@ def context_views(memdir: Memdir, tmp: Path) -> list[View]:
     """`context` in-process and through a running `memdir serve` (its request counter proves
     it answered): both must say the same, and both are checked against the matrix."""
     local = [
-        View("context", f"{' '.join(args)} (in-process)", _cli(memdir, *args, in_process=True),
+        View("context", f"{' '.join(args)} (in-process)", _cli(memdir, *args),
              json=json_, marks=not json_)
         for json_, args in ((False, CONTEXT), (True, (*CONTEXT, "--json")))
     ]  # fmt: skip
@@ -245,8 +249,9 @@ def context_views(memdir: Memdir, tmp: Path) -> list[View]:
         for view in local:
             before = running.status()["requests"]
             args = (*CONTEXT, "--json") if view.json else CONTEXT
-            served.append(View("context", f"{' '.join(args)} (served)", _cli(memdir, *args),
-                               json=view.json, marks=view.marks))  # fmt: skip
+            output = _cli(memdir, *args, served=True)
+            served.append(View("context", f"{' '.join(args)} (served)", output, json=view.json,
+                               marks=view.marks))  # fmt: skip
             assert running.status()["requests"] == before + 1, f"{view.label}: not served"
     finally:
         stopped = running.stop()

@@ -14,6 +14,13 @@ from hypothesis import strategies as st
 from memdir.indexers.questions import MOSTLY, question_share
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """What the commands do and print is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 @pytest.mark.parametrize(
     ("text", "share"),
     [

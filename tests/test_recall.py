@@ -15,6 +15,14 @@ from memdir.cli.bench.locomo import load_samples, repair_evidence
 from memdir.indexers.index import MemoryIndex
 from memdir.indexers.recall import RecallOptions, Stage, recall
 
+
+@pytest.fixture
+def cli(cli_in_process):
+    """What recall ranks and prints is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
 
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import MEMDIR_BIN, T0, Server, clean_env, memdir_cli, shelf_lines
+from conftest import MEMDIR_BIN, T0, Server, clean_env, memdir_cli, memdir_main, shelf_lines
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
@@ -53,7 +53,7 @@ def stocked(hashed: Memdir) -> Memdir:
     lifecycle.infer(hashed, "Sam might prefer tea in the evening", T0_DT, ttl=timedelta(days=7))
     lifecycle.teach(hashed, "Sam's coffee debt is private", T0_DT, visibility="private")
     lifecycle.teach(hashed, "Sam's sealed coffee secret", T0_DT, visibility="sealed")
-    memdir_cli("--dir", str(hashed.root), "index", env=clean_env(**IN_PROCESS))
+    memdir_main("--dir", str(hashed.root), "index")
     return hashed
 
 
@@ -90,7 +90,7 @@ def test_served_commands_print_exactly_what_the_in_process_path_prints(
         before = running.status()["requests"]
         served = memdir_cli("--dir", str(stocked.root), *args)
         assert running.status()["requests"] == before + 1, f"{args} was not served"
-        local = memdir_cli("--dir", str(stocked.root), *args, env=clean_env(**IN_PROCESS))
+        local = memdir_main("--dir", str(stocked.root), *args)
         assert (served.code, timing_masked(served.out), served.err) == (
             local.code, timing_masked(local.out), local.err
         ), args  # fmt: skip
@@ -217,11 +217,11 @@ def test_a_rebuild_by_another_process_is_followed(
     running = server(stocked, "--no-watch")
     root = str(stocked.root)
     first = memdir_cli("--dir", root, "search", "coffee", "--json")
-    rebuilt = memdir_cli("--dir", root, "index", "--rebuild", env=clean_env(**IN_PROCESS))
+    rebuilt = memdir_main("--dir", root, "index", "--rebuild")
     assert rebuilt.code == 0, rebuilt
     lifecycle.teach(stocked, "Sam switched to oat milk in his coffee", T0_DT)
     served = memdir_cli("--dir", root, "search", "coffee", "--json")
-    local = memdir_cli("--dir", root, "search", "coffee", "--json", env=clean_env(**IN_PROCESS))
+    local = memdir_main("--dir", root, "search", "coffee", "--json")
     assert served.out == local.out and "oat milk" in served.out
     assert len(json.loads(served.out)) == len(json.loads(first.out)) + 1
     assert running.status()["requests"] == 2
@@ -230,9 +230,9 @@ def test_a_rebuild_by_another_process_is_followed(
     recall = ("recall", "coffee milk grinder", "--no-record", "--json")
     memdir_cli("--dir", root, *recall)
     lifecycle.teach(stocked, "Sam grinds his coffee with a new electric grinder", T0_DT)
-    assert memdir_cli("--dir", root, "index", env=clean_env(**IN_PROCESS)).code == 0
+    assert memdir_main("--dir", root, "index").code == 0
     served = memdir_cli("--dir", root, *recall)
-    local = memdir_cli("--dir", root, *recall, env=clean_env(**IN_PROCESS))
+    local = memdir_main("--dir", root, *recall)
     assert timing_masked(served.out) == timing_masked(local.out)
     assert "electric grinder" in served.out
     assert running.status()["requests"] == 4
@@ -242,7 +242,7 @@ def test_without_a_service_or_with_a_silent_one_commands_run_in_process(
     stocked: Memdir, tmp_path: Path
 ) -> None:
     root = str(stocked.root)
-    expected = memdir_cli("--dir", root, "search", "coffee", env=clean_env(**IN_PROCESS))
+    expected = memdir_main("--dir", root, "search", "coffee")
     path = socket_path(stocked.cache_dir)
     path.write_text("")  # a stale file where the socket was: not a socket
     assert memdir_cli("--dir", root, "search", "coffee").out == expected.out
@@ -421,7 +421,7 @@ def test_concurrent_reads_and_writes_are_answered_as_in_process(
     root = str(stocked.root)
     reads = [("search", "coffee", "--json"), ("similar", "coffee grinder", "--json"),
              ("recall", "coffee", "--no-record", "--json")]  # fmt: skip
-    expected = {args: memdir_cli("--dir", root, *args, env=clean_env(**IN_PROCESS)).out
+    expected = {args: memdir_main("--dir", root, *args).out
                 for args in reads[:2]}  # fmt: skip
     before = len([line for line in shelf_lines(stocked) if line.get("kind") == "recall"])
     failures: list[str] = []

@@ -1,6 +1,8 @@
 """Git sync (docs/FORMAT.md "Sync"): clones merge without conflicts, loss or resurrection.
 
-Real git repositories in tmp_path, the real `memdir` console script."""
+Real git repositories in tmp_path; `memdir sync` is the real console script (it runs git, whose
+merge driver and hooks run memdir again), the other commands run through the CLI in this
+process."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ import subprocess
 from pathlib import Path
 
 from clones import conflicts, git, hub_and_clones, new_memdir_repo
-from conftest import MEMDIR_BIN, memdir_cli
+from conftest import MEMDIR_BIN, memdir_cli, memdir_main
 
 LATER = "2026-05-01T10:00:00Z"
 
 
 def run(clone: Path, *args: str, now: str | None = "2026-05-01T09:00:00Z"):
-    done = memdir_cli("--dir", str(clone), *args, now=now)
+    command = memdir_cli if args[0] == "sync" else memdir_main
+    done = command("--dir", str(clone), *args, now=now)
     assert done.code == 0, str(done)
     return done
 

@@ -37,7 +37,7 @@ def run_machine(base: Path, examples: int, steps: int) -> None:
 
 
 def test_three_clones_converge(tmp_path: Path) -> None:
-    run_machine(tmp_path, examples=10, steps=8)
+    run_machine(tmp_path, examples=5, steps=8)
 
 
 @pytest.mark.slow
