@@ -93,6 +93,7 @@ def test_wake_says_what_its_budget_left_out(cli, hashed: Memdir) -> None:
         assert tokens <= int(budget)
 
 
+@pytest.mark.process  # typer finds the shell and program name from the process it runs in
 def test_shell_completion(cli) -> None:
     script = cli("--show-completion", "bash", env=clean_env(SHELL="/bin/bash"))
     assert script.code == 0 and "_memdir_completion" in script.out, script
