@@ -158,6 +158,10 @@ SURFACES: dict[str, Surface] = {
                 "only on the user's quoted words, and an id the tool may not show is not "
                 "found and never listed"),
         Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
+        Surface("island show", ("island show",), (), _LISTED_EXPOSURE,
+                _row("text", "text", "text", "text", "text", "omitted"),
+                note="an island's members with their status; a forgotten memory has left every "
+                "island"),
         Surface("annotate", ("annotate", "distill"), (), _LISTED_EXPOSURE,
                 _row("text", "text", "text", "omitted", "omitted", "omitted"),
                 note="the index's searchable memories (an expired inference stays searchable)"),
@@ -237,6 +241,10 @@ NO_RECORDS: dict[str, str] = {
             "journal forget",
             "import",
             "restore",
+            "island create",
+            "island add",
+            "island remove",
+            "island delete",
         ),
         "writes; prints ids",
     ),  # fmt: skip
@@ -268,6 +276,7 @@ NO_RECORDS: dict[str, str] = {
         "writes; echoes only the caller's input",
     ),  # fmt: skip
     **dict.fromkeys(("stats (MCP)",), "counts"),
+    **dict.fromkeys(("island list",), "the islands' names, what they are about and their sizes"),
     **dict.fromkeys(
         ("serve",), "answers other commands (their rows apply); shows no record itself"
     ),

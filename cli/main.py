@@ -21,6 +21,7 @@ from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
+from .commands import islands as islands_commands
 from .commands import journal as journal_commands
 from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
@@ -73,6 +74,7 @@ index_commands.register(app)
 recall_commands.register(app)
 journal_commands.register(app)
 people_commands.register(app)
+islands_commands.register(app)
 continuity_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)

@@ -11,7 +11,7 @@ import typer
 
 # task → the top-level commands in it, in the order `memdir --help` shows them
 PANELS: dict[str, tuple[str, ...]] = {
-    "remember": ("init", "teach", "infer", "link", "import", "people", "self"),
+    "remember": ("init", "teach", "infer", "link", "import", "people", "self", "island"),
     "recall": (
         "recall",
         "context",
