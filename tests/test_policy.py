@@ -155,6 +155,10 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
                                        "--persona", "home"), True, persona="home")  # fmt: skip
     for asked in (frozenset(), private):
         views += journal_group_views(memdir, asked)
+    _cli(memdir, "island", "create", "everything")
+    _cli(memdir, "island", "add", "everything",
+         *(r.id for r in RECORDS if r.kind == "memories" and r.status != "forgotten"))  # fmt: skip
+    views += _forms(memdir, "island show", ("island", "show", "everything"), marks=True)
     views += _forms(memdir, "list", ("list",))
     views += _forms(
         memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES)
@@ -543,6 +547,9 @@ QUIET_JSON: dict[str, tuple[str, ...]] = {
     "restore": ("restore", "{tmp}/quiet.tar.gz", "{tmp}/restored"),
     "import": ("import", "{tmp}/chat.jsonl", "--format", "jsonl"),
     "sync": ("sync",),
+    "island create": ("island", "create", "quiet", "--about", "a quiet island"),
+    "island list": ("island", "list"),
+    "island delete": ("island", "delete", "quiet"),
 }
 # --json outputs this test does not run, and where they are covered
 NOT_RUN = {
@@ -553,6 +560,8 @@ NOT_RUN = {
     "surfaces)",
     "bench delivery": "reads benchmark data into its own throwaway memdirs, never a memdir's "
     "records (test_delivery covers the hook's block it scores)",
+    "island add": "echoes the island's name and the ids given (test_islands)",
+    "island remove": "echoes the island's name and the ids given (test_islands)",
 }
 
 
