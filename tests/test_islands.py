@@ -105,7 +105,8 @@ def test_an_island_an_assistant_makes_is_the_assistants(hashed: Memdir) -> None:
     assert island["by"] == "assistant"
     shown = json.loads(as_assistant("island", "show", "notebooks", "--json"))
     assert shown["members"][0]["added"]["by"] == "assistant"
-    lines = [json.loads(line) for line in (hashed.root / "state" / "islands.jsonl").read_text().splitlines()]  # fmt: skip
+    path = hashed.root / "state" / "islands.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert {line["by"] for line in lines} == {"assistant"}
 
 

@@ -35,7 +35,9 @@ def test_provenance_rates_and_decision_times_by_month_type_and_author(hashed: Me
     report = json.loads(done.out)["provenance"]
 
     def summary(n, confirmed, rejected, expired, pending, median):
-        rate = (lambda count: round(count / n, 4))
+        def rate(count: int) -> float:
+            return round(count / n, 4)
+
         return {"inferences": n, "confirmed": confirmed, "rejected": rejected,
                 "expired": expired, "pending": pending, "confirmed_rate": rate(confirmed),
                 "rejected_rate": rate(rejected), "expired_rate": rate(expired),
