@@ -204,6 +204,10 @@ SURFACES: dict[str, Surface] = {
                 note="also documents/wake.md; a provisional memory is in the review queue; "
                 "turns in the raw window; a superseded teaching only as the older side of "
                 "sleep's automatic supersede (Needs your decision)", kinds=("memories", "turns")),
+        Surface("core", ("core",), (), _PROMPT_EXPOSURE,
+                _row("text", "omitted", "omitted", "omitted", "omitted", "omitted"),
+                note="only durable hard facts and high-importance milestones (and the self "
+                "notes): a durable memory that is neither is not core"),
         Surface("boot", ("boot",), ("boot",), _PROMPT_EXPOSURE,
                 _row("text", "text", "text", "text", "asked", "omitted"),
                 note="also documents/boot.md; expired and rejected ones as recent events; a "

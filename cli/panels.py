@@ -25,7 +25,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "stats",
     ),  # fmt: skip
     "review": ("review", "confirm", "reject", "forget"),
-    "journal": ("journal", "dream", "sleep", "wake", "boot", "expire"),
+    "journal": ("journal", "dream", "sleep", "wake", "boot", "core", "expire"),
     "maintain": ("doctor", "verify", "index", "distill", "annotate", "bench"),
     "share": ("sync", "export", "restore"),
     "serve": ("serve", "watch", "mcp"),

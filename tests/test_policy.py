@@ -159,6 +159,7 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
     _cli(memdir, "island", "add", "everything",
          *(r.id for r in RECORDS if r.kind == "memories" and r.status != "forgotten"))  # fmt: skip
     views += _forms(memdir, "island show", ("island", "show", "everything"), marks=True)
+    views += _forms(memdir, "core", ("core", "--budget", "4000"), partial=True)
     views += _forms(memdir, "list", ("list",))
     views += _forms(
         memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES)
