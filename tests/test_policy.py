@@ -286,14 +286,15 @@ def mcp_views(memdir: Memdir) -> list[View]:
         async with Client(params, read_timeout_seconds=60) as client:
 
             async def call(surface: str, tool: str, asked: frozenset[str] = frozenset(),
-                           only: str | None = None, **arguments: Any) -> None:  # fmt: skip
+                           only: str | None = None, partial: bool = False,
+                           **arguments: Any) -> None:  # fmt: skip
                 result = await client.call_tool(tool, arguments)
                 assert not result.is_error, result
                 text = json.dumps(result.structured_content, ensure_ascii=False)
                 # --explain's filter stage names what it drops; documents quote turns by text
                 ids = not arguments.get("explain") and tool != "wake"
                 found.append(View(surface, f"MCP {tool} {arguments}", text, asked, ids=ids,
-                                  json=True, only=only))  # fmt: skip
+                                  json=True, only=only, partial=partial))  # fmt: skip
 
             private = frozenset({"private"})
             await call("recall", "recall", query="quokka", k=30)
@@ -310,6 +311,8 @@ def mcp_views(memdir: Memdir) -> list[View]:
                 found.append(View("recall include_journal (MCP)", label, group, asked, json=True))
                 found.append(View("recall", label, json.dumps(data, ensure_ascii=False), asked,
                                   json=True))  # fmt: skip
+            await call("island show (MCP)", "island_show", name="everything")
+            await call("core", "core", partial=True, budget=4000)  # the core is not every memory
             await call("search", "search", query="quokka", k=30)
             await call("search", "search", private, query="quokka", k=30, include_private=True)
             for record in RECORDS:
