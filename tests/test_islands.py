@@ -43,7 +43,8 @@ def test_island_commands_and_their_json(hashed: Memdir) -> None:
         {"name": "trips", "about": "journeys", "created": "2026-05-01T09:03:00Z", "by": "user",
          "members": 2}]  # fmt: skip
     shown = json.loads(ok("island", "show", "trips", "--json"))
-    assert [m["id"] for m in shown["members"]] == [alps, lisbon]
+    # members in the order they were added (one line: by id)
+    assert [m["id"] for m in shown["members"]] == sorted([alps, lisbon])
     assert shown["members"][0]["added"] == {"at": "2026-05-01T09:04:00Z", "by": "user"}
     assert "the coffee in Lisbon" in ok("island", "show", "trips")
     ok("island", "remove", "trips", lisbon)
@@ -141,3 +142,19 @@ def test_islands_survive_a_git_merge_of_two_clones(tmp_path: Path) -> None:
         members = json.loads(ok("island", "show", "trips", "--json"))["members"]
         assert sorted(m["id"] for m in members) == sorted([from_a, from_b])
         assert "problem" not in ok("verify")
+
+
+def test_wake_island_keeps_only_its_members_in_the_memory_sections(hashed: Memdir) -> None:
+    ok = runner(hashed.root)
+    inside, outside = teach(ok, "the rent is paid on the first", "the gym closes at nine",
+                            key="x")  # fmt: skip
+    (other,) = teach(ok, "the bakery opens at seven", key="bakery")
+    ok("island", "create", "home")
+    ok("island", "add", "home", inside, outside)
+    everything = ok("wake", "--budget", "4000")
+    assert "bakery" in everything and "gym closes" in everything
+    scoped = ok("wake", "--budget", "4000", "--island", "home")
+    assert "bakery" not in scoped and other not in scoped
+    assert "gym closes" in scoped  # the current memory of key x, a member
+    assert "rent is paid" not in scoped  # superseded in the whole archive, so not current
+    assert "no island named" in ok("wake", "--island", "nope", code=4)
