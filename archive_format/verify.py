@@ -166,13 +166,14 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         if event["op"] == "link" and str(event.get("to", "")).startswith("t-"):
             if event["to"] not in turns:
                 report.problems.append(f"{where}: link to unknown journal turn {event['to']}")
-    notes = memdir.state_dir / "notes.jsonl"
-    if notes.is_file():
-        for where, line in _lines(notes, report):
-            report.lines += 1
-            report.problems.extend(
-                f"{where}: {problem}" for problem in line_problems(line, ("note",))
-            )
+    for name, kind in (("notes.jsonl", "note"), ("islands.jsonl", "island")):
+        path = memdir.state_dir / name
+        if path.is_file():
+            for where, line in _lines(path, report):
+                report.lines += 1
+                report.problems.extend(
+                    f"{where}: {problem}" for problem in line_problems(line, (kind,))
+                )
     for state_file in sorted(memdir.state_dir.glob("*.yaml")):
         try:
             read_yaml(state_file)

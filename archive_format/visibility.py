@@ -158,6 +158,15 @@ SURFACES: dict[str, Surface] = {
                 "only on the user's quoted words, and an id the tool may not show is not "
                 "found and never listed"),
         Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
+        Surface("island show", ("island show",), (), _LISTED_EXPOSURE,
+                _row("text", "text", "text", "text", "text", "omitted"),
+                note="an island's members with their status; a forgotten memory has left every "
+                "island"),
+        Surface("island show (MCP)", (), ("island_show",),
+                _exposed("text", "text", "omitted", "omitted", "omitted"),
+                _row("text", "text", "text", "text", "text", "omitted"),
+                note="the assistant asking is not the user asking: a private or sealed member is "
+                "left out, not masked"),
         Surface("annotate", ("annotate", "distill"), (), _LISTED_EXPOSURE,
                 _row("text", "text", "text", "omitted", "omitted", "omitted"),
                 note="the index's searchable memories (an expired inference stays searchable)"),
@@ -200,6 +209,10 @@ SURFACES: dict[str, Surface] = {
                 note="also documents/wake.md; a provisional memory is in the review queue; "
                 "turns in the raw window; a superseded teaching only as the older side of "
                 "sleep's automatic supersede (Needs your decision)", kinds=("memories", "turns")),
+        Surface("core", ("core",), ("core",), _PROMPT_EXPOSURE,
+                _row("text", "omitted", "omitted", "omitted", "omitted", "omitted"),
+                note="only durable hard facts and high-importance milestones (and the self "
+                "notes): a durable memory that is neither is not core"),
         Surface("boot", ("boot",), ("boot",), _PROMPT_EXPOSURE,
                 _row("text", "text", "text", "text", "asked", "omitted"),
                 note="also documents/boot.md; expired and rejected ones as recent events; a "
@@ -237,6 +250,10 @@ NO_RECORDS: dict[str, str] = {
             "journal forget",
             "import",
             "restore",
+            "island create",
+            "island add",
+            "island remove",
+            "island delete",
         ),
         "writes; prints ids",
     ),  # fmt: skip
@@ -267,7 +284,8 @@ NO_RECORDS: dict[str, str] = {
         ),
         "writes; echoes only the caller's input",
     ),  # fmt: skip
-    **dict.fromkeys(("stats (MCP)",), "counts"),
+    **dict.fromkeys(("stats (MCP)", "island_list (MCP)"), "counts"),
+    **dict.fromkeys(("island list",), "the islands' names, what they are about and their sizes"),
     **dict.fromkeys(
         ("serve",), "answers other commands (their rows apply); shows no record itself"
     ),

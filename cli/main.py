@@ -16,11 +16,13 @@ from memdir.archive_format.paths import describe_os_error
 from .commands import archive as archive_commands
 from .commands import bench as bench_commands
 from .commands import continuity as continuity_commands
+from .commands import core as core_commands
 from .commands import doctor as doctor_commands
 from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
 from .commands import inspect as inspect_commands
+from .commands import islands as islands_commands
 from .commands import journal as journal_commands
 from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
@@ -73,7 +75,9 @@ index_commands.register(app)
 recall_commands.register(app)
 journal_commands.register(app)
 people_commands.register(app)
+islands_commands.register(app)
 continuity_commands.register(app)
+core_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
 serve_commands.register(app)

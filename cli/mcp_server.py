@@ -413,6 +413,31 @@ class MemdirTools:
 
         return {"markdown": boot_markdown(gather(self.memdir, self._now()))}
 
+    def core(
+        self,
+        budget: Annotated[int | None, Field(ge=50, le=20000, description="Token budget.")] = None,
+    ) -> dict[str, Any]:
+        """The core: the self notes, the hard facts (keyed, pinned, FINANCIAL or MEDICATION
+        teachings, at any age) and the high-importance milestones, within a token budget."""
+        from .usecases.core import core
+
+        return core(self.memdir, self._now(), budget)
+
+    # islands ------------------------------------------------------------------------------
+    def island_list(self) -> dict[str, Any]:
+        """The islands (named groups of memories): name, what each is about, its size."""
+        from .usecases.islands import listed
+
+        return {"islands": listed(self.memdir, self._now())}
+
+    def island_show(
+        self, name: Annotated[str, Field(min_length=1, max_length=64, description="The island.")]
+    ) -> dict[str, Any]:
+        """One island's members, with their status (a private or sealed member is left out)."""
+        from .usecases.islands import shown
+
+        return shown(self.memdir, name, self._now(), surface="island show (MCP)")
+
     # self and people ----------------------------------------------------------------------
     def self_read(self) -> dict[str, Any]:
         """The self notes: who you are to this user (name, tone, commitments)."""
@@ -475,6 +500,9 @@ TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
     "ring": ("Console ring", True, False, True),
     "wake": ("Wake document", True, False, True),
     "boot": ("Boot document", True, False, True),
+    "core": ("Core memories", True, False, True),
+    "island_list": ("List islands", True, False, True),
+    "island_show": ("Show an island", True, False, True),
     "self_read": ("Read self", True, False, True),
     "self_update": ("Update self", False, True, True),
     "people_read": ("Read people", True, False, True),

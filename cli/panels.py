@@ -11,7 +11,7 @@ import typer
 
 # task → the top-level commands in it, in the order `memdir --help` shows them
 PANELS: dict[str, tuple[str, ...]] = {
-    "remember": ("init", "teach", "infer", "link", "import", "people", "self"),
+    "remember": ("init", "teach", "infer", "link", "import", "people", "self", "island"),
     "recall": (
         "recall",
         "context",
@@ -25,7 +25,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "stats",
     ),  # fmt: skip
     "review": ("review", "confirm", "reject", "forget"),
-    "journal": ("journal", "dream", "sleep", "wake", "boot", "expire"),
+    "journal": ("journal", "dream", "sleep", "wake", "boot", "core", "expire"),
     "maintain": ("doctor", "verify", "index", "distill", "annotate", "bench"),
     "share": ("sync", "export", "restore"),
     "serve": ("serve", "watch", "mcp"),

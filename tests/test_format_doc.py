@@ -20,7 +20,9 @@ def documented_fields(kind: str) -> list[tuple[str, bool]]:
     return [(name, required == "yes") for name, required in rows]
 
 
-@pytest.mark.parametrize("kind", ["memory", "event", "tombstone", "turn", "digest", "note"])
+@pytest.mark.parametrize(
+    "kind", ["memory", "event", "tombstone", "turn", "digest", "note", "island"]
+)
 def test_format_doc_tables_match_schemas(kind: str) -> None:
     schema = load_schema(kind)
     expected = [(name, name in schema["required"]) for name in schema["properties"]]

@@ -159,6 +159,11 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
                                        "--persona", "home"), True, persona="home")  # fmt: skip
     for asked in (frozenset(), private):
         views += journal_group_views(memdir, asked)
+    _cli(memdir, "island", "create", "everything")
+    _cli(memdir, "island", "add", "everything",
+         *(r.id for r in RECORDS if r.kind == "memories" and r.status != "forgotten"))  # fmt: skip
+    views += _forms(memdir, "island show", ("island", "show", "everything"), marks=True)
+    views += _forms(memdir, "core", ("core", "--budget", "4000"), partial=True)
     views += _forms(memdir, "list", ("list",))
     views += _forms(
         memdir, "list", ("list", "--status", "all"), asked=frozenset(visibility.STATUSES)
@@ -286,14 +291,15 @@ def mcp_views(memdir: Memdir) -> list[View]:
         async with Client(params, read_timeout_seconds=60) as client:
 
             async def call(surface: str, tool: str, asked: frozenset[str] = frozenset(),
-                           only: str | None = None, **arguments: Any) -> None:  # fmt: skip
+                           only: str | None = None, partial: bool = False,
+                           **arguments: Any) -> None:  # fmt: skip
                 result = await client.call_tool(tool, arguments)
                 assert not result.is_error, result
                 text = json.dumps(result.structured_content, ensure_ascii=False)
                 # --explain's filter stage names what it drops; documents quote turns by text
                 ids = not arguments.get("explain") and tool != "wake"
                 found.append(View(surface, f"MCP {tool} {arguments}", text, asked, ids=ids,
-                                  json=True, only=only))  # fmt: skip
+                                  json=True, only=only, partial=partial))  # fmt: skip
 
             private = frozenset({"private"})
             await call("recall", "recall", query="quokka", k=30)
@@ -310,6 +316,8 @@ def mcp_views(memdir: Memdir) -> list[View]:
                 found.append(View("recall include_journal (MCP)", label, group, asked, json=True))
                 found.append(View("recall", label, json.dumps(data, ensure_ascii=False), asked,
                                   json=True))  # fmt: skip
+            await call("island show (MCP)", "island_show", name="everything")
+            await call("core", "core", partial=True, budget=4000)  # the core is not every memory
             await call("search", "search", query="quokka", k=30)
             await call("search", "search", private, query="quokka", k=30, include_private=True)
             for record in RECORDS:
@@ -548,6 +556,9 @@ QUIET_JSON: dict[str, tuple[str, ...]] = {
     "restore": ("restore", "{tmp}/quiet.tar.gz", "{tmp}/restored"),
     "import": ("import", "{tmp}/chat.jsonl", "--format", "jsonl"),
     "sync": ("sync",),
+    "island create": ("island", "create", "quiet", "--about", "a quiet island"),
+    "island list": ("island", "list"),
+    "island delete": ("island", "delete", "quiet"),
 }
 # --json outputs this test does not run, and where they are covered
 NOT_RUN = {
@@ -558,6 +569,8 @@ NOT_RUN = {
     "surfaces)",
     "bench delivery": "reads benchmark data into its own throwaway memdirs, never a memdir's "
     "records (test_delivery covers the hook's block it scores)",
+    "island add": "echoes the island's name and the ids given (test_islands)",
+    "island remove": "echoes the island's name and the ids given (test_islands)",
 }
 
 

@@ -141,18 +141,27 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--persona", help="Wake as this persona: others' memories left out."),
         ] = None,
+        island: Annotated[
+            str | None,
+            typer.Option("--island", help="Only this island's memories in the memory sections."),
+        ] = None,
         json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:
         """Print the wake document: markdown for the next session's system prompt.
 
         Kept within a token budget (default wake.budget in memdir.yaml). Writes nothing.
+        With --island, the memory sections hold only that island's members (the people notes,
+        the emotional arc and the raw window of the journal stay whole).
 
         Example: memdir wake --budget 800 > /tmp/system-prompt.md
         """
         from memdir.cli.usecases.documents import wake as build
+        from memdir.cli.usecases.islands import live_members
 
-        document = build(context.open_memdir(ctx), context.now(ctx, now), budget, persona=persona)
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        members = live_members(memdir, island, moment) if island is not None else None
+        document = build(memdir, moment, budget, persona=persona, island=members)
         if json_:
             emit_json(document.to_dict())
             return

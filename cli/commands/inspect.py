@@ -32,6 +32,34 @@ LIST_COLUMNS = (
 )
 LOG_COLUMNS = (Column("at"), Column("what"), Column("detail", text=True))
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")]
+PROVENANCE_COLUMNS = (
+    Column("group"),
+    Column("n", right=True),
+    Column("confirmed", right=True),
+    Column("rejected", right=True),
+    Column("expired", right=True),
+    Column("pending", right=True),
+    Column("median decision", right=True),
+)
+
+
+def _rate(count: int, rate: float | None) -> str:
+    return f"{count} ({rate:.0%})" if rate is not None else str(count)
+
+
+def print_provenance(report: dict[str, Any]) -> None:
+    """The provenance report as one table: every inference, then each month, type, author."""
+    rows = []
+    labelled = [("all", report["all"])]
+    for group, prefix in (("by_month", ""), ("by_type", "type "), ("by_author", "by ")):
+        labelled += [(prefix + key, summary) for key, summary in report[group].items()]
+    for label, summary in labelled:
+        wait = summary["median_hours_to_decision"]
+        rows.append((label, str(summary["inferences"]),
+                     *(_rate(summary[name], summary[f"{name}_rate"])
+                       for name in ("confirmed", "rejected", "expired")),
+                     str(summary["pending"]), "—" if wait is None else f"{wait:g} h"))  # fmt: skip
+    print_table(PROVENANCE_COLUMNS, rows)
 
 
 def history(
@@ -242,14 +270,32 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def stats(
-        ctx: typer.Context, now: context.NowOpt = None, json_: context.JsonOpt = False
-    ) -> None:
+        ctx: typer.Context,
+        provenance: Annotated[
+            bool,
+            typer.Option("--provenance", help="What became of the inferences: confirmation, "
+                         "rejection and expiry rates by month, type and author, and the median "
+                         "time to the user's decision."),
+        ] = False,
+        now: context.NowOpt = None,
+        json_: context.JsonOpt = False,
+    ) -> None:  # fmt: skip
         """Counts by status, source and store, and the size of the files.
 
         Example: memdir stats --json
+        Example: memdir stats --provenance
         """
         memdir = context.open_memdir(ctx)
         view = load_view(memdir, context.now(ctx, now))
+        if provenance:
+            from memdir.cli.usecases.analytics import provenance as analyse
+
+            report = analyse(view)
+            if json_:
+                emit_json({"provenance": report})
+            else:
+                print_provenance(report)
+            return
         data = {
             "memdir": str(memdir.root),
             "memories": len(view),

@@ -62,8 +62,9 @@ def register(app: typer.Typer) -> None:
         replaces it).
 
         Tools: teach, infer, confirm, reject, forget, link, recall, search, show, stats,
-        journal_add, journal_read, ring, wake, boot, self_read/self_update, people_read/
-        person_update. No shell or file tools. See docs/MCP.md for client registration.
+        journal_add, journal_read, ring, wake, boot, core, island_list, island_show,
+        self_read/self_update, people_read/person_update. No shell or file tools. See
+        docs/MCP.md for client registration.
 
         Example: claude mcp add memdir -- memdir --dir ~/memory mcp
         Example: memdir --dir ~/memory mcp --http 8765

@@ -38,6 +38,10 @@ BudgetOpt = Annotated[
     int | None, typer.Option("--budget", min=1, help="Token budget for the results.")
 ]
 PersonaOpt = Annotated[str | None, typer.Option("--persona", help="Recall as this persona.")]
+IslandOpt = Annotated[
+    str | None,
+    typer.Option("--island", help="Recall only among this island's members (`memdir island`)."),
+]
 NoCounterweightsOpt = Annotated[
     bool, typer.Option("--no-counterweights", help="Ablation: no balancing for negative queries.")
 ]
@@ -75,6 +79,7 @@ def register(app: typer.Typer) -> None:
         include_expired: IncludeExpiredOpt = False,
         include_private: IncludePrivateOpt = False,
         persona: PersonaOpt = None,
+        island: IslandOpt = None,
         no_counterweights: NoCounterweightsOpt = False,
         mmr: MmrOpt = False,
         perfect: PerfectOpt = False,
@@ -92,15 +97,20 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir recall "how does Sam take his coffee?" --explain
         Example: memdir recall "where was the flat in Valencia?" --include-journal
+        Example: memdir recall "what did we eat?" --island trips
         """
+        from memdir.cli.usecases.islands import live_members
         from memdir.cli.usecases.recall import journal_group
         from memdir.cli.usecases.recall import recall as run
         from memdir.indexers.recall import RecallOptions
 
+        members = None
+        if island is not None:
+            members = live_members(context.open_memdir(ctx), island, context.now(ctx, now))
         options = RecallOptions(
             k=k, profile=profile, include_expired=include_expired, include_private=include_private,
             persona=persona, budget=budget, counterweights=not no_counterweights, mmr=mmr,
-            perfect=perfect,
+            perfect=perfect, island=island, members=members,
         )  # fmt: skip
         text = read_text(query).strip()
         if not text:

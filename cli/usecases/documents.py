@@ -501,9 +501,10 @@ def _raw_window(memdir: Memdir, book: journal.Journal, now: datetime, zone: Any)
     return section
 
 
-def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefing:
+def gather(memdir: Memdir, now: datetime, persona: str | None = None,
+           island: frozenset[str] | None = None) -> Briefing:  # fmt: skip
     """Read the archive, journal and ring once, as of `now` (for `persona`: memories scoped to
-    other personas are left out)."""
+    other personas are left out; for an `island`'s live members: every other memory is)."""
     zone = memdir.settings.zone
     cutoffs = memdir.settings.recall.cutoffs
     view = recent_view(
@@ -512,6 +513,9 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None) -> Briefin
     if persona is not None:
         kept = {key: state for key, state in view.states.items() if in_persona(state, persona)}
         view = ArchiveView(kept, view.now)
+    if island is not None:  # folded first, so statuses (supersedes) are the whole archive's
+        view = ArchiveView({key: state for key, state in view.states.items() if key in island},
+                           view.now)  # fmt: skip
     book = journal.read_recent(memdir, now, memdir.settings.journal.raw_window_hours)
     local = now.astimezone(zone)
     session_line, session_data = _last_session(book, now, zone)
@@ -593,15 +597,17 @@ def wake(
     budget: int | None = None,
     briefing: Briefing | None = None,
     persona: str | None = None,
+    island: frozenset[str] | None = None,
 ) -> Wake:
     """The wake document within `budget` tokens (default: wake.budget in memdir.yaml), for
-    `persona` when given (memories scoped to other personas left out).
+    `persona` when given (memories scoped to other personas left out), its memory sections
+    limited to an `island`'s live members when given (`memdir wake --island`).
 
     Each rendered line costs estimate_tokens(line + newline); lines are added in priority order
     while the total stays within the budget, so the document never exceeds it.
     """
     limit = budget or memdir.settings.wake.budget
-    briefing = briefing or gather(memdir, now, persona)
+    briefing = briefing or gather(memdir, now, persona, island)
     title = f"# Wake — {briefing.now.astimezone(briefing.zone):%Y-%m-%d %H:%M}"
     header = [title, ""]
     for line in briefing.header:

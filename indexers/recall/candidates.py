@@ -35,6 +35,9 @@ def gather(
     scored = _score_scope(index, analysis, vector, now, options, weights, pool)
     for memory in index.catalog.guaranteed(options.guaranteed_slots * 5):
         _add(pool, memory, "guaranteed")
+    if options.members:  # an island's members are candidates whatever they score (filters apply)
+        for memory in index.catalog.memories_by_id(options.members).values():
+            _add(pool, memory, "island")
     if analysis.keys:
         keyed = index.catalog.memories_by_id(index.catalog.ids_with_keys(analysis.keys))
         for memory in keyed.values():

@@ -64,6 +64,8 @@ class RecallOptions:
     pool: int = 30  # the best-scored memories that go on to the filters and priors (≥ 3·k)
     guaranteed_slots: int = 2
     perfect: bool = False  # ignore decay (`memdir recall --perfect`)
+    island: str | None = None  # `--island NAME`: recall only among `members`
+    members: frozenset[str] | None = None  # the island's live members (cli/usecases/islands.py)
 
     @property
     def asked(self) -> frozenset[str]:

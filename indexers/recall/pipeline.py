@@ -3,9 +3,10 @@
 Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.md):
 1. query analysis: affect, time window, acronyms and proper nouns, supersede keys it names
    (query.py);
-2. candidate pool: the scope's shortlist ∪ guaranteed channel ∪ hard facts (candidates.py);
-3. filters: status at *now*, persona, visibility, per-type age cut-offs (policy.py; the
-   query's time window ranks, it does not filter: relevance.py's `when`);
+2. candidate pool: the scope's shortlist ∪ guaranteed channel ∪ hard facts ∪ the members of
+   the island recall is scoped to (candidates.py);
+3. filters: the island (`--island`: only its members), status at *now*, persona, visibility,
+   per-type age cut-offs (policy.py; the query's time window ranks, it does not filter: relevance.py's `when`);
 4. decay and score: priors and the decay component join the relevance components, then one
    blend × decay factor × provenance weight (score.py); then spreading activation along
    typed links from the top three (activation.py);

@@ -1,6 +1,6 @@
-"""What may be recalled, and at what weight: status at *now* (re-folded from the lines, so
-`--now` replays the past), persona, visibility, per-type age cut-offs, and the provenance
-weight (durable 1, provisional `provisional_weight` (0.4), expired 0.2)."""
+"""What may be recalled, and at what weight: the island recall is scoped to (`--island`),
+status at *now* (re-folded from the lines, so `--now` replays the past), persona, visibility,
+per-type age cut-offs, and the provenance weight (durable 1, provisional `provisional_weight` (0.4), expired 0.2)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,8 @@ def _fold_statuses(
 def _filter_reason(candidate: Candidate, now: datetime, options: RecallOptions,
                    cutoffs: dict[str, timedelta], distilled_cutoffs: bool) -> str | None:  # fmt: skip
     line = candidate.memory.line
+    if options.members is not None and candidate.id not in options.members:
+        return f"not in the island {options.island!r}"
     if candidate.status in EXCLUDED:
         return EXCLUDED[candidate.status]
     if candidate.status == "expired" and not options.include_expired:
