@@ -93,10 +93,14 @@ def test_wake_says_what_its_budget_left_out(cli, hashed: Memdir) -> None:
         assert tokens <= int(budget)
 
 
-@pytest.mark.process  # typer finds the shell and program name from the process it runs in
+@pytest.mark.process
 def test_shell_completion(cli) -> None:
-    script = cli("--show-completion", "bash", env=clean_env(SHELL="/bin/bash"))
-    assert script.code == 0 and "_memdir_completion" in script.out, script
+    # typed in bash, as a user does: typer finds the shell among the command's parents
+    script = subprocess.run(
+        ["bash", "-c", f"{MEMDIR_BIN} --show-completion bash; exit $?"],
+        capture_output=True, text=True, timeout=30, env=clean_env(SHELL="/bin/bash"),
+    )  # fmt: skip
+    assert script.returncode == 0 and "_memdir_completion" in script.stdout, script
     done = subprocess.run(
         [str(MEMDIR_BIN)], capture_output=True, text=True, timeout=30,
         env=clean_env(COMP_WORDS="memdir rec", COMP_CWORD="1", _MEMDIR_COMPLETE="complete_bash"),

@@ -380,8 +380,26 @@ def notes(draw: st.DrawFn) -> dict[str, Any]:
     return identified("n", line)
 
 
+@st.composite
+def islands(draw: st.DrawFn) -> dict[str, Any]:
+    op = draw(st.sampled_from(["create", "add", "remove", "drop"]))
+    line = {
+        "kind": "island",
+        "at": draw(timestamps),
+        "op": op,
+        "island": draw(words),
+        "about": draw(optional_words) if op == "create" else None,
+        "members": draw(st.lists(memory_ids, min_size=1, max_size=3))
+        if op in ("add", "remove")
+        else None,
+        "by": draw(st.sampled_from(["user", "assistant"])),
+    }
+    return identified("i", line)
+
+
 VALID = {
     "note": notes(),
+    "island": islands(),
     "turn": turns,
     "digest": digests,
     "memory": memories().map(lambda r: r.to_line()),
@@ -560,6 +578,16 @@ GOOD_LINES = {
         "field": "relation",
         "value": "brother",
         "by": "assistant",
+    },
+    "island": {
+        "kind": "island",
+        "id": "i-0123456789abcdef",
+        "at": "2026-05-01T09:00:00Z",
+        "op": "add",
+        "island": "garden",
+        "about": "the allotment",
+        "members": ["m-0123456789abcdef"],
+        "by": "user",
     },
     "recall": {
         "kind": "recall",
