@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sqlite3
 import sys
 
@@ -133,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     _log_to_stderr()
+    asked = os.environ.get("_MEMDIR_COMPLETE", "")
+    if asked == "complete_bash" and "COMP_WORDS" not in os.environ:
+        sys.stderr.write(  # what the shell's completion function sets is missing
+            f"memdir: error: _MEMDIR_COMPLETE={asked} without COMP_WORDS and COMP_CWORD\n"
+            '  hint: let the shell run it: `eval "$(memdir --show-completion)"` in ~/.bashrc\n'
+        )
+        return int(ExitStatus.USAGE)
     command = _command()
     try:
         result = command.main(args=args, prog_name="memdir", standalone_mode=False)

@@ -106,6 +106,12 @@ def test_shell_completion(cli) -> None:
         env=clean_env(COMP_WORDS="memdir rec", COMP_CWORD="1", _MEMDIR_COMPLETE="complete_bash"),
     )  # fmt: skip
     assert done.stdout.split() == ["recall"], done
+    bare = subprocess.run(  # the completion variable without what the shell's function sets
+        [str(MEMDIR_BIN)], capture_output=True, text=True, timeout=30,
+        env=clean_env(_MEMDIR_COMPLETE="complete_bash"),
+    )  # fmt: skip
+    assert bare.returncode == 2 and "internal error" not in bare.stderr, bare
+    assert bare.stderr.startswith("memdir: error: ") and "hint:" in bare.stderr
     helped = cli("--help")
     assert "--install-completion" in helped.out
 
