@@ -264,10 +264,18 @@ class MemdirTools:
                 "verbatim turns, not memories (normal turns only; they do not change the verdict)."
             ),
         ] = False,
+        record: Annotated[
+            bool,
+            Field(
+                description="Record the recall (a rehearsal that slows the recalled memories' "
+                "decay); false to look without changing anything. An explain never records."
+            ),
+        ] = True,
     ) -> dict[str, Any]:
         """Recall the memories that matter for a query, ranked by a blended, explainable score,
         with a verdict: GROUNDED, LOW_CONFIDENCE or NO_DATA. Provisional inferences are marked.
-        The recall is recorded (rehearsal), which slows the recalled memories' decay.
+        The recall is recorded (rehearsal), which slows the recalled memories' decay, unless
+        `record` is false or `explain` is asked.
         `include_journal` adds the conversation turns that hold the query's words, for a
         detail no memory kept."""
         from memdir.indexers.recall import RecallOptions
@@ -280,7 +288,7 @@ class MemdirTools:
         )
         index = self._index()
         result = run_recall(self.memdir, query.strip(), self._now(), options,
-                            actor="assistant", index=index)  # fmt: skip
+                            record=record and not explain, actor="assistant", index=index)  # fmt: skip
         self._keep_models(index)
         data = result.to_dict(explain=explain)
         if include_journal:

@@ -93,7 +93,8 @@ def register(app: typer.Typer) -> None:
         GROUNDED, LOW_CONFIDENCE or NO_DATA.
 
         With --include-journal, the journal's turns that hold the query's words follow as a
-        group of their own (they neither rank the memories nor change the verdict).
+        group of their own (they neither rank the memories nor change the verdict). A recall
+        is recorded (a rehearsal) unless --no-record; one with --explain never is.
 
         Example: memdir recall "how does Sam take his coffee?" --explain
         Example: memdir recall "where was the flat in Valencia?" --include-journal
@@ -116,8 +117,9 @@ def register(app: typer.Typer) -> None:
         if not text:
             raise BadInputError("the query is empty")
         with progress_bar() as advance:
+            # a debugger that writes would change what it explains: --explain never records
             result = run(context.open_memdir(ctx), text, context.now(ctx, now), options,
-                         record=not no_record, progress=advance)  # fmt: skip
+                         record=not (no_record or explain), progress=advance)  # fmt: skip
         turns = raw_window(ctx, now) if window else None
         found = None
         if include_journal:
