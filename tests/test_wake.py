@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import clean_env, memdir_main
 
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.main import main
@@ -166,3 +167,21 @@ def test_wakes_review_and_decisions_follow_the_cutoffs_as_recall_does(
     # the review command is the whole list: it still asks until the TTL settles them
     queue = json.loads(run(capsys, hashed, NOV1 + timedelta(days=3), "review", "--json"))["queue"]
     assert {row["id"] for row in queue} == {mood, note, guess}
+
+
+def test_the_self_notes_reach_wake_saying_who_set_each_field(hashed: Memdir) -> None:
+    """docs/CONTINUITY.md, Self: wake carries the self notes; a field the user did not set says
+    who did."""
+    root = str(hashed.root)
+    assert memdir_main("--dir", root, "self", "set", "name=Ada", "tone=warm, brief").code == 0
+    as_assistant = clean_env(MEMDIR_ACTOR="assistant")
+    done = memdir_main("--dir", root, "self", "set", "humour=dry", env=as_assistant, now=None)
+    assert done.code == 0, done  # an assistant writes at the real time
+    woken = memdir_main("--dir", root, "wake", "--json")
+    assert woken.code == 0, woken
+    section = json.loads(woken.out)["sections"]["self"]
+    fields = {item["field"]: (item["value"], item["set_by"]) for item in section["items"]}
+    assert fields == {"name": ("Ada", "user"), "tone": ("warm, brief", "user"),
+                      "humour": ("dry", "assistant")}  # fmt: skip
+    text = memdir_main("--dir", root, "wake").out
+    assert "- humour: dry (set by assistant)" in text and "- name: Ada\n" in text

@@ -43,20 +43,23 @@ SECTION_TITLES = {
     "review": "Review queue (inferences awaiting the user's confirmation)",
     "decisions": "Needs your decision",
     "people": "People",
+    "self": "Self (who the assistant is to this user)",
     "threads": "Open threads (console ring)",
     "arc": "Emotional arc",
     "entry": "Last journal entry",
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("hard_facts", "standing", "people", "teachings", "review", "decisions", "threads",
-              "arc", "entry", "raw_window")  # fmt: skip
-WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "teachings", "people",
+WAKE_ORDER = ("self", "hard_facts", "standing", "people", "teachings", "review", "decisions",
+              "threads", "arc", "entry", "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "self", "teachings", "people",
                  "raw_window", "threads", "arc", "entry")  # fmt: skip
 BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "standing", "review", "decisions")
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
+SELF_FIELDS = 8  # fields of the self notes in wake's Self section
+SILENT_WHEN_EMPTY = ("self",)  # sections wake leaves out, rather than say they are empty
 DREAM_AUTHOR = "memdir"  # who writes dream's summaries (docs/CONTINUITY.md, Dream)
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
@@ -390,6 +393,19 @@ def _people(memdir: Memdir) -> Section:
     return section.cap(PEOPLE_LIMIT)
 
 
+def _self_notes(memdir: Memdir) -> Section:
+    """The self notes (who the assistant is to this user: name, tone…), each field saying who
+    set it when it was not the user."""
+    from memdir.archive_format.people import read_self
+
+    section = Section("self", empty="no self notes yet (`memdir self set name=Ada`)",
+                      more="memdir self show")  # fmt: skip
+    for name, entry in read_self(memdir).items():
+        section.lines.append(short_text(f"- {name}: {entry['value']}" + _set_by(entry)))
+        section.items.append({"field": name, "value": entry["value"], "set_by": entry.get("by")})
+    return section.cap(SELF_FIELDS)
+
+
 def _set_by(entry: dict[str, Any]) -> str:
     """' (set by the assistant)' for a people note not set by the user, else ''."""
     from memdir.archive_format.records import author_is_user
@@ -536,6 +552,7 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None,
         "review": _review(view, now, zone, cutoffs),
         "decisions": _decisions(memdir, view, now, cutoffs),
         "people": _people(memdir),
+        "self": _self_notes(memdir),
         "threads": _threads(memdir, view, zone, now, cutoffs),
         "entry": _entry(memdir, now, zone, view),
         "raw_window": _raw_window(memdir, book, now, zone),
@@ -621,6 +638,8 @@ def wake(
     kept_items: dict[str, list[dict[str, Any]]] = {}
     for name in WAKE_PRIORITY:
         section = briefing.sections[name]
+        if name in SILENT_WHEN_EMPTY and not section.items:
+            continue
         lines = ["", f"## {section.title}"]
         if _cost(lines) + used > limit:
             continue
