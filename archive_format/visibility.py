@@ -162,6 +162,10 @@ SURFACES: dict[str, Surface] = {
                 _row("text", "text", "text", "text", "text", "omitted"),
                 note="an island's members with their status; a forgotten memory has left every "
                 "island"),
+        Surface("links", ("links",), (), _LISTED_EXPOSURE,
+                _row("text", "text", "text", "text", "text", "omitted"),
+                note="a memory's neighbourhood over its typed links; the walk does not pass "
+                "through a memory the row leaves out"),
         Surface("island show (MCP)", (), ("island_show",),
                 _exposed("text", "text", "omitted", "omitted", "omitted"),
                 _row("text", "text", "text", "text", "text", "omitted"),

@@ -20,6 +20,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "show",
         "list",
         "log",
+        "links",
         "ring",
         "decay",
         "stats",

@@ -363,7 +363,17 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> list[View]:
     assert BY_NAME["sealed"].token not in ring_file
     assert BY_NAME["private"].token not in ring_file
     write_an_old_ring(memdir)
-    return cli_views(memdir, tmp) + context_views(memdir, tmp) + mcp_views(memdir)
+    views = cli_views(memdir, tmp) + context_views(memdir, tmp) + mcp_views(memdir)
+    return views + links_views(memdir)  # last: its links would name records in other views
+
+
+def links_views(memdir: Memdir) -> list[View]:
+    """`memdir links` from a hub linked to every planted memory the fold still has."""
+    hub = lifecycle.teach(memdir, "The hub every planted memory links to", NOW).id
+    for record in RECORDS:
+        if record.kind == "memories" and record.status != "forgotten":
+            _cli(memdir, "link", hub, record.id, "--type", "related")
+    return _forms(memdir, "links", ("links", hub, "--depth", "1"), marks=True)
 
 
 def test_sleep_scrubs_a_ring_an_older_memdir_wrote(tmp_path: Path) -> None:

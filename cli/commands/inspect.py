@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memdir.archive_format import clock
+from memdir.archive_format import clock, visibility
 from memdir.archive_format.errors import BadInputError, ExitStatus, MemdirError
 from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
@@ -196,6 +196,32 @@ def register(app: typer.Typer) -> None:
             typer.echo(line)
         rows = [(step["at"] or "", step["what"] or "", step["detail"] or "") for step in steps]
         print_table(LOG_COLUMNS, rows, header=False)
+
+    @app.command()
+    def links(
+        ctx: typer.Context,
+        memory_id: IdArg,
+        depth: Annotated[int, typer.Option("--depth", help="How many links away to go (1-5).")] = 2,
+        json_: context.JsonOpt = False,
+        now: context.NowOpt = None,
+    ) -> None:
+        """A memory's neighbourhood over its typed links, both ways, up to --depth hops: what
+        spreading activation walks. Private and sealed memories are masked, forgotten ones gone.
+
+        Example: memdir links m-3f9a --depth 2
+        """
+        from memdir.cli.usecases.links import neighbourhood
+
+        found = neighbourhood(context.open_memdir(ctx), memory_id, context.now(ctx, now), depth)
+        if json_:
+            emit_json(found)
+            return
+        for node in found["memories"]:
+            marker = visibility.marker(node["status"], node.get("visibility") or "normal")
+            typer.echo(f"{'  ' * node['depth']}{node['id']}  {marker or node['status']}  "
+                       f"{flat(node['text'] or '')}".rstrip())  # fmt: skip
+        for edge in found["links"]:
+            typer.echo(f"{edge['from']} -{edge['type']}-> {edge['to']}")
 
     @app.command("list")
     def list_command(
