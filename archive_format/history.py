@@ -56,13 +56,7 @@ def _removed_lines(root: Path) -> Iterator[tuple[str, str, str]]:
             yield commit, path, line[1:]
 
 
-def gone_lines(memdir: Memdir) -> list[str]:
-    """What `verify --history` reports: one message per line gone without a trace."""
-    if not in_git(memdir.root):
-        raise BadInputError(
-            f"{memdir.root} is not in a git repository",
-            hint="`verify --history` reads the shelves' git history; drop --history",
-        )
+def _present_ids(memdir: Memdir) -> set[str]:
     present: set[str] = set()
     for shelf_path in memdir.shelves():
         for raw in shelf_path.read_bytes().split(b"\n"):
@@ -72,6 +66,56 @@ def gone_lines(memdir: Memdir) -> list[str]:
                 continue
             if isinstance(data, dict) and isinstance(data.get("id"), str):
                 present.add(data["id"])
+    return present
+
+
+def uncommitted_deletions(memdir: Memdir) -> list[str]:
+    """What plain `verify` reports in git: a line the last commit's shelves hold that no shelf
+    holds now (deleted by hand or by a tool, not committed yet), one message each; memdir's own
+    rewrites keep every id (a forget leaves the tombstone, a sealed memory moves to its shelf)."""
+    if not in_git(memdir.root):
+        return []
+    done = git(memdir.root, "diff", "--no-color", "--no-ext-diff", "--no-renames", "HEAD", "--",
+               "shelves/")  # fmt: skip
+    if done.returncode != 0 or not done.stdout:
+        return []  # no commit yet, or nothing changed
+    present: set[str] | None = None
+    found: dict[str, str] = {}
+    path = ""
+    for line in done.stdout.splitlines():
+        if line.startswith("--- "):
+            path = line[6:] if line.startswith("--- a/") else path
+            continue
+        if not line.startswith("-") or line.startswith("---"):
+            continue
+        try:
+            data = json.loads(line[1:])
+        except (ValueError, RecursionError):
+            continue
+        line_id = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(line_id, str) or line_id in found:
+            continue
+        present = _present_ids(memdir) if present is None else present
+        if line_id in present:
+            continue
+        what = data.get("kind", "line")
+        if what == "event":
+            what = f"{data.get('op')} event about {data.get('target')}"
+        found[line_id] = (
+            f"{path}: {what} {line_id} is gone since the last commit and not committed "
+            "(`git diff HEAD -- shelves/` shows it; `git checkout HEAD -- FILE` brings it back)"
+        )
+    return list(found.values())
+
+
+def gone_lines(memdir: Memdir) -> list[str]:
+    """What `verify --history` reports: one message per line gone without a trace."""
+    if not in_git(memdir.root):
+        raise BadInputError(
+            f"{memdir.root} is not in a git repository",
+            hint="`verify --history` reads the shelves' git history; drop --history",
+        )
+    present = _present_ids(memdir)
     found: dict[str, str] = {}
     for commit, path, text in _removed_lines(memdir.root):
         try:

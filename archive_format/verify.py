@@ -53,7 +53,8 @@ def _lines(path: Path, report: Report) -> list[tuple[str, dict[str, Any]]]:
 def verify(memdir: Memdir, history: bool = False) -> Report:
     """Check schemas, ids against content, references and provenance rules; change nothing.
 
-    With `history`, also every line git once had in a shelf (archive_format/history.py)."""
+    In git, a line the last commit's shelves hold that none holds now; with `history`, also
+    every line git once had in a shelf (archive_format/history.py)."""
     report = Report()
     if memdir.settings_problem:
         report.problems.append(memdir.settings_problem)
@@ -61,6 +62,9 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         from .history import gone_lines  # runs git: only when asked
 
         report.problems.extend(gone_lines(memdir))
+    from .history import uncommitted_deletions
+
+    report.problems.extend(uncommitted_deletions(memdir))
     located: list[tuple[str, dict[str, Any]]] = []
     for path in memdir.shelves():
         located.extend(_lines(path, report))
