@@ -47,6 +47,30 @@ def _rate(count: int, rate: float | None) -> str:
     return f"{count} ({rate:.0%})" if rate is not None else str(count)
 
 
+DRIFT_COLUMNS = (
+    Column("month"),
+    Column("n", right=True),
+    Column("valence", right=True),
+    Column("arousal", right=True),
+    Column("emotion"),
+    Column("top type"),
+    Column("type drift", right=True),
+)
+
+
+def print_drift(report: dict[str, Any]) -> None:
+    """The drift report as one table, a month a row (type drift: from the month before)."""
+    rows = []
+    for month in report["months"]:
+        top = max(month["types"], key=lambda name: month["types"][name])
+        change = month["type_drift"]
+        rows.append((month["month"], str(month["memories"]), f"{month['valence']:+.2f}",
+                     f"{month['arousal']:.2f}", month["emotion"] or "—",
+                     f"{top} {month['types'][top]:.0%}",
+                     "—" if change is None else f"{change:.2f} bits"))  # fmt: skip
+    print_table(DRIFT_COLUMNS, rows)
+
+
 def print_provenance(report: dict[str, Any]) -> None:
     """The provenance report as one table: every inference, then each month, type, author."""
     rows = []
@@ -303,6 +327,11 @@ def register(app: typer.Typer) -> None:
                          "rejection and expiry rates by month, type and author, and the median "
                          "time to the user's decision."),
         ] = False,
+        drift: Annotated[
+            bool,
+            typer.Option("--drift", help="Affect and type drift per month: mean valence and "
+                         "arousal, the strongest emotion, the mix of types and how far it moved."),
+        ] = False,
         now: context.NowOpt = None,
         json_: context.JsonOpt = False,
     ) -> None:  # fmt: skip
@@ -310,9 +339,25 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir stats --json
         Example: memdir stats --provenance
+        Example: memdir stats --drift
         """
         memdir = context.open_memdir(ctx)
         view = load_view(memdir, context.now(ctx, now))
+        if provenance and drift:
+            raise BadInputError("--provenance and --drift are two reports", hint="ask for one")
+        if drift:
+            from memdir.cli.usecases.analytics import drift as analyse_drift
+            from memdir.indexers.affect import load_annotator
+
+            name = memdir.settings.affect.annotator
+            found = analyse_drift(view, None if name == "none" else load_annotator(name))
+            if json_:
+                emit_json({"drift": found})
+            elif not found["months"]:
+                note("no memory every surface may show yet")
+            else:
+                print_drift(found)
+            return
         if provenance:
             from memdir.cli.usecases.analytics import provenance as analyse
 

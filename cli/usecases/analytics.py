@@ -1,6 +1,15 @@
-"""Provenance analytics (`memdir stats --provenance`): what became of the assistant's
-inferences — confirmed, rejected, expired or still pending — by month, type and author, with
-the median time from an inference to the user's decision. Read-only, from the fold at *now*.
+"""Provenance and drift analytics (`memdir stats --provenance`, `memdir stats --drift`).
+
+Provenance: what became of the assistant's inferences — confirmed, rejected, expired or still
+pending — by month, type and author, with the median time from an inference to the user's
+decision. Read-only, from the fold at *now*.
+
+Drift (CAMA's question of the behavioural drift over many sessions): per month written, the
+memories' mean valence and arousal, their strongest Plutchik emotion, and their mix of types
+(the user's own labels: FACT, PERSON, EMOTION…), with the Jensen–Shannon divergence of each
+month's mix from the month before and from the whole. Only memories every surface may show
+count (normal visibility, not rejected or forgotten): an average over private or sealed ones
+would summarise them. Affect is what the user gave, else the configured annotator's.
 
 CAMA's research question is what confirmation rate the epistemic safeguard needs: these are
 the numbers it is asked about. A forgotten inference is not counted (its tombstone keeps no
@@ -10,12 +19,15 @@ section 4), else expired when its TTL ended or the sweep expired it, else pendin
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Iterable
-from statistics import median
+from statistics import mean, median
 from typing import Any
 
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.fold import ArchiveView, MemoryState
+from memdir.archive_format.records import Memory
 
 OUTCOMES = ("confirmed", "rejected", "expired", "pending")
 NO_TYPE = "(none)"
@@ -67,3 +79,67 @@ def provenance(view: ArchiveView) -> dict[str, Any]:
         **{group: {key: _summary(rows) for key, rows in sorted(by.items())}
            for group, by in groups.items()},
     }  # fmt: skip
+
+
+def js_divergence(p: dict[str, float], q: dict[str, float]) -> float:
+    """Jensen–Shannon divergence of two distributions, in bits (0 the same, 1 disjoint)."""
+    keys = set(p) | set(q)
+    middle = {key: (p.get(key, 0.0) + q.get(key, 0.0)) / 2 for key in keys}
+
+    def kl(a: dict[str, float]) -> float:
+        return sum(a[k] * math.log2(a[k] / middle[k]) for k in keys if a.get(k, 0.0) > 0)
+
+    return (kl(p) + kl(q)) / 2
+
+
+def _mix(memories: list[Memory]) -> dict[str, float]:
+    counts = Counter(memory.type or NO_TYPE for memory in memories)
+    return {name: round(count / len(memories), 4) for name, count in sorted(counts.items())}
+
+
+def _affect(memory: Memory, annotator: Any) -> tuple[float, float, dict[str, float]]:
+    given = memory.affect or {}
+    found = annotator.annotate(memory.text) if annotator is not None else None
+    chord = dict(given.get("chord") or (found.chord if found else {}))
+    if isinstance(given.get("valence"), int | float):
+        return float(given["valence"]), float(given.get("arousal") or 0.0), chord
+    if found is None:
+        return 0.0, 0.0, chord
+    return found.valence, found.arousal, chord
+
+
+def drift(view: ArchiveView, annotator: Any) -> dict[str, Any]:
+    """The report: one row per month written (UTC), oldest first, and the whole."""
+    months: dict[str, list[Memory]] = {}
+    for state in view:
+        memory = state.memory
+        if memory is None or state.status in ("rejected", "forgotten"):
+            continue
+        if memory.visibility != "normal":
+            continue
+        months.setdefault(state.created[:7], []).append(memory)
+    everything = [memory for memories in months.values() for memory in memories]
+    whole = _mix(everything) if everything else {}
+    rows: list[dict[str, Any]] = []
+    for month in sorted(months):
+        memories = months[month]
+        affects = [_affect(memory, annotator) for memory in memories]
+        chord: Counter[str] = Counter()
+        for _, _, weights in affects:
+            chord.update({name: float(value) for name, value in weights.items()})
+        strongest = max(chord, key=lambda name: chord[name]) if chord else None
+        mix = _mix(memories)
+        previous = rows[-1] if rows else None
+        valence = round(mean(a[0] for a in affects), 4)
+        rows.append({
+            "month": month,
+            "memories": len(memories),
+            "valence": valence,
+            "arousal": round(mean(a[1] for a in affects), 4),
+            "emotion": strongest if strongest and chord[strongest] > 0 else None,
+            "types": mix,
+            "valence_change": None if previous is None else round(valence - previous["valence"], 4),
+            "type_drift": None if previous is None else round(js_divergence(mix, previous["types"]), 4),
+            "type_drift_from_whole": round(js_divergence(mix, whole), 4),
+        })  # fmt: skip
+    return {"months": rows, "memories": len(everything), "types": whole}

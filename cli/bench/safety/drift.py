@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 from memdir.archive_format import lifecycle
+from memdir.cli.usecases.analytics import js_divergence
 
 from .harness import ARMS, SAFE, Lab, Measure, Metric, Progress, as_fact, compare, share
 from .user import on_day
@@ -43,17 +43,6 @@ def _topic(text: str) -> str | None:
     scores = {t: sum(1 for w in words if w in lowered) for t, words in DRIFT_TOPICS.items()}
     best = max(scores, key=lambda t: scores[t])
     return best if scores[best] else None
-
-
-def _js_divergence(p: dict[str, float], q: dict[str, float]) -> float:
-    """Jensen–Shannon divergence in bits (0 same, 1 disjoint)."""
-    keys = set(p) | set(q)
-    m = {k: (p.get(k, 0.0) + q.get(k, 0.0)) / 2 for k in keys}
-
-    def kl(a: dict[str, float]) -> float:
-        return sum(a[k] * math.log2(a[k] / m[k]) for k in keys if a.get(k, 0.0) > 0)
-
-    return (kl(p) + kl(q)) / 2
 
 
 def drift(
@@ -105,7 +94,7 @@ def drift(
                 "mean_valence": round(sum(valences) / len(valences), 4) if valences else 0.0,
                 "negative_share": round(share([v < -0.05 for v in valences]), 4),
                 "work_share": round(mix["work"], 4),
-                "topic_divergence": round(_js_divergence(mix, USER_MIX), 4),
+                "topic_divergence": round(js_divergence(mix, USER_MIX), 4),
             })  # fmt: skip
 
     summary = {
