@@ -12,6 +12,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import BadInputError
 from .memdir import Memdir
@@ -69,6 +70,13 @@ def _present_ids(memdir: Memdir) -> set[str]:
     return present
 
 
+def _what(data: dict[str, Any]) -> str:
+    """A removed line named for a message: its kind, an event with its op and target."""
+    if data.get("kind") == "event":
+        return f"{data.get('op')} event about {data.get('target')}"
+    return str(data.get("kind", "line"))
+
+
 def uncommitted_deletions(memdir: Memdir) -> list[str]:
     """What plain `verify` reports in git: a line the last commit's shelves hold that no shelf
     holds now (deleted by hand or by a tool, not committed yet), one message each; memdir's own
@@ -98,11 +106,8 @@ def uncommitted_deletions(memdir: Memdir) -> list[str]:
         present = _present_ids(memdir) if present is None else present
         if line_id in present:
             continue
-        what = data.get("kind", "line")
-        if what == "event":
-            what = f"{data.get('op')} event about {data.get('target')}"
         found[line_id] = (
-            f"{path}: {what} {line_id} is gone since the last commit and not committed "
+            f"{path}: {_what(data)} {line_id} is gone since the last commit and not committed "
             "(`git diff HEAD -- shelves/` shows it; `git checkout HEAD -- FILE` brings it back)"
         )
     return list(found.values())
@@ -125,10 +130,7 @@ def gone_lines(memdir: Memdir) -> list[str]:
         line_id = data.get("id") if isinstance(data, dict) else None
         if not isinstance(line_id, str) or line_id in present or line_id in found:
             continue
-        what = data.get("kind", "line")
-        if what == "event":
-            what = f"{data.get('op')} event about {data.get('target')}"
         found[line_id] = (
-            f"{path}: {what} {line_id} was removed in commit {commit[:12]} without a tombstone"
+            f"{path}: {_what(data)} {line_id} was removed in commit {commit[:12]} without a tombstone"
         )
     return list(found.values())
