@@ -87,3 +87,14 @@ def format_duration(delta: timedelta) -> str:
     if hours:
         return f"{sign}{hours}h {minutes}m"
     return f"{sign}{minutes}m"
+
+
+def parse_moment(value: str | None, now: datetime, what: str = "time") -> datetime | None:
+    """A time option (--since, --until): an ISO date-time, or a duration back from now (2d,
+    6h), the same on every command and in the library; None when not given."""
+    if not value:
+        return None
+    given = value.strip()
+    if given[-1:] in "smhdw" and given[:1].isdigit() and "-" not in given:
+        return now - parse_duration(given)
+    return parse_time(given, what)

@@ -161,7 +161,7 @@ class Bench:
     def round(self, n: int, forget: bool) -> None:
         """One sample of each operation."""
         md, now, size, guess = self.memdir, self.now, self.size, self.inferred[n]
-        from memdir.cli.usecases.journal import record_turns
+        from memdir.usecases.journal import record_turns
 
         self.time(
             "add_memories, 1 new memory", lambda: lifecycle.add_memories(md, [self.fresh("add")])

@@ -25,7 +25,7 @@ from typing import Any
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import init
-from memdir.cli.usecases.sleep import CONTRADICTION_COSINE, Thresholds, _opposed, affinity, sleep
+from memdir.usecases.sleep import CONTRADICTION_COSINE, Thresholds, _opposed, affinity, sleep
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "relink-pairs.jsonl"

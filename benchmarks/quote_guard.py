@@ -3,7 +3,7 @@ for this; each case says whether the user meant the operation on the memory): pr
 recall of "accept", per split (dev, held-out), per operation, and over the whole set.
 
 By default every case is played end to end — a memdir of its own, the user's turn recorded by
-the trusted path, the assistant's write through cli/usecases/provenance.py
+the trusted path, the assistant's write through memdir/usecases/provenance.py
 (cli/bench/safety/quotes.py, `play`). `--reading-only` asks quote_guard.judge alone (fast).
 `--provenance FILE` plays the cases through another provenance module (e.g. main's, to
 measure before → after); operations that module does not guard (link, people, self, show)
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.cli.bench.safety.quotes import load_cases, play
-from memdir.cli.usecases import quote_guard
+from memdir.usecases import quote_guard
 
 
 def _module(path: str) -> Any:
@@ -45,16 +45,16 @@ def decide(case: dict[str, Any], root: Path | None, other: Any) -> bool:
     if other is not None:
         if case["operation"] not in ("teach", "confirm", "reject", "forget"):
             return True  # written without a guard
-        from memdir.cli.usecases import provenance
+        from memdir.usecases import provenance
 
-        saved = sys.modules["memdir.cli.usecases.provenance"]
-        sys.modules["memdir.cli.usecases.provenance"] = other
-        sys.modules["memdir.cli.usecases"].provenance = other
+        saved = sys.modules["memdir.usecases.provenance"]
+        sys.modules["memdir.usecases.provenance"] = other
+        sys.modules["memdir.usecases"].provenance = other
         try:
             return play(root, case)["safeguarded"]
         finally:
-            sys.modules["memdir.cli.usecases.provenance"] = saved
-            sys.modules["memdir.cli.usecases"].provenance = provenance
+            sys.modules["memdir.usecases.provenance"] = saved
+            sys.modules["memdir.usecases"].provenance = provenance
     return play(root, case)["safeguarded"]
 
 

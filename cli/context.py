@@ -13,7 +13,7 @@ from memdir.archive_format import clock
 from memdir.archive_format.memdir import Memdir, find_root
 
 if TYPE_CHECKING:
-    from memdir.cli.actor import Actor
+    from memdir.actor import Actor
 
 NowOpt = Annotated[
     str | None,
@@ -55,7 +55,7 @@ def open_memdir(ctx: typer.Context, lenient: bool = False) -> Memdir:
 
 def actor(ctx: typer.Context) -> Actor:
     """Who runs this command: MEMDIR_ACTOR, or an agent harness's marker, else the user."""
-    from memdir.cli.actor import actor_from
+    from memdir.actor import actor_from
 
     chosen = options(ctx)
     if chosen.actor is None:
@@ -70,8 +70,8 @@ def now(ctx: typer.Context, override: str | None = None) -> datetime:
 
 def writer(ctx: typer.Context, override: str | None = None) -> tuple[Memdir, datetime, Actor]:
     """What a write command needs: the memdir, the time and who writes. An assistant writes at
-    the real time (cli/actor.py: refuse_moved_clock), so `--now` cannot reopen a quote window."""
-    from memdir.cli.actor import refuse_moved_clock
+    the real time (memdir/actor.py: refuse_moved_clock), so `--now` cannot reopen a quote window."""
+    from memdir.actor import refuse_moved_clock
 
     who, moment = actor(ctx), now(ctx, override)
     refuse_moved_clock(who, moment, datetime.now(timezone.utc))

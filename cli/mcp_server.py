@@ -2,7 +2,7 @@
 
 The only module that imports the `mcp` SDK, and only when `memdir mcp` runs (it costs over a
 second to import). Tools are thin adapters over the use cases; there is no shell, file-read or
-file-write tool. Provenance is guarded (cli/usecases/provenance.py): the model on the other end
+file-write tool. Provenance is guarded (memdir/usecases/provenance.py): the model on the other end
 can claim anything, so a teaching must quote a user turn that arrived by a trusted path, and
 the journal tool records only assistant and tool turns.
 
@@ -23,9 +23,9 @@ from pydantic import Field
 from memdir.archive_format import clock, journal, lifecycle, people, tombstones
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
+from memdir.usecases import provenance
 
 from . import parameters
-from .usecases import provenance
 
 if TYPE_CHECKING:
     from memdir.indexers.affect import Annotator
@@ -206,7 +206,7 @@ class MemdirTools:
     ) -> dict[str, Any]:
         """Erase a memory's text for good (privacy), leaving a tombstone. Needs the user's
         request quoted from a recent trusted user turn (24 h by default)."""
-        from .usecases.forgetting import documents_present, refresh_derived
+        from memdir.usecases.forgetting import documents_present, refresh_derived
 
         now = self._now()
         present = documents_present(self.memdir)
@@ -279,9 +279,8 @@ class MemdirTools:
         `include_journal` adds the conversation turns that hold the query's words, for a
         detail no memory kept."""
         from memdir.indexers.recall import RecallOptions
-
-        from .usecases.recall import journal_group
-        from .usecases.recall import recall as run_recall
+        from memdir.usecases.recall import journal_group
+        from memdir.usecases.recall import recall as run_recall
 
         options = RecallOptions(
             k=k, profile=profile, include_private=include_private, budget=budget, persona=persona
@@ -303,7 +302,7 @@ class MemdirTools:
     ) -> dict[str, Any]:
         """Plain full-text search (BM25) over live memories, with highlighted snippets. Each
         result says its status (a provisional inference is marked) and visibility."""
-        from .usecases.recall import search
+        from memdir.usecases.recall import search
 
         index = self._index()
         results = search(self.memdir, query, self._now(), k, "search",
@@ -359,7 +358,7 @@ class MemdirTools:
         """Record an assistant or tool turn verbatim in the raw journal (channel 'mcp')."""
         turn = journal.new_turn(self._now(), role, session, text, channel="mcp",
                                 visibility=visibility, secrecy=secrecy, topic=topic)  # fmt: skip
-        from .usecases.journal import record_turns
+        from memdir.usecases.journal import record_turns
 
         [(stored, added)] = record_turns(self.memdir, [turn], self._now())
         return {"id": stored.id, "added": added, "at": stored.at, "channel": stored.channel}
@@ -395,7 +394,7 @@ class MemdirTools:
     def ring(self) -> dict[str, Any]:
         """The console ring, newest first: the last 30 things that were live (taught, confirmed,
         recalled) and still are; a private memory's text is masked."""
-        from .usecases.documents import ring_slots
+        from memdir.usecases.documents import ring_slots
 
         return {"slots": ring_slots(self.memdir, self._now())}
 
@@ -410,14 +409,14 @@ class MemdirTools:
         hard facts, people, recent teachings, the review queue, what needs the user's decision,
         open threads, the emotional arc and the raw window of recent user turns, as markdown
         within a token budget. With a persona, memories scoped to other personas are left out."""
-        from .usecases.documents import wake
+        from memdir.usecases.documents import wake
 
         return wake(self.memdir, self._now(), budget, persona=persona).to_dict()
 
     def boot(self) -> dict[str, Any]:
         """The boot document (documents/boot.md as it would be written now): today, recent
         events, the emotional arc, recent teachings, hard facts and the review queue."""
-        from .usecases.documents import boot_markdown, gather
+        from memdir.usecases.documents import boot_markdown, gather
 
         return {"markdown": boot_markdown(gather(self.memdir, self._now()))}
 
@@ -427,14 +426,14 @@ class MemdirTools:
     ) -> dict[str, Any]:
         """The core: the self notes, the hard facts (keyed, pinned, FINANCIAL or MEDICATION
         teachings, at any age) and the high-importance milestones, within a token budget."""
-        from .usecases.core import core
+        from memdir.usecases.core import core
 
         return core(self.memdir, self._now(), budget)
 
     # islands ------------------------------------------------------------------------------
     def island_list(self) -> dict[str, Any]:
         """The islands (named groups of memories): name, what each is about, its size."""
-        from .usecases.islands import listed
+        from memdir.usecases.islands import listed
 
         return {"islands": listed(self.memdir, self._now())}
 
@@ -442,7 +441,7 @@ class MemdirTools:
         self, name: Annotated[str, Field(min_length=1, max_length=64, description="The island.")]
     ) -> dict[str, Any]:
         """One island's members, with their status (a private or sealed member is left out)."""
-        from .usecases.islands import shown
+        from memdir.usecases.islands import shown
 
         return shown(self.memdir, name, self._now(), surface="island show (MCP)")
 
@@ -624,7 +623,7 @@ def bearer_guard(app: Any, token_file: Any) -> Any:
     """The ASGI app behind a bearer-token check: 401 (with WWW-Authenticate) without the token
     in `token_file`, which is read on each request (so a rotation applies at once): "required"
     when no bearer token came, "invalid_token" when a wrong one did."""
-    from .usecases.mcp_token import authorised
+    from memdir.usecases.mcp_token import authorised
 
     async def answer(send: Any, status: int, challenge: bytes | None, body: bytes) -> None:
         headers = [(b"content-type", b"application/json"),
@@ -657,7 +656,7 @@ def http_app(memdir: Memdir, host: str, port: int, window: timedelta) -> Any:
     host and port only, no CORS middleware at all) behind the bearer guard."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from .usecases.mcp_token import token_path
+    from memdir.usecases.mcp_token import token_path
 
     names = {host, *(LOOPBACK if host in LOOPBACK else ())}
     hosts = [f"[{name}]:{port}" if ":" in name else f"{name}:{port}" for name in names]

@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from memdir.archive_format import clock
+from memdir.archive_format.clock import parse_moment as moment  # noqa: F401 (re-export)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,7 +23,7 @@ TranscriptOpt = Annotated[
         "--transcript",
         metavar="PATH",
         help="A prompt hook: the agent harness's transcript (Claude Code's transcript_path); "
-        "a user turn it holds is verified, else recorded unverified (cli/harness.py).",
+        "a user turn it holds is verified, else recorded unverified (memdir/harness.py).",
     ),
 ]
 IncludeExpiredOpt = Annotated[
@@ -38,17 +37,6 @@ IncludePrivateOpt = Annotated[
 
 # `--limit`, the old spelling of a count on `list`: still accepted, no longer shown
 LimitAlias = Annotated[int | None, typer.Option("--limit", min=1, hidden=True)]
-
-
-def moment(value: str | None, now: datetime, option: str) -> datetime | None:
-    """A time option (--since, --until): an ISO date-time, or a duration back from now (2d,
-    6h), the same on every command."""
-    if not value:
-        return None
-    given = value.strip()
-    if given[-1:] in "smhdw" and given[:1].isdigit() and "-" not in given:
-        return now - clock.parse_duration(given)
-    return clock.parse_time(given, option)
 
 
 def group(name: str, declaration: Callable[..., Any]) -> Callable[[F], F]:

@@ -136,7 +136,7 @@ def request_for(args: list[str]) -> tuple[Path, dict[str, object]] | None:
     path = socket_path(root / CACHE_NAME)
     if not path.exists():
         return None
-    from memdir.cli.actor import actor_from
+    from memdir.actor import actor_from
 
     try:
         actor = actor_from(os.environ)

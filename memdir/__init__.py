@@ -1,8 +1,10 @@
 """memdir: long-term memory for LLM assistants, stored as plain files.
 
-One installed namespace: `memdir.archive_format` (the files), `memdir.indexers` (the derived
-cache and recall) and `memdir.cli` (the application). The repository keeps them as the
-top-level folders `archive_format/`, `indexers/` and `cli/`; pyproject.toml maps them here.
+One installed namespace, four layers (docs/ARCHITECTURE.md): `memdir.archive_format` (the
+files), `memdir.indexers` (the derived cache and recall), the library here (`memdir.api`, the
+use cases in `memdir.usecases`, `memdir.actor`) and `memdir.cli` (the adapters: commands, MCP,
+the service). The repository keeps three as the top-level folders `archive_format/`,
+`indexers/` and `cli/`; pyproject.toml maps them here.
 
 The public Python API (docs/API.md): `memdir.open(path, actor=...)` and `memdir.init(...)`
 return a `memdir.Memdir`; errors are `memdir.MemdirError` and the rest of `memdir.errors`.

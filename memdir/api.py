@@ -12,13 +12,13 @@ Who is writing is never assumed. `open` and `init` take `actor`, with no default
   prompt hook, a script the user runs): teachings are durable, and the user turns it journals
   are trusted (channel `api`), so the teaching guard can later quote them.
 - "assistant": a model's actions (an agent loop's tools). Writes go through the teaching guard
-  (cli/usecases/provenance.py) exactly as over MCP or from an agent's shell: `teach` is a
+  (memdir/usecases/provenance.py) exactly as over MCP or from an agent's shell: `teach` is a
   teaching only when its text quotes a recent trusted user turn, else it is stored as an
   inference; `confirm`, `reject` and `forget` need the user's quoted words; user turns,
   imports and turn forgetting are refused (channel `api:assistant` on the turns it may add).
 
 The environment can only make an actor weaker: when MEMDIR_ACTOR=assistant or an agent
-harness's marker is set (cli/actor.py), an `actor="user"` handle runs as the assistant, as a
+harness's marker is set (memdir/actor.py), an `actor="user"` handle runs as the assistant, as a
 `memdir serve` request does. Errors are the archive's `MemdirError` classes (`memdir.errors`),
 each with the exit status the command line would end with.
 
@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memdir.actor import ACTORS, ASSISTANT, Actor, actor_from
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.archive_format.lifecycle import WriteResult
@@ -41,17 +42,16 @@ from memdir.archive_format.memdir import Memdir as Archive
 from memdir.archive_format.memdir import find_root
 from memdir.archive_format.memdir import init as init_archive
 from memdir.archive_format.records import Event
-from memdir.cli.actor import ACTORS, ASSISTANT, Actor, actor_from
-from memdir.cli.usecases import provenance
-from memdir.cli.usecases.provenance import Outcome
+from memdir.usecases import provenance
+from memdir.usecases.provenance import Outcome
 
 if TYPE_CHECKING:
-    from memdir.cli.usecases.archive import ExportReport
-    from memdir.cli.usecases.documents import Wake
-    from memdir.cli.usecases.imports import ImportReport
-    from memdir.cli.usecases.prompt import PromptContext
-    from memdir.cli.usecases.sleep import SleepReport
     from memdir.indexers.recall import RecallResult
+    from memdir.usecases.archive import ExportReport
+    from memdir.usecases.documents import Wake
+    from memdir.usecases.imports import ImportReport
+    from memdir.usecases.prompt import PromptContext
+    from memdir.usecases.sleep import SleepReport
 
 __all__ = ["ACTORS", "Memdir", "Outcome", "SURFACE_OF", "WriteResult", "init", "open"]
 
@@ -204,12 +204,11 @@ class Memdir:
         tombstone (a `t-…` id forgets that journal turn, which the assistant may not). As the
         assistant it needs `quote`: the user's recent request to forget it. Git history, if
         the memdir was committed, still holds the text."""
-        from memdir.cli.commands.lifecycle import refuse_turn_forget
-        from memdir.cli.usecases import forgetting
+        from memdir.usecases import forgetting
 
         moment = _moment(now)
         if memory_id.startswith("t-"):
-            refuse_turn_forget(self.actor)
+            provenance.refuse_turn_forget(self.actor)
             done = forgetting.forget_turns(self.archive, [memory_id], None, moment)
             return Outcome(memory_id, True, "forgotten",
                            f"Forgotten: turn(s) {', '.join(done.turns)}, summaries "
@@ -253,8 +252,8 @@ class Memdir:
         (GROUNDED, LOW_CONFIDENCE or NO_DATA) and every stage's trace; `.to_dict()` is what
         `--json` prints (`explain=True`: with the stages). Unless `record` is off, what
         surfaced is recorded as a recall by this handle's actor."""
-        from memdir.cli.usecases.recall import recall as run
         from memdir.indexers.recall import RecallOptions
+        from memdir.usecases.recall import recall as run
 
         text = query.strip()
         if not text:
@@ -274,7 +273,7 @@ class Memdir:
         turns (imported and journalled conversations) that hold its query's words, apart from
         the memories, through the policy row of this handle's actor (the assistant's: normal
         turns only); what `--json` prints under `journal`."""
-        from memdir.cli.usecases.recall import journal_group
+        from memdir.usecases.recall import journal_group
 
         if self.actor.assistant:
             return journal_group(self.archive, recalled, k, assistant=True)
@@ -284,7 +283,7 @@ class Memdir:
                 record: bool = True, now: Moment = None) -> PromptContext:  # fmt: skip
         """`memdir context`: the block an assistant should see before answering `prompt`
         (`.markdown()`; empty unless recall's verdict is GROUNDED; `.to_dict()` is `--json`)."""
-        from memdir.cli.usecases.prompt import CANDIDATES, DEFAULT_BUDGET, prompt_context
+        from memdir.usecases.prompt import CANDIDATES, DEFAULT_BUDGET, prompt_context
 
         text = prompt.strip()
         if not text:
@@ -307,7 +306,7 @@ class Memdir:
     ) -> WriteResult:
         """`memdir journal add`: store one verbatim turn (role user, assistant or tool). The
         assistant may not record user turns: they are what the teaching guard trusts."""
-        from memdir.cli.usecases.journal import record_turns, refuse_user_turns, turn_from_fields
+        from memdir.usecases.journal import record_turns, refuse_user_turns, turn_from_fields
 
         moment = _moment(now)
         channel = "api:assistant" if self.actor.assistant else "api"
@@ -333,18 +332,17 @@ class Memdir:
         memories that summarise it; private, sealed and secret text masked (`everything`,
         like `--all`, shows private text, never sealed or secret text). `since` is a datetime,
         an ISO time or a duration back from now ("2d", "6h"), as `--since` takes."""
-        from memdir.cli.commands.journal import _since
-        from memdir.cli.usecases.journal import read_turns
+        from memdir.usecases.journal import read_turns
 
         moment = _moment(now)
-        start = since if isinstance(since, datetime) else _since(since, moment)
+        start = since if isinstance(since, datetime) else clock.parse_moment(since, moment, "since")
         return read_turns(self.archive, moment, session, role, start, window, everything)
 
     # continuity ---------------------------------------------------------------------------
     def sleep(self, *, dry_run: bool = False, now: Moment = None) -> SleepReport:
         """`memdir sleep`: expire, decay bookkeeping, dream, relink, refresh boot, write the
         wake document and a journal entry; locked and idempotent."""
-        from memdir.cli.usecases.sleep import sleep as run
+        from memdir.usecases.sleep import sleep as run
 
         return run(self.archive, _moment(now), dry_run=dry_run)
 
@@ -352,7 +350,7 @@ class Memdir:
              now: Moment = None) -> Wake:  # fmt: skip
         """`memdir wake`: the wake document (`.markdown`) for the next session's system
         prompt, within `budget` tokens (default wake.budget); writes nothing."""
-        from memdir.cli.usecases.documents import wake as build
+        from memdir.usecases.documents import wake as build
 
         return build(self.archive, _moment(now), budget, persona=persona)
 
@@ -370,7 +368,7 @@ class Memdir:
         """`memdir import`: ChatGPT, Claude or JSONL conversations into the journal (format
         detected unless given). Imported user turns count as the user's, so the assistant
         may not import."""
-        from memdir.cli.usecases.imports import FORMATS, import_file
+        from memdir.usecases.imports import FORMATS, import_file
 
         if self.actor.assistant:
             raise LifecycleError(
@@ -386,26 +384,24 @@ class Memdir:
     def export(self, out: str | os.PathLike[str], *, passphrase: str | None = None) -> ExportReport:
         """`memdir export`: the canonical files (not the .memdir/ cache) as one tar.gz at
         `out`, encrypted when a passphrase is given."""
-        from memdir.cli.usecases.archive import export as run
+        from memdir.usecases.archive import export as run
 
         return run(self.archive, Path(out), passphrase)
 
 
 def _user(name: str | None) -> str:
     """The author or actor a user write records: 'user', or 'user:NAME' (`--by`)."""
-    from memdir.cli.commands.lifecycle import user
-
-    return user(name)
+    return provenance.user(name)
 
 
 def _fields(given: dict[str, Any]) -> dict[str, Any]:
     """teach's and infer's options as memory fields, by the command line's one rule
-    (cli/commands/lifecycle.memory_options); an unknown name is the caller's mistake."""
+    (usecases/fields.py); an unknown name is the caller's mistake."""
     import inspect
 
-    from memdir.cli.commands.lifecycle import memory_options
+    from memdir.usecases.fields import memory_fields
 
-    known = {name.rstrip("_") for name in inspect.signature(memory_options).parameters}
+    known = {name.rstrip("_") for name in inspect.signature(memory_fields).parameters}
     unknown = sorted(set(given) - known)
     if unknown:
         raise BadInputError(
@@ -413,4 +409,4 @@ def _fields(given: dict[str, Any]) -> dict[str, Any]:
             hint=f"the fields are {', '.join(sorted(known))}",
         )
     renamed = {("type_" if name == "type" else name): value for name, value in given.items()}
-    return memory_options(**renamed)
+    return memory_fields(**renamed)

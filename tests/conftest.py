@@ -24,7 +24,7 @@ import yaml
 
 from memdir.archive_format.memdir import Memdir, init
 from memdir.cli.service import socket_path
-from memdir.cli.usecases.provenance import HARNESS_MARKERS
+from memdir.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
     from memdir.indexers.embedding import MiniLMEmbedder, MPNetEmbedder

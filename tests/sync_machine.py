@@ -23,11 +23,11 @@ from memdir.archive_format.fold import fold
 from memdir.archive_format.lifecycle import load_view, read_lines
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.verify import verify
-from memdir.cli.usecases.recall import recall
-from memdir.cli.usecases.sleep import sleep
-from memdir.cli.usecases.sync import sync
 from memdir.indexers.index import MemoryIndex
 from memdir.indexers.recall.options import RecallOptions
+from memdir.usecases.recall import recall
+from memdir.usecases.sleep import sleep
+from memdir.usecases.sync import sync
 
 NAMES = ("a", "b", "c")
 WORDS = ("tea", "garden", "piano", "river", "bread", "winter", "letters", "bicycle")

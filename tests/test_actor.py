@@ -66,7 +66,7 @@ def test_even_a_crafted_assistant_link_line_decides_nothing(md: Memdir) -> None:
 def test_people_and_self_from_an_agents_shell_are_the_assistants(
     md: Memdir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from memdir.cli.usecases.documents import wake
+    from memdir.usecases.documents import wake
 
     assert run(md, monkeypatch, "people", "add", "Ana", "--set", "relation=sister") == 0
     assert run(md, monkeypatch, "people", "add", "Ana", "--set", "city=Lyon", env=AGENT) == 0
@@ -129,7 +129,7 @@ def test_an_assistant_cannot_move_the_clock_back_into_the_quote_window(
     to the day after it must not bring it back: the write is refused, nothing is stored."""
     from memdir.archive_format import journal
     from memdir.archive_format.clock import format_time
-    from memdir.cli.usecases.journal import record_turns
+    from memdir.usecases.journal import record_turns
 
     said = real_now() - timedelta(days=3)
     turn = journal.new_turn(said, "user", "s1", "I am allergic to penicillin")
@@ -240,7 +240,7 @@ def test_the_service_reads_the_callers_environment_not_the_request(tmp_path: Pat
     import subprocess
     import time
 
-    from memdir.cli.actor import caller_actor, peer_environ
+    from memdir.actor import caller_actor, peer_environ
 
     child = subprocess.Popen(["sleep", "30"], env={"PATH": os.environ["PATH"], "CLAUDECODE": "1"})
     try:

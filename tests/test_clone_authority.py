@@ -199,7 +199,7 @@ def test_a_program_a_merge_brings_into_memdir_yaml_is_not_run(
     from clones import git, hub_and_clones
 
     from memdir.cli.main import main
-    from memdir.cli.usecases.dream import dream
+    from memdir.usecases.dream import dream
 
     a, b = hub_and_clones(tmp_path)
     marker = tmp_path / "it-ran"
@@ -221,7 +221,7 @@ def test_a_program_a_merge_brings_into_memdir_yaml_is_not_run(
     for key in ("dream.summariser", "distill.command", "index.dsn"):
         assert f"{key} is ignored here" in warned
     from memdir.archive_format import journal
-    from memdir.cli.usecases.journal import record_turns
+    from memdir.usecases.journal import record_turns
 
     turns = [journal.new_turn(T0_DT, "user", "s1", "I planted tomatoes in the garden today"),
              journal.new_turn(T0_DT, "assistant", "s1", "Lovely, how many plants?")]  # fmt: skip

@@ -10,7 +10,7 @@ from conftest import T0_DT, shelf_lines
 from memdir.archive_format import lifecycle
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.usecases.prompt import prompt_context
+from memdir.usecases.prompt import prompt_context
 
 PROMPT = "Does Sam take his coffee black, with sugar, before the deadline?"
 

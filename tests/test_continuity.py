@@ -20,8 +20,8 @@ from memdir.archive_format.journal import new_turn
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.archive_format.verify import verify
-from memdir.cli.usecases.documents import wake
-from memdir.cli.usecases.sleep import sleep
+from memdir.usecases.documents import wake
+from memdir.usecases.sleep import sleep
 
 
 @pytest.fixture
@@ -363,7 +363,7 @@ def test_relink_leaves_neutral_fillers_alone_and_caps_links_per_night(hashed: Me
     `resonates` links per sleep, however many close, feeling neighbours it has."""
     from collections import Counter
 
-    from memdir.cli.usecases.sleep import LINKS_PER_NIGHT
+    from memdir.usecases.sleep import LINKS_PER_NIGHT
 
     for number in range(40):
         lifecycle.teach(hashed, f"filler memory about gardening {number}", at(minutes=number))
@@ -478,7 +478,7 @@ def test_relink_keeps_its_measured_precision_on_the_labelled_pairs(minilm) -> No
     written for this, benchmarks/bench_relink.py labelled): every `resonates` and `elaborates`
     link they make there is the right one, and they find most of them."""
     from benchmarks.bench_relink import labelled_pairs, scores
-    from memdir.cli.usecases.sleep import Thresholds
+    from memdir.usecases.sleep import Thresholds
 
     table = scores(labelled_pairs(), Thresholds())
     assert table["resonates"][0] == 1.0 and table["resonates"][1] >= 0.7, table

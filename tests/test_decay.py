@@ -145,7 +145,7 @@ def test_user_affect_modulates_decay(md: Memdir) -> None:
 
 def build_history(root, sleep_every_hour: bool) -> Memdir:
     """The same two days of teaching, inferring, talking and recalling; sleep hourly or never."""
-    from memdir.cli.usecases.sleep import sleep
+    from memdir.usecases.sleep import sleep
 
     memdir = fast(init(root, T0_DT)[0])
     talk = [
@@ -192,7 +192,7 @@ def by_text(memdir: Memdir, by_id: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_decay_is_the_same_whether_sleep_ran_hourly_or_once(tmp_path) -> None:
-    from memdir.cli.usecases.sleep import sleep
+    from memdir.usecases.sleep import sleep
 
     hourly = build_history(tmp_path / "hourly", sleep_every_hour=True)
     once = build_history(tmp_path / "once", sleep_every_hour=False)
@@ -231,8 +231,8 @@ def test_cli_decay_shows_fidelity_and_a_falling_forecast(cli, md: Memdir) -> Non
 
 
 def test_recall_multiplies_by_decay_and_perfect_ignores_it(md: Memdir) -> None:
-    from memdir.cli.usecases.recall import recall
     from memdir.indexers.recall import RecallOptions, Stage
+    from memdir.usecases.recall import recall
 
     memdir = fast(md)
     old = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id
@@ -263,9 +263,9 @@ def test_the_rehearsal_cache_is_a_fold_over_the_shelves(md: Memdir) -> None:
     """The index's rehearsal times (recall lines and confirm events, the one rehearsal cache)
     equal a fold over the shelves, incrementally and after a rebuild; recall and `memdir
     decay` read them, and a rehearsed memory fades less than an equal one that was not."""
-    from memdir.cli.usecases.recall import recall
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions
+    from memdir.usecases.recall import recall
 
     memdir = fast(md)
     rehearsed = lifecycle.teach(memdir, "We hiked the Rota Vicentina trail in Portugal", at()).id

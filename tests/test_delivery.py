@@ -129,13 +129,13 @@ def test_what_happened_yesterday_is_not_no_data_when_yesterday_holds_memories(
     assert found["results"] and found["verdict"] != "NO_DATA"
 
 
-# --- sleep's automatic supersede is never silent (cli/usecases/sleep.py, review.py) -------------
+# --- sleep's automatic supersede is never silent (memdir/usecases/sleep.py, review.py) -------------
 
 
 def test_sleep_keeps_compatible_teachings_and_shows_what_it_replaced(
     capsys: pytest.CaptureFixture[str], minilm_md: Memdir
 ) -> None:
-    from memdir.cli.usecases.sleep import sleep
+    from memdir.usecases.sleep import sleep
 
     lives = lifecycle.teach(minilm_md, "My sister Anna lives in Krakow", NOV1).id
     works = lifecycle.teach(minilm_md, "My sister Anna works in Krakow as a nurse",
@@ -184,7 +184,7 @@ def test_restates_against_adds_on_the_labelled_pairs(minilm) -> None:  # noqa: A
     assert precision >= 0.8 and recall >= 0.55, summary
 
 
-# --- the per-prompt block (cli/usecases/prompt.py) ---------------------------------------------
+# --- the per-prompt block (memdir/usecases/prompt.py) ---------------------------------------------
 
 LIFE = (
     "I love jasmine green tea in the afternoon",
@@ -220,7 +220,7 @@ def context_json(capsys: pytest.CaptureFixture[str], memdir: Memdir, prompt: str
 def test_a_prompt_about_tea_carries_tea_and_no_health_facts(
     capsys: pytest.CaptureFixture[str], life: tuple[Memdir, dict[str, str]]
 ) -> None:
-    from memdir.cli.usecases.prompt import MAX_ENTRIES
+    from memdir.usecases.prompt import MAX_ENTRIES
 
     memdir, ids = life
     found = context_json(capsys, memdir, "Which tea should I buy for this afternoon?")
@@ -289,7 +289,7 @@ def test_wake_threads_follow_the_cutoffs_and_summaries_do_not_flood_review(
     assert summaries["count"] == 8
 
 
-# --- the journal is searchable (cli/usecases/journal.py: search_turns) --------------------------
+# --- the journal is searchable (memdir/usecases/journal.py: search_turns) --------------------------
 
 
 def test_a_detail_said_mid_conversation_in_an_import_is_found(

@@ -17,7 +17,7 @@ from conftest import MEMDIR_BIN, T0, clean_env
 
 from memdir.archive_format.errors import ExitStatus
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.usecases.doctor import WEIGHTS_PACKAGE, install_command
+from memdir.usecases.doctor import WEIGHTS_PACKAGE, install_command
 
 
 def doctor_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from memdir.archive_format.lifecycle import add_memories, load_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.verify import verify
-from memdir.cli.usecases.dream import dream, group_turns, plan_group
+from memdir.usecases.dream import dream, group_turns, plan_group
 
 
 @pytest.fixture

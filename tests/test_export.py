@@ -15,10 +15,10 @@ from conftest import T0, T0_DT, Run, clean_env, configure
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
 from memdir.archive_format.records import content_id, encode_line
-from memdir.cli.usecases.archive import RestoreError, canonical_files, export, restore
-from memdir.cli.usecases.recall import recall
-from memdir.cli.usecases.sealing import Header, SealedReader, SealedWriter, SealError
 from memdir.indexers.recall import RecallOptions
+from memdir.usecases.archive import RestoreError, canonical_files, export, restore
+from memdir.usecases.recall import recall
+from memdir.usecases.sealing import Header, SealedReader, SealedWriter, SealError
 
 PASS = "correct horse battery staple"
 QUERIES = ("what tea does the user like?", "where does Anouk live", "bicycle")

@@ -135,8 +135,8 @@ def _raw_mutation(data: Any, raw: bytes) -> bytes:
 def test_fuzzed_lines_never_break_a_reader(filled: Memdir, data: Any) -> None:
     """Every read command in-process, over a copy with one line of some file mutated: it answers
     (skipping that line), `verify` names the problem, and no file is rewritten."""
-    from memdir.cli.usecases.documents import gather
     from memdir.indexers.index import MemoryIndex
+    from memdir.usecases.documents import gather
 
     root = Path(filled.root.parent / f"fuzz-{os.getpid()}")
     shutil.rmtree(root, ignore_errors=True)
@@ -353,7 +353,7 @@ def test_a_tampered_plain_export_restores_nothing(filled: Memdir, cli, tmp_path:
 
 
 def test_an_export_header_demanding_huge_argon2_costs_is_refused_at_once() -> None:
-    from memdir.cli.usecases.sealing import Header, SealError
+    from memdir.usecases.sealing import Header, SealError
 
     header = Header.new()
     for field, value in (("time_cost", 16), ("memory_kib", 4 * 1024 * 1024)):
@@ -443,7 +443,7 @@ def test_a_read_only_memdir_answers_or_says_why_in_one_line(read_only: Path, cli
 def test_an_escaped_lone_surrogate_in_an_id_is_skipped_by_every_reader(filled: Memdir) -> None:
     """A line that is JSON but not Unicode (`"\\ud800"` as an id or a target) is skipped by
     the id cache as by the shelf readers; SQLite never sees it (it cannot store it)."""
-    from memdir.cli.usecases.documents import gather
+    from memdir.usecases.documents import gather
 
     root = filled.root.parent / "surrogate"
     shutil.copytree(filled.root, root)

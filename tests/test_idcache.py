@@ -259,7 +259,7 @@ def assert_followed(memdir: Memdir) -> None:
 
 
 def test_the_first_write_after_a_forget_reads_no_shelf_again(md: Memdir) -> None:
-    from memdir.cli.usecases import forgetting
+    from memdir.usecases import forgetting
 
     for n in range(300):
         lifecycle.teach(md, f"kept memory number {n}", T0_DT)
@@ -280,7 +280,7 @@ def test_the_first_write_after_a_forget_reads_no_shelf_again(md: Memdir) -> None
 
 
 def _forget_a_memory(md: Memdir) -> None:
-    from memdir.cli.usecases import forgetting
+    from memdir.usecases import forgetting
 
     gone = lifecycle.infer(md, "a guess to forget", T0_DT).id
     lifecycle.reject(md, gone, "it quoted a secret", T0_DT + HOUR)
@@ -289,7 +289,7 @@ def _forget_a_memory(md: Memdir) -> None:
 
 
 def _forget_a_turn(md: Memdir) -> None:
-    from memdir.cli.usecases import forgetting
+    from memdir.usecases import forgetting
 
     turns = [journal.new_turn(T0_DT, "user", "s", f"said {n}") for n in range(5)]
     journal.add_turns(md, turns)
@@ -331,7 +331,7 @@ def _move_out_a_secret_turn(md: Memdir) -> None:
 
 
 def _escape_a_nul(md: Memdir) -> None:
-    from memdir.cli.usecases.sync_safety import escape_local_nul
+    from memdir.usecases.sync_safety import escape_local_nul
 
     line = encode_line(memory("a NUL byte: \x00 here").to_line()).replace(b"\\u0000", b"\x00")
     assert b"\x00" in line
@@ -540,7 +540,7 @@ def test_boot_and_wake_are_what_the_whole_archive_and_journal_give(
         for n in range(100)
     ]
     journal.add_turns(md, turns)
-    from memdir.cli.usecases import documents
+    from memdir.usecases import documents
 
     def both(moment: datetime) -> tuple[str, str]:
         briefing = documents.gather(md, moment)

@@ -15,8 +15,8 @@ from memdir.archive_format import journal
 from memdir.archive_format.errors import FormatError, LifecycleError, NotFoundError
 from memdir.archive_format.imports import read_manifest
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.usecases import provenance
-from memdir.cli.usecases.imports import detect, import_file, source_id, undo
+from memdir.usecases import provenance
+from memdir.usecases.imports import detect, import_file, source_id, undo
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from memdir.archive_format.records import content_id, encode_line
 from memdir.archive_format.validate import JOURNAL_KINDS, line_problems, load_schema
 from memdir.archive_format.verify import verify
 from memdir.archive_format.visibility import SECRECY
-from memdir.cli.usecases.journal import read_turns
+from memdir.usecases.journal import read_turns
 
 
 @pytest.fixture

@@ -143,7 +143,7 @@ def test_the_assistant_gets_normal_turns_only(
     hashed: Memdir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memdir.cli.mcp_server import MemdirTools
-    from memdir.cli.usecases.recall import ASSISTANT_TURN
+    from memdir.usecases.recall import ASSISTANT_TURN
 
     monkeypatch.setenv("MEMDIR_NOW", LATER.isoformat())
     texts = withheld_turns(hashed)

@@ -20,7 +20,7 @@ from conftest import MEMDIR_BIN, clean_env, memdir_cli
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.mcp_server import MAX_HTTP_BODY
-from memdir.cli.usecases.mcp_token import token_path
+from memdir.usecases.mcp_token import token_path
 
 from conftest import T0_DT  # isort: skip
 

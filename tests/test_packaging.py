@@ -15,12 +15,14 @@ from conftest import clean_env
 import memdir
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = ("archive_format", "indexers", "cli")  # each may import only those before it
+FOLDERS = ("archive_format", "indexers", "cli")  # the top-level folders memdir/ links to
+# each layer may import only those before it; the library is memdir/*.py and memdir/usecases/
+LAYERS = ("archive_format", "indexers", "library", "cli")
 
 
 def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
     source = tmp_path / "source"  # a copy, so the build writes nothing into the repository
-    for name in ("memdir", *LAYERS):
+    for name in ("memdir", *FOLDERS):
         shutil.copytree(
             REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
         )
@@ -39,9 +41,9 @@ def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
         f"memdir-{memdir.__version__}.dist-info",
     }
     sources = {
-        f"memdir/{path.relative_to(REPO).as_posix()}"
-        for folder in LAYERS
-        for path in (REPO / folder).rglob("*.py")
+        f"memdir/{path.relative_to(REPO).as_posix()}".replace("memdir/memdir/", "memdir/")
+        for layer in LAYERS
+        for path in _layer_files(layer)
     }
     assert sources <= set(names), sorted(sources - set(names))
     assert "memdir/archive_format/schemas/memory.schema.json" in names
@@ -55,7 +57,7 @@ def test_a_plain_clone_resolves_every_memdir_import_without_installing(tmp_path:
     so a reader of the tree (python, mypy, pyright, an editor) finds every memdir.* module."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=120)
-    for layer in LAYERS:
+    for layer in FOLDERS:
         link = clone / "memdir" / layer
         assert link.is_symlink() and link.resolve() == (clone / layer).resolve()
     probe = (
@@ -84,7 +86,20 @@ def test_python_dash_m_memdir_runs_the_command(tmp_path: Path) -> None:
 def _imports(path: Path) -> set[str]:
     """The memdir layers a module of the repository imports."""
     module = ("memdir", *path.relative_to(REPO).with_suffix("").parts)
+    if module[1] == "memdir":  # memdir/api.py is memdir.api, not memdir.memdir.api
+        module = module[1:]
     return _layers_imported(path.read_text(encoding="utf-8"), module)
+
+
+def _layer_named(name: str) -> str | None:
+    """The layer a dotted import names: a folder's subpackage, or the library (`memdir` itself,
+    `memdir.api`, `memdir.usecases`, ...); None for a module outside memdir."""
+    pieces = name.split(".")
+    if pieces[0] in FOLDERS:
+        return f"bare {pieces[0]}"
+    if pieces[0] != "memdir":
+        return None
+    return pieces[1] if len(pieces) > 1 and pieces[1] in FOLDERS else "library"
 
 
 def _layers_imported(source: str, module: tuple[str, ...]) -> set[str]:
@@ -101,13 +116,17 @@ def _layers_imported(source: str, module: tuple[str, ...]) -> set[str]:
                 base = ".".join((*module[: len(module) - node.level], base)).rstrip(".")
             # `from memdir import cli` and `from . import indexers` name the layer as an alias
             names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        for name in names:
-            pieces = name.split(".")
-            if pieces[0] == "memdir" and len(pieces) > 1 and pieces[1] in LAYERS:
-                found.add(pieces[1])
-            elif pieces[0] in LAYERS:
-                found.add(f"bare {pieces[0]}")
+        found |= {layer for name in names if (layer := _layer_named(name))}
     return found
+
+
+def _layer_files(layer: str) -> list[Path]:
+    """A layer's modules; memdir/__main__.py (`python -m memdir`) is an adapter, of the cli."""
+    package = REPO / "memdir"
+    if layer == "library":
+        library = [*package.glob("*.py"), *(package / "usecases").rglob("*.py")]
+        return sorted(path for path in library if path.name != "__main__.py")
+    return sorted([*(REPO / layer).rglob("*.py"), *([package / "__main__.py"] * (layer == "cli"))])
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -115,7 +134,7 @@ def test_layers_import_only_downwards(layer: str) -> None:
     allowed = set(LAYERS[: LAYERS.index(layer) + 1])
     wrong = {
         str(path.relative_to(REPO)): sorted(found - allowed)
-        for path in (REPO / layer).rglob("*.py")
+        for path in _layer_files(layer)
         if (found := _imports(path)) - allowed
     }
     assert wrong == {}
@@ -124,13 +143,18 @@ def test_layers_import_only_downwards(layer: str) -> None:
 @pytest.mark.parametrize(
     "source",
     ["from ..indexers import catalog", "import memdir.cli.main", "from memdir import cli",
-     "from .. import indexers", "def f():\n    from memdir.cli.render import note\n"],
+     "from .. import indexers", "def f():\n    from memdir.cli.render import note\n",
+     "from memdir.usecases import recall", "from memdir import api", "import memdir"],
 )  # fmt: skip
 def test_the_layer_check_sees_a_back_edge(source: str) -> None:
     # the rule above must be able to fail: each form of an upward import is seen
     module = ("memdir", "archive_format", "probe")
-    assert _layers_imported(source, module) & {"indexers", "cli"}
+    assert _layers_imported(source, module) & {"indexers", "library", "cli"}
     assert _layers_imported("from . import records", module) == {"archive_format"}
+    # the library (memdir/usecases/recall.py is memdir.usecases.recall) sees its own imports
+    library = ("memdir", "usecases", "recall")
+    assert _layers_imported("from . import documents", library) == {"library"}
+    assert _layers_imported("from ..cli import render", library) == {"cli"}
 
 
 def test_indexers_never_import_the_application_frameworks() -> None:

@@ -214,7 +214,7 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
 def journal_group_views(memdir: Memdir, asked: frozenset[str]) -> list[View]:
     """`recall --include-journal`, plain and --json: the memories follow recall's row, the
     journal group (after its heading, under `journal`) the row of its own."""
-    from memdir.cli.usecases.recall import JOURNAL_GROUP
+    from memdir.usecases.recall import JOURNAL_GROUP
 
     args = ("recall", "quokka", "--k", "30", "--no-record", "--include-journal",
             *(("--include-private",) if asked else ()))  # fmt: skip

@@ -66,7 +66,7 @@ def test_the_commands_work_unchanged_and_match_the_local_index(
     def answers(root: Path) -> dict[str, Any]:
         def run(*args: str) -> str:
             # after the last memory was taught: search and similar leave out memories not yet
-            # written at MEMDIR_NOW (the policy on every surface, cli/usecases/recall.search)
+            # written at MEMDIR_NOW (the policy on every surface, memdir/usecases/recall.search)
             done = cli(*args, cwd=root, now=LATER)
             assert done.code == 0, done
             return done.out

@@ -1,4 +1,4 @@
-"""The teaching guard for untrusted clients (cli/usecases/provenance.py), case by case."""
+"""The teaching guard for untrusted clients (memdir/usecases/provenance.py), case by case."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import T0_DT, shelf_lines
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.usecases import provenance
+from memdir.usecases import provenance
 
 
 def said(md: Memdir, text: str, minutes: float, channel: str = "cli", role: str = "user") -> str:
@@ -369,7 +369,7 @@ def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir, tm
 
 
 def test_the_wake_document_never_tells_the_model_to_bypass_the_guard(md: Memdir) -> None:
-    from memdir.cli.usecases.documents import refresh_boot, wake
+    from memdir.usecases.documents import refresh_boot, wake
 
     lifecycle.infer(md, "The user seems to like jazz", T0_DT)
     lifecycle.teach(md, "I take my coffee black", T0_DT)

@@ -1,4 +1,4 @@
-"""The quote guard (cli/usecases/quote_guard.py) as a classifier on its labelled set,
+"""The quote guard (memdir/usecases/quote_guard.py) as a classifier on its labelled set,
 tests/fixtures/quote-guard.jsonl (written for this by tests/fixtures/make_quote_guard_cases.py):
 each case says whether the user, in that turn, meant the operation on that memory. The set's
 labels come from what the words mean, not from what the guard answers.
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memdir.cli.bench.safety.quotes import FIXTURE, load_cases, play
-from memdir.cli.usecases import quote_guard
+from memdir.usecases import quote_guard
 
 CASES = load_cases()
 PRECISION = 0.99

@@ -59,7 +59,7 @@ def variables_read_by_the_code() -> set[str]:
 
 
 def test_every_environment_variable_is_documented() -> None:
-    from memdir.cli.actor import HARNESS_MARKERS
+    from memdir.actor import HARNESS_MARKERS
 
     documented = {name for key in VARIABLES for name in re.findall(r"[A-Z][A-Z0-9_]+", key)}
     read = variables_read_by_the_code()

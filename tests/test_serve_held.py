@@ -16,13 +16,13 @@ from conftest import T0_DT, Server, clean_env, memdir_cli, memdir_main
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.service import PROTOCOL, address
-from memdir.cli.usecases.serve import (
+from memdir.cli.serve import (
     MAX_CONNECTIONS,
     PER_PEER,
     REQUEST_DEADLINE,
     encode_reply,
 )
+from memdir.cli.service import PROTOCOL, address
 
 # A client in its own process (its own peer pid): connects, sends the start of a request, then
 # one more byte every `pace` seconds for `lasting` seconds, and prints what it was answered.

@@ -222,7 +222,7 @@ def _updated_index(memdir: Memdir) -> Iterator[Any]:
 
 @effect("timezone")
 def test_timezone_sets_the_local_time_of_documents(md: Memdir) -> None:
-    from memdir.cli.usecases.documents import wake
+    from memdir.usecases.documents import wake
 
     assert wake(md, T0_DT).markdown.startswith("# Wake — 2026-05-01 09:00")
     lisbon = configure(md, timezone="Asia/Tokyo")
@@ -329,7 +329,7 @@ def test_recall_cutoffs_drop_old_memories_of_a_type(md: Memdir) -> None:
 
 @effect("context.hard_facts")
 def test_context_hard_facts_always_puts_every_keyed_memory_in_every_block(md: Memdir) -> None:
-    from memdir.cli.usecases.prompt import prompt_context
+    from memdir.usecases.prompt import prompt_context
 
     md = _hashing(md)
     rent = lifecycle.teach(md, "My rent is 1450 euros a month", T0_DT, key="rent").id
@@ -421,7 +421,7 @@ def test_recall_verdict_thresholds(md: Memdir) -> None:
 
 @effect("journal.raw_window_turns", "journal.raw_window_hours")
 def test_journal_raw_window(md: Memdir) -> None:
-    from memdir.cli.usecases.journal import read_turns
+    from memdir.usecases.journal import read_turns
 
     turns = [
         journal.new_turn(T0_DT - timedelta(hours=hours), "user", "s1", f"turn {hours} hours ago")
@@ -536,7 +536,7 @@ def test_distill_milestones_put_distilled_milestones_in_the_guaranteed_channel(
 
 @effect("dream.gap", "dream.quick_gap", "dream.min_overlap")
 def test_dream_grouping_settings(md: Memdir) -> None:
-    from memdir.cli.usecases.dream import group_turns
+    from memdir.usecases.dream import group_turns
 
     texts = ["planning the garden beds", "garden beds need compost", "what about taxes"]
     turns = [
@@ -551,7 +551,7 @@ def test_dream_grouping_settings(md: Memdir) -> None:
 
 @effect("dream.summariser", "dream.timeout")
 def test_dream_summariser_and_its_timeout(md: Memdir) -> None:
-    from memdir.cli.usecases.dream import group_turns, plan_group
+    from memdir.usecases.dream import group_turns, plan_group
 
     turns = [journal.new_turn(T0_DT, "user", "s1", "planning the garden beds with compost")]
     (group,) = group_turns(turns, md.settings.dream)
@@ -573,7 +573,7 @@ def test_dream_summariser_and_its_timeout(md: Memdir) -> None:
 
 @effect("wake.budget")
 def test_wake_budget(md: Memdir) -> None:
-    from memdir.cli.usecases.documents import wake
+    from memdir.usecases.documents import wake
 
     for n in range(30):
         lifecycle.teach(md, f"Fact number {n} about the garden and the house", T0_DT)
@@ -654,7 +654,7 @@ def test_mcp_quote_window_decides_which_user_turns_can_be_quoted(hashed: Memdir)
 
 @effect("watch.debounce", "watch.max_delay")
 def test_watch_debounce_and_max_delay_time_an_update(md: Memdir) -> None:
-    from memdir.cli.usecases.watch import Watcher
+    from memdir.usecases.watch import Watcher
 
     for timing, low, high in (({"debounce": 5.0, "max_delay": 9.0}, 4.0, 5.0),
                               ({"debounce": 5.0, "max_delay": 2.0}, 1.0, 2.0)):  # fmt: skip
@@ -669,7 +669,7 @@ def _watch_for(memdir: Memdir, before, change, seconds: float = 1.5) -> int:
     import threading
     import time
 
-    from memdir.cli.usecases.watch import Watcher
+    from memdir.usecases.watch import Watcher
 
     watcher = Watcher(memdir)
     thread = threading.Thread(target=watcher.run)

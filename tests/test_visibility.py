@@ -106,7 +106,7 @@ def test_a_turn_is_summarisable_when_shown_to_a_prompt() -> None:
 
 
 def test_wake_documents_show_only_what_needs_no_asking(md: Memdir) -> None:
-    from memdir.cli.usecases.documents import shown as in_documents
+    from memdir.usecases.documents import shown as in_documents
 
     view_at = T0_DT + timedelta(days=1)
     ids = {

@@ -103,9 +103,8 @@ def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, An
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions, recall
-
-    from ..usecases.documents import wake
-    from ..usecases.prompt import QUERY_CHARS, block, context_options
+    from memdir.usecases.documents import wake
+    from memdir.usecases.prompt import QUERY_CHARS, block, context_options
 
     samples = load_samples(path)[:limit]
     rows: list[dict[str, Any]] = []
@@ -154,7 +153,7 @@ def run(paths: list[Path], limit: int | None = None, budget: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         per_question: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     """Each file's delivery figures under `files`, and pooled over all of them."""
-    from ..usecases.prompt import DEFAULT_BUDGET
+    from memdir.usecases.prompt import DEFAULT_BUDGET
 
     files: dict[str, dict[str, Any]] = {}
     pooled: list[dict[str, Any]] = []

@@ -306,7 +306,7 @@ def _run_file(
             memdir = Memdir.open(Path(scratch) / sample.sample_id)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
             if sleep:  # one night's relink first: links for activation to follow
-                from memdir.cli.usecases.sleep import sleep as run_sleep
+                from memdir.usecases.sleep import sleep as run_sleep
 
                 run_sleep(memdir, now - timedelta(hours=12))
             index = MemoryIndex(memdir)

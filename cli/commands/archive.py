@@ -13,7 +13,7 @@ import typer
 from memdir.archive_format.errors import BadInputError, ExitStatus
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
-from memdir.cli.words import counted
+from memdir.words import counted
 
 PASSPHRASE_ENV = "MEMDIR_PASSPHRASE"
 # An encrypted export can be attacked offline, guess after guess: a new passphrase has at least
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir export --out ~/backup/memory.tar.gz --encrypt
         """
-        from memdir.cli.usecases.archive import export as run_export
+        from memdir.usecases.archive import export as run_export
 
         memdir = context.open_memdir(ctx, lenient=True)  # a backup must not depend on the settings
         to_stdout = str(out) == "-"
@@ -123,8 +123,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir restore ~/backup/memory.tar.gz ~/memory-restored
         """
-        from memdir.cli.usecases.archive import needs_passphrase
-        from memdir.cli.usecases.archive import restore as run_restore
+        from memdir.usecases.archive import needs_passphrase
+        from memdir.usecases.archive import restore as run_restore
 
         passphrase = read_passphrase(confirm=False) if needs_passphrase(archive) else None
         report = run_restore(archive, directory, passphrase)

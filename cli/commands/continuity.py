@@ -13,7 +13,7 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
 from memdir.cli.layout import Column, flat, width, wrap
 from memdir.cli.render import console, emit_json, note, print_table
-from memdir.cli.words import counted
+from memdir.words import counted
 
 RING_COLUMNS = (
     Column("at", drop=1),
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir ring --json
         """
-        from memdir.cli.usecases.documents import ring_slots
+        from memdir.usecases.documents import ring_slots
 
         slots = ring_slots(context.open_memdir(ctx), context.now(ctx, None))
         if json_:
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir dream --dry-run
         """
-        from memdir.cli.usecases.dream import dream as run
+        from memdir.usecases.dream import dream as run
 
         report = run(context.open_memdir(ctx), context.now(ctx, now), dry_run=dry_run)
         if json_:
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
 
         Example (crontab): 30 3 * * * memdir --dir ~/memory sleep
         """
-        from memdir.cli.usecases.sleep import sleep as run
+        from memdir.usecases.sleep import sleep as run
 
         report = run(context.open_memdir(ctx), context.now(ctx, now), dry_run=dry_run)
         if json_:
@@ -156,8 +156,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir wake --budget 800 > /tmp/system-prompt.md
         """
-        from memdir.cli.usecases.documents import wake as build
-        from memdir.cli.usecases.islands import live_members
+        from memdir.usecases.documents import wake as build
+        from memdir.usecases.islands import live_members
 
         memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
         members = live_members(memdir, island, moment) if island is not None else None
@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir review --summaries
         """
-        from memdir.cli.usecases.review import review as gather
+        from memdir.usecases.review import review as gather
 
         found = gather(context.open_memdir(ctx), context.now(ctx, now))
         if json_:
@@ -201,7 +201,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir boot | less
         """
-        from memdir.cli.usecases.documents import refresh_boot
+        from memdir.usecases.documents import refresh_boot
 
         path = refresh_boot(context.open_memdir(ctx), context.now(ctx, now))
         typer.echo(path.read_text(encoding="utf-8"), nl=False)
@@ -248,7 +248,7 @@ def render_review(data: dict[str, Any], summaries: bool = False) -> None:
     """The review as short lists, each entry with the command that settles it (lines wrapped
     to the terminal). Dream's conversation summaries are one line, or with `summaries` the
     only rows of the queue listed."""
-    from memdir.cli.usecases.review import SUMMARIES_COMMAND, is_summary
+    from memdir.usecases.review import SUMMARIES_COMMAND, is_summary
 
     dreamt = [row for row in data["queue"] if is_summary(row)]
     asked = dreamt if summaries else [row for row in data["queue"] if not is_summary(row)]

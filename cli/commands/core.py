@@ -8,7 +8,7 @@ import typer
 
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
-from memdir.cli.usecases.core import DEFAULT_BUDGET, core
+from memdir.usecases.core import DEFAULT_BUDGET, core
 
 
 def register(app: typer.Typer) -> None:

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         Example: memdir doctor || memdir doctor --json
         """
         from memdir.archive_format.errors import NotAMemdirError
-        from memdir.cli.usecases.doctor import diagnose
+        from memdir.usecases.doctor import diagnose
 
         try:
             memdir = context.open_memdir(ctx, lenient=True)

@@ -10,7 +10,7 @@ import typer
 from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
-from memdir.cli.words import counted
+from memdir.words import counted
 
 
 def register(app: typer.Typer) -> None:
@@ -56,8 +56,8 @@ def register(app: typer.Typer) -> None:
         Example: memdir import ~/Downloads/conversations.json
         """
         from memdir.archive_format.imports import read_manifest
-        from memdir.cli.usecases.imports import FORMATS, import_file
-        from memdir.cli.usecases.imports import undo as run_undo
+        from memdir.usecases.imports import FORMATS, import_file
+        from memdir.usecases.imports import undo as run_undo
 
         memdir, moment, actor = context.open_memdir(ctx), context.now(ctx, now), context.actor(ctx)
         if actor.assistant and not list_:  # imported user turns are trusted as the user's

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memdir.archive_format import visibility
-from memdir.cli.words import counted
+from memdir.words import counted
 
 from .. import context
 from ..layout import Column, flat
@@ -57,7 +57,7 @@ def progress_bar() -> Iterator[Progress]:
 
 def open_index(ctx: typer.Context) -> MemoryIndex:
     """The memdir's index, brought up to date from the checkpoints first."""
-    from memdir.cli.usecases.recall import fresh_index
+    from memdir.usecases.recall import fresh_index
 
     with progress_bar() as advance:
         return fresh_index(context.open_memdir(ctx), advance)
@@ -82,7 +82,7 @@ def show_hits(memdir: Memdir, rows: list[dict[str, Any]], json_: bool) -> None:
 
 def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired: bool,
           include_private: bool, now: str | None, field: str = "text") -> list[dict[str, Any]]:  # fmt: skip
-    from memdir.cli.usecases.recall import search
+    from memdir.usecases.recall import search
 
     asked = {
         name for name, on in (("expired", include_expired), ("private", include_private)) if on

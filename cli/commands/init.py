@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
             localize_settings(root) if is_memdir(root) and not context.actor(ctx).assistant else []
         )
         memdir, created = init(root, context.now(ctx))
-        from memdir.cli.usecases.githooks import install
+        from memdir.usecases.githooks import install
 
         install(memdir.root)  # in a git repository: forgets survive a plain `git pull`
         if not created:

@@ -15,7 +15,7 @@ from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, ArchiveView, Mem
 from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.verify import verify as verify_memdir
-from memdir.cli.words import counted
+from memdir.words import counted
 
 from .. import context
 from ..layout import Column, flat, width, wrap
@@ -234,7 +234,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir links m-3f9a --depth 2
         """
-        from memdir.cli.usecases.links import neighbourhood
+        from memdir.usecases.links import neighbourhood
 
         found = neighbourhood(context.open_memdir(ctx), memory_id, context.now(ctx, now), depth)
         if json_:
@@ -346,8 +346,8 @@ def register(app: typer.Typer) -> None:
         if provenance and drift:
             raise BadInputError("--provenance and --drift are two reports", hint="ask for one")
         if drift:
-            from memdir.cli.usecases.analytics import drift as analyse_drift
             from memdir.indexers.affect import load_annotator
+            from memdir.usecases.analytics import drift as analyse_drift
 
             name = memdir.settings.affect.annotator
             found = analyse_drift(view, None if name == "none" else load_annotator(name))
@@ -359,7 +359,7 @@ def register(app: typer.Typer) -> None:
                 print_drift(found)
             return
         if provenance:
-            from memdir.cli.usecases.analytics import provenance as analyse
+            from memdir.usecases.analytics import provenance as analyse
 
             report = analyse(view)
             if json_:

@@ -1,5 +1,5 @@
 """`memdir island`: named groups of memories (archive_format/islands.py), made by whoever runs
-the command (cli/actor.py: the user, or the assistant from an agent's shell)."""
+the command (memdir/actor.py: the user, or the assistant from an agent's shell)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.visibility import exposure, marker
 from memdir.cli import context
 from memdir.cli.render import emit_json, note
-from memdir.cli.usecases import islands as usecase
-from memdir.cli.words import counted
+from memdir.usecases import islands as usecase
+from memdir.words import counted
 
 from ..layout import flat
 

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
-from memdir.archive_format import journal
+from memdir.archive_format import clock, journal
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context, parameters
 from memdir.cli.commands.lifecycle import GIT_HISTORY_NOTE, read_text, refuse_turn_forget
 from memdir.cli.layout import width, wrap
-from memdir.cli.parameters import LimitAlias, SessionOpt, VisibilityOpt, moment
+from memdir.cli.parameters import LimitAlias, SessionOpt, VisibilityOpt
 from memdir.cli.render import emit_json, note
-from memdir.cli.words import counted
+from memdir.words import counted
 
 # journal add
 TurnArg = Annotated[str | None, typer.Argument(help="The turn, verbatim, or '-' for stdin.")]
@@ -75,7 +74,7 @@ def add(
 
     Example: memdir journal add --role user --session s1 "I planted tomatoes today"
     """
-    from memdir.cli.usecases.journal import (
+    from memdir.usecases.journal import (
         record_turns,
         turn_from_fields,
         turns_from_jsonl,
@@ -117,7 +116,7 @@ def read(
 
     Example: memdir journal read --session s1 --since 2d --json
     """
-    from memdir.cli.usecases.journal import read_turns
+    from memdir.usecases.journal import read_turns
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
     if entries:
@@ -129,7 +128,7 @@ def read(
                 f"## {entry['at']} {entry['kind']} by {entry['author']}\n\n{entry['text']}\n"
             )
         return
-    start = _since(since, moment)
+    start = clock.parse_moment(since, moment, "--since")
     rows = read_turns(memdir, moment, session, role, start, window, everything)
     if json_:
         emit_json(rows)
@@ -160,7 +159,7 @@ def search(
 
     Example: memdir journal search "Valencia flat" --json
     """
-    from memdir.cli.usecases.journal import search_turns
+    from memdir.usecases.journal import search_turns
 
     memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
     rows = search_turns(memdir, query, moment, limit or k, everything)
@@ -174,11 +173,6 @@ def search(
         for line in wrap(f"{row['at']} [{row['session']}] {row['role']}: {row['text']} "
                          f"({row['id']})", room):  # fmt: skip
             typer.echo(line)
-
-
-def _since(value: str | None, now: datetime) -> datetime | None:
-    """--since: an ISO date-time, or a duration back from now."""
-    return moment(value, now, "--since")
 
 
 def _stdin_lines() -> list[str]:
@@ -202,8 +196,8 @@ def write(
 
     Example: echo "We planned the garden; Sam felt hopeful." | memdir journal write -
     """
-    from memdir.cli.actor import refuse_user_claim
-    from memdir.cli.usecases.journal import write_entry
+    from memdir.actor import refuse_user_claim
+    from memdir.usecases.journal import write_entry
 
     memdir, moment, actor = context.writer(ctx, now)
     refuse_user_claim(actor, author.strip(), "write a journal entry")
@@ -232,7 +226,7 @@ def forget(
 
     Example: memdir journal forget --session s1
     """
-    from memdir.cli.usecases.forgetting import forget_turns
+    from memdir.usecases.forgetting import forget_turns
 
     if not turn_ids and session is None:
         raise BadInputError("nothing to forget", hint="give turn ids or --session SESSION")

@@ -8,13 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
+from memdir.actor import refuse_user_claim
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.archive_format.fold import COMPATIBLE, SUPERSEDED_BY
-from memdir.archive_format.records import memory_type
-from memdir.cli.actor import refuse_user_claim
-from memdir.cli.usecases import provenance
-from memdir.cli.words import counted
+from memdir.usecases import provenance
+from memdir.usecases.fields import memory_fields
+from memdir.usecases.provenance import refuse_turn_forget, user  # noqa: F401 (re-export)
+from memdir.words import counted
 
 from .. import context, parameters
 from ..parameters import SessionOpt, VisibilityOpt
@@ -94,11 +95,6 @@ def read_text(text: str) -> str:
         raise BadInputError(f"standard input is not UTF-8 (byte {error.start})") from None
 
 
-def user(name: str | None) -> str:
-    """The author or actor for --by: 'user', or 'user:NAME' when several people share it."""
-    return f"user:{name}" if name else "user"
-
-
 def memory_options(
     type_: TypeOpt = None,
     key: KeyOpt = None,
@@ -117,40 +113,11 @@ def memory_options(
     confidence: ConfidenceOpt = None,
     pin: PinOpt = False,
 ) -> dict[str, Any]:
-    """The options teach and infer share, as memory fields (validated later by the schema)."""
-    kind, subtype = memory_type(type_)
-    affect: dict[str, Any] = {}
-    if valence is not None:
-        affect["valence"] = valence
-    if arousal is not None:
-        affect["arousal"] = arousal
-    if affect:
-        affect["annotator"] = "user"
-    meta = {
-        name: value
-        for name, value in (
-            ("intent", intent),
-            ("rationale", rationale),
-            ("evidence", evidence),
-            ("confidence", confidence),
-        )
-        if value is not None
-    }
-    return {
-        "type": kind or None,
-        "subtype": subtype or None,
-        "key": key,
-        "importance": importance,
-        "temporal": temporal,
-        "store": store,
-        "personas": persona or [],
-        "visibility": visibility,
-        "session": session,
-        "thread": thread,
-        "affect": affect,
-        "meta": meta,
-        "pinned": pin,
-    }
+    """The options teach and infer share, as memory fields (usecases/fields.py)."""
+    return memory_fields(
+        type_, key, importance, temporal, store, persona, visibility, session, thread,
+        valence, arousal, intent, rationale, evidence, confidence, pin,
+    )  # fmt: skip
 
 
 def guarded(outcome: provenance.Outcome, actor: provenance.Actor) -> None:
@@ -175,15 +142,6 @@ def refuse_deciding_link(actor: provenance.Actor, link_type: str) -> None:
             f"an assistant cannot link memories {link_type!r} ({actor.reason}): that decides "
             "which of the user's memories holds",
             hint="ask the user; their own `memdir link` (or a correcting `teach`) decides",
-        )
-
-
-def refuse_turn_forget(actor: provenance.Actor) -> None:
-    """Journal turns are the user's record: an assistant cannot erase them from its shell."""
-    if actor.assistant:
-        raise LifecycleError(
-            f"an assistant cannot forget journal turns ({actor.reason})",
-            hint="ask the user to run `memdir journal forget` in their own shell",
         )
 
 
@@ -343,7 +301,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir forget m-3f9a
         """
-        from memdir.cli.usecases import forgetting
+        from memdir.usecases import forgetting
 
         memdir, moment, actor = context.writer(ctx, now)
         if memory_id.startswith("t-"):

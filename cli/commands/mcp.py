@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         Example: claude mcp add memdir -- memdir --dir ~/memory mcp
         Example: memdir --dir ~/memory mcp --http 8765
         """
-        from memdir.cli.usecases.mcp_token import ensure_token, token_path
+        from memdir.usecases.mcp_token import ensure_token, token_path
 
         memdir = context.open_memdir(ctx)
         if show_token or rotate_token:

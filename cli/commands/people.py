@@ -1,6 +1,6 @@
 """`memdir people` and `memdir self`: the people and self notes from the command line, through
 the same functions as the MCP tools person_update and self_update (archive_format/people.py),
-marked as set by whoever runs the command (cli/actor.py): the user, or the assistant from an
+marked as set by whoever runs the command (memdir/actor.py): the user, or the assistant from an
 agent's shell."""
 
 from __future__ import annotations

@@ -12,14 +12,14 @@ import typer
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.lifecycle import short_ids
 from memdir.archive_format.visibility import exposure, marker
-from memdir.cli.words import counted
+from memdir.usecases.prompt import CANDIDATES, DEFAULT_BUDGET
+from memdir.words import counted
 
 from .. import context, layout
 from ..explain import ScoreWeights, score_table
 from ..layout import Column, fit, flat, rule, wrap
 from ..parameters import IncludeExpiredOpt, IncludePrivateOpt, TranscriptOpt
 from ..render import emit_json
-from ..usecases.prompt import CANDIDATES, DEFAULT_BUDGET
 from .index import progress_bar
 from .lifecycle import read_text
 
@@ -100,10 +100,10 @@ def register(app: typer.Typer) -> None:
         Example: memdir recall "where was the flat in Valencia?" --include-journal
         Example: memdir recall "what did we eat?" --island trips
         """
-        from memdir.cli.usecases.islands import live_members
-        from memdir.cli.usecases.recall import journal_group
-        from memdir.cli.usecases.recall import recall as run
         from memdir.indexers.recall import RecallOptions
+        from memdir.usecases.islands import live_members
+        from memdir.usecases.recall import journal_group
+        from memdir.usecases.recall import recall as run
 
         members = None
         if island is not None:
@@ -179,7 +179,7 @@ def register_context(app: typer.Typer) -> None:
         Example: memdir context "what should I pack for Lisbon?" --budget 300
         Hook: memdir context --journal "$SESSION" --budget 400 - < prompt.txt
         """
-        from memdir.cli.usecases.prompt import prompt_context
+        from memdir.usecases.prompt import prompt_context
 
         given = read_text(prompt)
         text = given.strip()
@@ -187,7 +187,7 @@ def register_context(app: typer.Typer) -> None:
             raise BadInputError("the prompt is empty")
         memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
         if journal is not None:
-            from memdir.cli.usecases.journal import (
+            from memdir.usecases.journal import (
                 record_turns,
                 turn_from_fields,
                 vouch_user_turns,
@@ -208,7 +208,7 @@ def register_context(app: typer.Typer) -> None:
 
 def raw_window(ctx: typer.Context, now: str | None) -> list[dict[str, Any]]:
     """The raw window (the last trusted user turns, any session) to show beside the results."""
-    from memdir.cli.usecases.journal import read_turns
+    from memdir.usecases.journal import read_turns
 
     return read_turns(context.open_memdir(ctx), context.now(ctx, now), window=True)
 

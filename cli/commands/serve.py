@@ -10,7 +10,7 @@ import typer
 
 from memdir.archive_format.errors import ExitStatus
 from memdir.cli import context
-from memdir.cli.words import counted
+from memdir.words import counted
 
 from .watch import log_to_file
 
@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir --dir ~/memory serve --log ~/memory/.memdir/serve.log &
         """
-        from memdir.cli.usecases import serve as service
+        from memdir.cli import serve as service
 
         memdir = context.open_memdir(ctx)
         if status:

@@ -6,7 +6,7 @@ import os
 
 import typer
 
-from memdir.cli.words import counted
+from memdir.words import counted
 
 from .. import context
 from ..render import emit_json, note
@@ -36,8 +36,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir sync --dry-run && memdir sync
         """
-        from memdir.cli.usecases.sync import sync as run_sync
-        from memdir.cli.usecases.sync_safety import SYNCING_ENV
+        from memdir.usecases.sync import sync as run_sync
+        from memdir.usecases.sync_safety import SYNCING_ENV
 
         if local and os.environ.get(SYNCING_ENV):
             return  # a post-merge hook inside `memdir sync`: that sync does all of it

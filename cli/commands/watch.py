@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir --dir ~/memory watch --log ~/memory/.memdir/watch.log &
         """
-        from memdir.cli.usecases.watch import watch as run_watch
+        from memdir.usecases.watch import watch as run_watch
 
         memdir = context.open_memdir(ctx)
         if log is not None:

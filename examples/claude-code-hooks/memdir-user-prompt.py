@@ -35,7 +35,7 @@ the harness MEMDIR_ACTOR=user only says "a prompt hook relays this" (the model c
 too), so the hook also passes Claude Code's `transcript_path` as `--transcript`: memdir
 trusts the turn only when Claude Code's own transcript holds it among the user's last messages,
 and records it otherwise as unverified — kept, never quoted by the teaching guard
-(cli/harness.py, docs/MCP.md "Who is asking").
+(memdir/harness.py, docs/MCP.md "Who is asking").
 
 Which memdir: $MEMDIR (set it in the hook's command or your environment), else the one that
 `memdir` finds from the project directory. $MEMDIR_BIN overrides the `memdir` executable,
@@ -111,7 +111,17 @@ def run(event: dict, kind: str) -> str:
     # the harness's own record of the prompt: memdir trusts the turn only if it is there
     vouch = ["--transcript", transcript] if isinstance(transcript, str) and transcript else []
     if kind == "cursor":
-        command = [memdir, "journal", "add", "--role", "user", "--session", str(session), *vouch, "-"]
+        command = [
+            memdir,
+            "journal",
+            "add",
+            "--role",
+            "user",
+            "--session",
+            str(session),
+            *vouch,
+            "-",
+        ]
     else:
         budget = os.environ.get("MEMDIR_CONTEXT_BUDGET", "400")
         command = [memdir, "context", "--journal", str(session), "--budget", budget, *vouch, "-"]

@@ -65,7 +65,7 @@ class RecallOptions:
     guaranteed_slots: int = 2
     perfect: bool = False  # ignore decay (`memdir recall --perfect`)
     island: str | None = None  # `--island NAME`: recall only among `members`
-    members: frozenset[str] | None = None  # the island's live members (cli/usecases/islands.py)
+    members: frozenset[str] | None = None  # the island's live members (memdir/usecases/islands.py)
 
     @property
     def asked(self) -> frozenset[str]:

@@ -58,9 +58,9 @@ def _attack_conversations(rng: random.Random) -> list[dict[str, Any]]:
 
 def adversarial(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
     """Plant 'remember that the user…' through an import and through the MCP teach tool."""
-    from memdir.cli.usecases import provenance
-    from memdir.cli.usecases.dream import dream
-    from memdir.cli.usecases.imports import import_file
+    from memdir.usecases import provenance
+    from memdir.usecases.dream import dream
+    from memdir.usecases.imports import import_file
 
     conversations = _attack_conversations(rng)
     found: dict[str, dict[str, Any]] = {}

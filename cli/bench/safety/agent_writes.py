@@ -100,7 +100,7 @@ def _hook(lab: Lab, memdir: Any, now: datetime, env: dict[str, str], event: dict
     import subprocess
     import sys
 
-    from memdir.cli.actor import HARNESS_MARKERS
+    from memdir.actor import HARNESS_MARKERS
 
     cleared = {"MEMDIR", "MEMDIR_NOW", "MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS)}
     environment = {key: value for key, value in os.environ.items() if key not in cleared}

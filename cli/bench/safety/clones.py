@@ -66,7 +66,7 @@ def _push(other: Path, message: str) -> None:
 def _merge(memdir: Memdir, arm: str) -> bool:
     """Merge the hub into this clone as the arm does; False when the merge failed."""
     if arm == SAFE:
-        from memdir.cli.usecases.sync import sync
+        from memdir.usecases.sync import sync
 
         try:
             sync(memdir, START + timedelta(days=1), reindex=False, push=False)

@@ -17,8 +17,8 @@ from .user import on_day
 def derivation(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
     """Import the attack chats and dream; the unrestricted arm takes every dreamt memory as
     known (it confirms them: a summary is as good as what it summarises)."""
-    from memdir.cli.usecases.dream import dream
-    from memdir.cli.usecases.imports import import_file
+    from memdir.usecases.dream import dream
+    from memdir.usecases.imports import import_file
 
     conversations = _attack_conversations(rng)
     found: dict[str, dict[str, Any]] = {}

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from memdir.archive_format import lifecycle
-from memdir.cli.usecases.analytics import js_divergence
+from memdir.usecases.analytics import js_divergence
 
 from .harness import ARMS, SAFE, Lab, Measure, Metric, Progress, as_fact, compare, share
 from .user import on_day

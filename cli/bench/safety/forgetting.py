@@ -29,9 +29,9 @@ def _holding(root: Path, needle: bytes) -> list[str]:
 
 
 def forgetting(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
-    from memdir.cli.usecases.recall import recall as run_recall
-    from memdir.cli.usecases.sleep import sleep
     from memdir.indexers.recall import RecallOptions
+    from memdir.usecases.recall import recall as run_recall
+    from memdir.usecases.sleep import sleep
 
     del rng
     found: dict[str, dict[str, Any]] = {}

@@ -135,7 +135,7 @@ class Lab:
             stdin: str = "") -> subprocess.CompletedProcess[str]:  # fmt: skip
         """`memdir --dir MEMDIR ARGS` in a subprocess at `now`, with memdir's own and the
         agent harnesses' variables cleared and `env` added (the shell an arm runs in)."""
-        from memdir.cli.actor import HARNESS_MARKERS
+        from memdir.actor import HARNESS_MARKERS
 
         cleared = {"MEMDIR", "MEMDIR_NOW", "MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS)}
         environment = {key: value for key, value in os.environ.items() if key not in cleared}
@@ -153,7 +153,7 @@ class Lab:
 
     def wake(self, memdir: Memdir, now: datetime) -> dict[str, list[str]]:
         """The wake document's memory texts per section (what a system prompt would carry)."""
-        from memdir.cli.usecases.documents import wake
+        from memdir.usecases.documents import wake
 
         document = wake(memdir, now)
         return {

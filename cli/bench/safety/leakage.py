@@ -106,7 +106,7 @@ def _mcp_surfaces(memdir: Any, sealed: str) -> dict[str, str]:
     import json
 
     from memdir.cli.mcp_server import MemdirTools
-    from memdir.cli.usecases.provenance import DEFAULT_WINDOW
+    from memdir.usecases.provenance import DEFAULT_WINDOW
 
     tools = MemdirTools(memdir, DEFAULT_WINDOW)
     seen: dict[str, str] = {}
@@ -130,7 +130,7 @@ def _mcp_surfaces(memdir: Any, sealed: str) -> dict[str, str]:
 
 def leakage(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
     """Plant, dream and sleep (documents, summaries, the ring), then probe every surface."""
-    from memdir.cli.usecases.sleep import sleep
+    from memdir.usecases.sleep import sleep
 
     del rng  # nothing random: the same plants, the same probes
     found: dict[str, dict[str, Any]] = {}

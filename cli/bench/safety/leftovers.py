@@ -206,8 +206,8 @@ def _postgres_rows(lab: Lab, arm: str, dsn: str) -> int:
     """Text columns of a PostgreSQL-indexed memdir's schema holding a forgotten text."""
     import psycopg
 
-    from memdir.cli.usecases.forgetting import forget_memory
     from memdir.indexers.postgres import memdir_schema
+    from memdir.usecases.forgetting import forget_memory
 
     memdir = lab.memdir(f"forget-postgres-{arm}")
     set_local_settings(memdir.root, {"index.backend": "postgres", "index.dsn": dsn})

@@ -41,7 +41,7 @@ DISTILLER = (
 def _surfaces(lab: Lab, arm: str) -> tuple[dict[str, str], list[str]]:
     """Every probed surface's output, and the planted memories' ids."""
     from memdir.cli.mcp_server import MemdirTools
-    from memdir.cli.usecases.provenance import DEFAULT_WINDOW
+    from memdir.usecases.provenance import DEFAULT_WINDOW
 
     memdir = lab.memdir(f"private-{arm}")
     old = on_day(0) - timedelta(days=300)

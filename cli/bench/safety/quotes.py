@@ -35,7 +35,7 @@ def play(root: Path, case: dict[str, Any]) -> dict[str, bool]:
     """One case in a fresh memdir under `root`: whether each arm lets the write through."""
     from memdir.archive_format import journal, lifecycle
     from memdir.archive_format.memdir import init
-    from memdir.cli.usecases import provenance
+    from memdir.usecases import provenance
 
     start = on_day(1, 9)
     memdir, _ = init(root, start)

@@ -38,7 +38,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.visibility import summary_visibility
-from memdir.cli.usecases.provenance import normalise, own_words
+from memdir.usecases.provenance import normalise, own_words
 
 log = logging.getLogger("memdir")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.words import counted
+from memdir.words import counted
 
 GIT_TIMEOUT = 120.0  # seconds for one git operation (a fetch over a slow link fits)
 TIMEOUT_ENV = "MEMDIR_GIT_TIMEOUT"

@@ -38,14 +38,15 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from memdir.actor import ACTORS, ASSISTANT, HARNESS_MARKERS, Actor, actor_from  # noqa: F401
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.clock import parse_time
+from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.fold import MemoryState
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import McpSettings
-from memdir.cli.actor import ACTORS, ASSISTANT, HARNESS_MARKERS, Actor, actor_from  # noqa: F401
-from memdir.cli.usecases import quote_guard
+from memdir.usecases import quote_guard
 
 DEFAULT_WINDOW = McpSettings().quote_window  # the default of mcp.quote_window, declared once
 _WORD = re.compile(r"\w+(?:'\w+)*")
@@ -427,12 +428,25 @@ def show(
 
 
 def _require_inference(state: MemoryState) -> None:
-    from memdir.archive_format.errors import LifecycleError
-
     if state.memory is None:
         raise LifecycleError(f"{state.id} was forgotten")
     if state.memory.source != "inference":
         raise LifecycleError(
             f"{state.id} is a {state.memory.source}, not an inference; only inferences are "
             "confirmed"
+        )
+
+
+def user(name: str | None) -> str:
+    """The author or actor a user's write records: 'user', or 'user:NAME' when several people
+    share the memdir (`--by`)."""
+    return f"user:{name}" if name else "user"
+
+
+def refuse_turn_forget(actor: Actor) -> None:
+    """Journal turns are the user's record: an assistant cannot erase them from its shell."""
+    if actor.assistant:
+        raise LifecycleError(
+            f"an assistant cannot forget journal turns ({actor.reason})",
+            hint="ask the user to run `memdir journal forget` in their own shell",
         )

@@ -225,7 +225,7 @@ def content_words(text: str) -> set[str]:
     """The content words of `text` as stems: plural and possessive endings removed, then stop
     words (dream's), 'user'/'assistant' and words of two letters left out, and each cut to
     its first `STEM` letters ("allergy" and "allergic" are one word)."""
-    from memdir.cli.usecases.dream import STOPWORDS
+    from memdir.usecases.dream import STOPWORDS
 
     stems = set()
     for word in words_of(text):

@@ -1,7 +1,7 @@
 """Sleep: the nightly maintenance run for cron — one locked, idempotent pass.
 
 1. expire: an `expire` event for every inference past its TTL;
-2. dream: consolidate closed groups of journal turns (cli/usecases/dream.py);
+2. dream: consolidate closed groups of journal turns (memdir/usecases/dream.py);
 3. index: bring the derived indexes up to date (the new summaries included);
 4. decay bookkeeping: fidelity of every live memory at *now* (reported, never stored: decay is
    a closed form of timestamps, so it does not matter how often sleep runs);
@@ -29,10 +29,10 @@ from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import add_links, expire, load_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
-from memdir.cli.usecases import documents
-from memdir.cli.usecases.dream import DreamReport, dream, maintenance_lock, words
-from memdir.cli.words import counted
 from memdir.indexers.distill import CHANGE_COSINE, NEGATION, SUPERSEDE_COSINE
+from memdir.usecases import documents
+from memdir.usecases.dream import DreamReport, dream, maintenance_lock, words
+from memdir.words import counted
 
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex
@@ -300,7 +300,7 @@ def affinity(newer: str, older: str, cosine: float, newer_affect: dict[str, Any]
 
 def sleep(memdir: Memdir, now: datetime, dry_run: bool = False) -> SleepReport:
     """One maintenance run at `now`; with `dry_run` nothing canonical is written."""
-    from memdir.cli.usecases.recall import fresh_index
+    from memdir.usecases.recall import fresh_index
 
     began = time.perf_counter()
     report = SleepReport(now, dry_run)

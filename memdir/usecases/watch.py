@@ -26,7 +26,7 @@ from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import WatchSettings
-from memdir.cli.words import counted
+from memdir.words import counted
 
 if TYPE_CHECKING:
     from memdir.indexers.affect import Annotator

@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from memdir.actor import Actor
 from memdir.archive_format import journal
 from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.archive_format.journal import Entry, Turn
 from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.actor import Actor
-from memdir.cli.usecases import documents
+from memdir.usecases import documents
 
 log = logging.getLogger("memdir")
 
@@ -93,12 +93,12 @@ def refuse_user_turns(actor: Actor, turns: Iterable[Turn]) -> None:
 
 def vouch_user_turns(actor: Actor, turns: list[Turn], transcript: str | None) -> list[Turn]:
     """The turns as they may be recorded: a prompt hook's (actor.hook) user turns get the
-    channel the harness's transcript earns them (cli/harness.py: verified, trusted; else
+    channel the harness's transcript earns them (memdir/harness.py: verified, trusted; else
     unverified, kept but never quoted); any other assistant's user turn is refused."""
     if not actor.hook:
         refuse_user_turns(actor, turns)
         return turns
-    from memdir.cli.harness import hook_channel
+    from memdir.harness import hook_channel
 
     return [
         journal.new_turn(turn.at, turn.role, turn.session, turn.text,

@@ -31,7 +31,7 @@ class Actor:
     reason: str
     # MEMDIR_ACTOR=user inside an agent harness: a prompt hook relaying the user's prompt, or
     # the model claiming to be one. It writes as the assistant; the user turns it records are
-    # trusted only when the harness's transcript holds them (cli/harness.py).
+    # trusted only when the harness's transcript holds them (memdir/harness.py).
     hook: bool = False
 
     @property
@@ -68,7 +68,7 @@ def actor_from(environ: Mapping[str, str]) -> Actor:
     return Actor("user", "the command line")
 
 
-# The actor the resident service derived for the request this thread runs (cli/usecases/
+# The actor the resident service derived for the request this thread runs (memdir/usecases/
 # serve.py): it wins over the service's own environment, which may be an agent's shell.
 _served = threading.local()
 

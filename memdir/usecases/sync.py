@@ -25,7 +25,7 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.words import counted
+from memdir.words import counted
 
 from . import githooks
 from .sync_safety import (
@@ -174,7 +174,7 @@ def sync(
         if report.compacted or report.deduplicated:
             _add_commit(report, root, _cleanup_message(report))
     if reindex:
-        from memdir.cli.usecases.recall import fresh_index
+        from memdir.usecases.recall import fresh_index
 
         index = fresh_index(memdir)
         try:  # clones holding the same lines then score them alike (docs/FORMAT.md "Sync")

