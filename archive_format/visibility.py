@@ -198,6 +198,11 @@ SURFACES: dict[str, Surface] = {
                 "turn is never quoted verbatim to a model, and a private one not even with "
                 "include_private (the assistant asking is not the user asking)",
                 kinds=("turns",)),
+        Surface("room", ("room",), (), _exposed("text", "text", "omitted", "omitted", "omitted"),
+                note="the affect of a session's recent turns, each with the start of its "
+                "text; a turn it may not show counts in no figure", kinds=("turns",)),
+        Surface("room (MCP)", (), ("room",), _PROMPT_EXPOSURE,
+                note="the assistant reads the room from normal turns only", kinds=("turns",)),
         Surface("journal_read (MCP)", (), ("journal_read",),
                 _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="include_private",
                 kinds=("turns",)),

@@ -29,6 +29,7 @@ from .commands import lifecycle as lifecycle_commands
 from .commands import mcp as mcp_commands
 from .commands import people as people_commands
 from .commands import recall as recall_commands
+from .commands import room as room_commands
 from .commands import serve as serve_commands
 from .commands import sync as sync_commands
 from .commands import watch as watch_commands
@@ -79,6 +80,7 @@ people_commands.register(app)
 islands_commands.register(app)
 continuity_commands.register(app)
 core_commands.register(app)
+room_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
 serve_commands.register(app)

@@ -430,6 +430,21 @@ class MemdirTools:
 
         return core(self.memdir, self._now(), budget)
 
+    def room(
+        self,
+        session: Annotated[
+            str | None,
+            Field(max_length=200, description="The session (default: the latest turn's)."),
+        ] = None,
+        turns: Annotated[int, Field(ge=1, le=200, description="The session's last N turns.")] = 20,
+    ) -> dict[str, Any]:
+        """Read the room: the affect of the conversation's recent turns (valence, arousal,
+        strongest emotion), the user's mood over them and whether the counterweights would
+        engage. Only normal turns count (a private or sensitive one is left out)."""
+        from memdir.usecases.room import room
+
+        return room(self.memdir, self._now(), session, turns, surface="room (MCP)")
+
     # islands ------------------------------------------------------------------------------
     def island_list(self) -> dict[str, Any]:
         """The islands (named groups of memories): name, what each is about, its size."""
@@ -508,6 +523,7 @@ TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
     "wake": ("Wake document", True, False, True),
     "boot": ("Boot document", True, False, True),
     "core": ("Core memories", True, False, True),
+    "room": ("Read the room", True, False, True),
     "island_list": ("List islands", True, False, True),
     "island_show": ("Show an island", True, False, True),
     "self_read": ("Read self", True, False, True),
