@@ -22,7 +22,7 @@ TEMPORAL_CLASSES = ("ephemeral", "persistent", "milestone")
 # The memory types a writer may give (`--type TYPE[:subtype]`, the subtype is free): the
 # distiller's taxonomy (docs/RECALL.md). Lines already stored with another type stay readable.
 MEMORY_TYPES = ("FACT", "PERSON", "EMOTION", "MILESTONE", "DATE", "MEDICATION", "RULE", "HOWTO",
-                "FINANCIAL", "EVENT")  # fmt: skip
+                "FINANCIAL", "EVENT", "SONG")  # fmt: skip
 
 
 def memory_type(given: str | None) -> tuple[str | None, str | None]:

@@ -198,6 +198,13 @@ SURFACES: dict[str, Surface] = {
                 "turn is never quoted verbatim to a model, and a private one not even with "
                 "include_private (the assistant asking is not the user asking)",
                 kinds=("turns",)),
+        Surface("song list", ("song list",), (), _LISTED_EXPOSURE,
+                _row("text", "text", "omitted", "omitted", "omitted", "omitted"),
+                note="only memories of type SONG, live ones; a private or sealed song is listed, "
+                "masked"),
+        Surface("song list (MCP)", (), ("song_list",), _PROMPT_EXPOSURE,
+                _row("text", "text", "omitted", "omitted", "omitted", "omitted"),
+                note="the assistant gets the normal songs only"),
         Surface("room", ("room",), (), _exposed("text", "text", "omitted", "omitted", "omitted"),
                 note="the affect of a session's recent turns, each with the start of its "
                 "text; a turn it may not show counts in no figure", kinds=("turns",)),
@@ -260,6 +267,7 @@ NO_RECORDS: dict[str, str] = {
             "import",
             "restore",
             "island create",
+            "song add",
             "island add",
             "island remove",
             "island delete",

@@ -31,6 +31,7 @@ from .commands import people as people_commands
 from .commands import recall as recall_commands
 from .commands import room as room_commands
 from .commands import serve as serve_commands
+from .commands import songs as songs_commands
 from .commands import sync as sync_commands
 from .commands import watch as watch_commands
 from .context import Options
@@ -81,6 +82,7 @@ islands_commands.register(app)
 continuity_commands.register(app)
 core_commands.register(app)
 room_commands.register(app)
+songs_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)
 serve_commands.register(app)

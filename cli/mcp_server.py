@@ -445,6 +445,26 @@ class MemdirTools:
 
         return room(self.memdir, self._now(), session, turns, surface="room (MCP)")
 
+    def song_list(
+        self,
+        mood: Annotated[
+            str | None,
+            Field(max_length=20, description="Only songs carrying this mood (a Plutchik emotion)."),
+        ] = None,
+        feeling: Annotated[
+            str | None,
+            Field(
+                max_length=2000,
+                description="Rank the songs by how they resonate with this text's affect.",
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """The user's songs (title, artist, moods, the memories they are tied to), by mood or
+        by how they feel against a text: e.g. a song for how the user feels right now."""
+        from memdir.usecases.songs import listed
+
+        return {"songs": listed(self.memdir, self._now(), mood, feeling, "song list (MCP)")}
+
     # islands ------------------------------------------------------------------------------
     def island_list(self) -> dict[str, Any]:
         """The islands (named groups of memories): name, what each is about, its size."""
@@ -524,6 +544,7 @@ TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
     "boot": ("Boot document", True, False, True),
     "core": ("Core memories", True, False, True),
     "room": ("Read the room", True, False, True),
+    "song_list": ("List songs", True, False, True),
     "island_list": ("List islands", True, False, True),
     "island_show": ("Show an island", True, False, True),
     "self_read": ("Read self", True, False, True),

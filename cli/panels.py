@@ -26,7 +26,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "stats",
     ),  # fmt: skip
     "review": ("review", "confirm", "reject", "forget"),
-    "journal": ("journal", "dream", "sleep", "wake", "boot", "core", "room", "expire"),
+    "journal": ("journal", "dream", "sleep", "wake", "boot", "core", "room", "song", "expire"),
     "maintain": ("doctor", "verify", "index", "distill", "annotate", "bench"),
     "share": ("sync", "export", "restore"),
     "serve": ("serve", "watch", "mcp"),

@@ -18,10 +18,11 @@ from memdir.archive_format.memdir import Memdir
 EXPECTED = {
     "teach", "infer", "confirm", "reject", "forget", "link", "recall", "search", "show",
     "stats", "journal_add", "journal_read", "ring", "wake", "boot", "self_read",
-    "self_update", "people_read", "person_update", "core", "room", "island_list", "island_show",
+    "self_update", "people_read", "person_update", "core", "room", "song_list", "island_list",
+    "island_show",
 }  # fmt: skip
 READ_ONLY = {"search", "show", "stats", "journal_read", "ring", "wake", "boot", "self_read",
-             "people_read", "core", "room", "island_list", "island_show"}  # fmt: skip
+             "people_read", "core", "room", "song_list", "island_list", "island_show"}  # fmt: skip
 DESTRUCTIVE = {"reject", "forget", "self_update", "person_update"}
 
 

@@ -194,6 +194,7 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
     views += _forms(memdir, "journal search", ("journal", "search", "quokka note", "--k", "50",
                                                "--all"), plain_ids=False, asked=frozenset({"private"}))  # fmt: skip
     views += _forms(memdir, "room", ("room", "--turns", "50"), plain_ids=False)
+    views += _forms(memdir, "song list", ("song", "list"), partial=True)
     views += _forms(memdir, "ring", ("ring",), marks=True)
     views += _forms(memdir, "wake", ("wake",), plain_ids=False)  # turns are quoted without ids
     views.append(View("boot", "boot", _cli(memdir, "boot")))
@@ -340,6 +341,7 @@ def mcp_views(memdir: Memdir) -> list[View]:
             await call("journal_read (MCP)", "journal_read")
             await call("journal_read (MCP)", "journal_read", private, include_private=True)
             await call("room (MCP)", "room", turns=50)
+            await call("song list (MCP)", "song_list", partial=True)
             await call("ring", "ring")
             await call("wake", "wake")
             await call("boot", "boot")
