@@ -62,16 +62,9 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     pool, trace = candidates.gather(index, analysis, vector, now, options, settings.weights)
     traces.append(trace)
 
-    survivors, trace = policy.screen(
-        index, pool, now, options, settings.cutoffs, settings.distilled_cutoffs
-    )
+    survivors, screened, decayed = _admit(index, pool, analysis, now, options, settings)
     policy.mask_pool(traces[-1], pool, options)
-    traces.append(trace)
-
-    score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives,
-                 settings.distilled_cutoffs)  # fmt: skip
-    traces.append(score.decay(index, survivors, now, options.perfect, settings.decay))
-    policy.weigh(survivors, settings.provisional_weight)
+    traces += [screened, decayed]
     ranked, trace = score.rank(survivors, settings.weights, settings.decay)
     traces.append(trace)
     ranked, trace = _activate(index, ranked, analysis, now, options, settings)
@@ -95,6 +88,22 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     )  # fmt: skip
 
 
+def _admit(index: RecallIndex, pool: list[Candidate], analysis: QueryAnalysis, now: datetime,
+           options: RecallOptions,
+           settings: RecallConfig) -> tuple[list[Candidate], Trace, Trace]:  # fmt: skip
+    """Stages 3 and 4 up to the blend, the one way a candidate is admitted — from the pool or
+    reached by spreading activation: the filters, then priors, decay and provisional weight.
+    Returns the survivors and the filter and decay stages' traces."""
+    survivors, screened = policy.screen(
+        index, pool, now, options, settings.cutoffs, settings.distilled_cutoffs
+    )
+    score.priors(index, survivors, analysis, now, settings.weights, settings.half_lives,
+                 settings.distilled_cutoffs)  # fmt: skip
+    decayed = score.decay(index, survivors, now, options.perfect, settings.decay)
+    policy.weigh(survivors, settings.provisional_weight)
+    return survivors, screened, decayed
+
+
 def _activate(index: RecallIndex, ranked: list[Candidate], analysis: QueryAnalysis,
               now: datetime, options: RecallOptions,
               settings: RecallConfig) -> tuple[list[Candidate], Trace]:  # fmt: skip
@@ -103,12 +112,7 @@ def _activate(index: RecallIndex, ranked: list[Candidate], analysis: QueryAnalys
     reached = activation.spread(index, ranked) if settings.activation else {}
     joined = activation.join(index, reached) if reached else []
     if joined:
-        joined, _ = policy.screen(
-            index, joined, now, options, settings.cutoffs, settings.distilled_cutoffs
-        )
-        score.priors(index, joined, analysis, now, settings.weights, settings.half_lives)
-        score.decay(index, joined, now, options.perfect, settings.decay)
-        policy.weigh(joined, settings.provisional_weight)
+        joined, _, _ = _admit(index, joined, analysis, now, options, settings)
     trace = activation.score(joined, reached, settings.decay)
     if not settings.activation:
         trace.notes = ["off (recall.activation: false)"]
