@@ -265,6 +265,13 @@ class RecallSettings:
         " too (off: they measured a loss on LoCoMo, whose questions come long after the turns)",
         flag,
     )
+    interference: float = setting(
+        0.0,
+        "human recall's interference: memories alike each other (cosine ≥ 0.6) compete,"
+        " each score × (1 + X · cosine · a seeded draw in [−1, 1]); 0 is off, `--perfect` never"
+        " has it (docs/RECALL.md)",
+        number(0, 1),
+    )
     activation: bool = setting(
         True, "spreading activation: memories linked to the best results join them (off: links"
         " count only as `deg`; docs/RECALL.md)", flag,

@@ -403,7 +403,7 @@ def test_explain_and_json_show_the_stages_by_their_documented_names(tmp_path: Pa
     result = run(memdir, "heron", T0 + timedelta(hours=1))
     names = [stage["name"] for stage in result.to_dict(explain=True)["stages"]]
     assert names == ["query analysis", "candidate pool", "filters", "decay", "score", "activation",
-                     "guaranteed slots",
+                     "interference", "guaranteed slots",
                      "counterweights", "diversity", "budget"]  # fmt: skip
     assert "stages" not in result.to_dict(explain=False)
     doc = (Path(__file__).parent.parent / "docs" / "RECALL.md").read_text(encoding="utf-8")

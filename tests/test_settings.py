@@ -387,6 +387,21 @@ def test_recall_activation_follows_links_or_not(md: Memdir) -> None:
     assert joined(False) == []
 
 
+@effect("recall.interference")
+def test_recall_interference_moves_alike_memories_only_when_set(md: Memdir) -> None:
+    """0 (the default): no interference rows; 1: the alike memories are moved."""
+    for who in ("Ana", "Tom", "Mia"):
+        lifecycle.teach(md, f"the evening at the lake house with the blue boat and {who}", T0_DT)
+
+    def moved(strength: float) -> int:
+        result = _recall(_hashing(md, recall={"interference": strength}), "the lake house boat")
+        stage = next(s for s in result.stages if s.name.value == "interference")
+        return len(stage.rows)
+
+    assert moved(0.0) == 0
+    assert moved(1.0) == 3
+
+
 @effect("recall.exact_below")
 def test_recall_exact_below_switches_to_a_pool(md: Memdir) -> None:
     md = _hashing(md)

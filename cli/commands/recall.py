@@ -49,6 +49,12 @@ MmrOpt = Annotated[bool, typer.Option("--mmr", help="Re-rank for diversity (MMR)
 PerfectOpt = Annotated[
     bool, typer.Option("--perfect", help="Ignore decay: rank as if nothing faded.")
 ]
+InterferenceOpt = Annotated[
+    float | None,
+    typer.Option("--interference", min=0, max=1,
+                 help="Human recall's noise among alike memories, 0..1 (default recall.interference)."),
+]  # fmt: skip
+SeedOpt = Annotated[int, typer.Option("--seed", help="The interference draws' seed.")]
 NoRecordOpt = Annotated[
     bool, typer.Option("--no-record", help="Do not record this recall (rehearsal, ring).")
 ]
@@ -83,6 +89,8 @@ def register(app: typer.Typer) -> None:
         no_counterweights: NoCounterweightsOpt = False,
         mmr: MmrOpt = False,
         perfect: PerfectOpt = False,
+        interference: InterferenceOpt = None,
+        seed: SeedOpt = 0,
         no_record: NoRecordOpt = False,
         window: WindowOpt = False,
         include_journal: IncludeJournalOpt = False,
@@ -111,7 +119,8 @@ def register(app: typer.Typer) -> None:
         options = RecallOptions(
             k=k, profile=profile, include_expired=include_expired, include_private=include_private,
             persona=persona, budget=budget, counterweights=not no_counterweights, mmr=mmr,
-            perfect=perfect, island=island, members=members,
+            perfect=perfect, island=island, members=members, interference=interference,
+            seed=seed,
         )  # fmt: skip
         text = read_text(query).strip()
         if not text:
@@ -316,8 +325,8 @@ def render_explain(
     texts = {row["id"]: row["text"] for row in pool}
     for line in score_table(stages[Stage.SCORE].rows[:15], texts, weights, room, short):
         typer.echo(line)
-    stepped = (Stage.ACTIVATION, Stage.GUARANTEED, Stage.COUNTERWEIGHTS, Stage.DIVERSITY,
-               Stage.BUDGET)  # fmt: skip
+    stepped = (Stage.ACTIVATION, Stage.INTERFERENCE, Stage.GUARANTEED, Stage.COUNTERWEIGHTS,
+               Stage.DIVERSITY, Stage.BUDGET)  # fmt: skip
     for number, name in enumerate(stepped, start=5):
         stage = stages[name]
         typer.echo(rule(f"{number}. {name.value}", room))

@@ -64,6 +64,8 @@ class RecallOptions:
     pool: int = 30  # the best-scored memories that go on to the filters and priors (≥ 3·k)
     guaranteed_slots: int = 2
     perfect: bool = False  # ignore decay (`memdir recall --perfect`)
+    interference: float | None = None  # human recall's noise (None: recall.interference)
+    seed: int = 0  # the interference draws' seed
     island: str | None = None  # `--island NAME`: recall only among `members`
     members: frozenset[str] | None = None  # the island's live members (memdir/usecases/islands.py)
 
@@ -88,6 +90,7 @@ class RecallConfig:
     provisional_weight: float
     distilled_cutoffs: bool  # the cut-offs also apply to distilled labels
     activation: bool = True  # spreading activation along typed links
+    interference: float = 0.0  # human recall's noise among alike memories (interference.py)
 
 
 def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
@@ -104,6 +107,7 @@ def read_settings(settings: Settings, profile: str | None) -> RecallConfig:
         provisional_weight=settings.provisional_weight,
         distilled_cutoffs=settings.recall.distilled_cutoffs,
         activation=settings.recall.activation,
+        interference=settings.recall.interference,
     )
 
 

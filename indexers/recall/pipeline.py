@@ -9,7 +9,8 @@ Stages (each leaves a Trace for `--explain` and `--json --explain`; docs/RECALL.
    per-type age cut-offs (policy.py; the query's time window ranks, it does not filter: relevance.py's `when`);
 4. decay and score: priors and the decay component join the relevance components, then one
    blend × decay factor × provenance weight (score.py); then spreading activation along
-   typed links from the top three (activation.py);
+   typed links from the top three (activation.py); interference among alike memories when
+   asked (human recall only, seeded; interference.py);
 5. guaranteed slots: pinned / milestone memories take the places of weak results only
    (selection.py, as are 6 to 8);
 6. counterweights: for strongly negative queries, a bounded share of the results goes to
@@ -26,7 +27,7 @@ from datetime import datetime
 from memdir.archive_format.people import names_by_person
 
 from ..blas import single_thread
-from . import activation, candidates, policy, score, selection
+from . import activation, candidates, interference, policy, score, selection
 from .interface import RecallIndex
 from .options import RecallConfig, RecallOptions, read_settings
 from .query import QueryAnalysis, analyse, note_aliases
@@ -68,6 +69,10 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     ranked, trace = score.rank(survivors, settings.weights, settings.decay)
     traces.append(trace)
     ranked, trace = _activate(index, ranked, analysis, now, options, settings)
+    traces.append(trace)
+    strength = settings.interference if options.interference is None else options.interference
+    ranked, trace = interference.interfere(index, ranked, analysis.query, options.k, strength,
+                                           options.seed, options.perfect)  # fmt: skip
     traces.append(trace)
 
     chosen, trace = selection.reserve_guaranteed(ranked, options, settings.verdict)

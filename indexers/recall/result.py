@@ -23,6 +23,7 @@ class Stage(str, Enum):
     DECAY = "decay"
     SCORE = "score"
     ACTIVATION = "activation"
+    INTERFERENCE = "interference"
     GUARANTEED = "guaranteed slots"
     COUNTERWEIGHTS = "counterweights"
     DIVERSITY = "diversity"
