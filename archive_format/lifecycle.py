@@ -394,13 +394,17 @@ def expire(memdir: Memdir, now: datetime) -> list[str]:
     return expired
 
 
-def recall_line(ids: list[str], now: datetime, actor: str = "user") -> dict[str, Any]:
-    """The shelf line recording what a recall surfaced, validated."""
+def recall_line(
+    ids: list[str], now: datetime, actor: str = "user", via: str | None = None
+) -> dict[str, Any]:
+    """The shelf line recording what a recall surfaced (`via`: 'context' for the per-prompt
+    block's delivery, 'use' for memories a reply used), validated."""
     line: dict[str, Any] = {
         "kind": "recall",
         "at": format_time(now),
         "memories": ids,
         "actor": actor,
+        **({"via": via} if via else {}),
     }
     line = {
         "kind": "recall",
@@ -412,19 +416,24 @@ def recall_line(ids: list[str], now: datetime, actor: str = "user") -> dict[str,
 
 
 def record_recall(
-    memdir: Memdir, ids: list[str], now: datetime, actor: str = "user", label: str = ""
+    memdir: Memdir,
+    ids: list[str],
+    now: datetime,
+    actor: str = "user",
+    label: str = "",
+    via: str | None = None,
 ) -> str:
     """Append what a recall surfaced (rehearsal statistics) and push the top one into the ring.
 
     The same line (the same memories at the same second by the same actor: one content id)
     is appended once: a command that ran in `memdir serve` and again in-process, because its
     client gave up waiting, records one recall (the client pins the clock for both)."""
-    line = recall_line(ids, now, actor)
+    line = recall_line(ids, now, actor, via)
     with memdir.lock(timeout=2.0):
         if shelf.tail_holds(memdir.recall_shelf, f'"id":"{line["id"]}"'.encode("ascii")):
             return str(line["id"])
         shelf.append(memdir.recall_shelf, [encode_line(line)], memdir.quarantine_dir)
-        if ids:
+        if ids and via != "use":  # a reply's use is no news for the ring
             what = label or f"{len(ids)} memories"
             follow_up("the console ring", lambda: ring.push(memdir, now, "recalled", ids[0], what))
     return str(line["id"])

@@ -268,6 +268,7 @@ NO_RECORDS: dict[str, str] = {
             "restore",
             "island create",
             "song add",
+            "heal",
             "island add",
             "island remove",
             "island delete",

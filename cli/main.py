@@ -19,6 +19,7 @@ from .commands import bench as bench_commands
 from .commands import continuity as continuity_commands
 from .commands import core as core_commands
 from .commands import doctor as doctor_commands
+from .commands import heal as heal_commands
 from .commands import imports as imports_commands
 from .commands import index as index_commands
 from .commands import init as init_commands
@@ -82,6 +83,7 @@ islands_commands.register(app)
 continuity_commands.register(app)
 core_commands.register(app)
 room_commands.register(app)
+heal_commands.register(app)
 songs_commands.register(app)
 bench_commands.register(app)
 watch_commands.register(app)

@@ -21,7 +21,7 @@ def documented_fields(kind: str) -> list[tuple[str, bool]]:
 
 
 @pytest.mark.parametrize(
-    "kind", ["memory", "event", "tombstone", "turn", "digest", "note", "island"]
+    "kind", ["memory", "event", "tombstone", "recall", "turn", "digest", "note", "island"]
 )
 def test_format_doc_tables_match_schemas(kind: str) -> None:
     schema = load_schema(kind)

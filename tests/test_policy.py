@@ -573,6 +573,7 @@ QUIET_JSON: dict[str, tuple[str, ...]] = {
     "island create": ("island", "create", "quiet", "--about", "a quiet island"),
     "island list": ("island", "list"),
     "island delete": ("island", "delete", "quiet"),
+    "heal": ("heal",),
 }
 # --json outputs this test does not run, and where they are covered
 NOT_RUN = {

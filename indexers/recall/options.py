@@ -13,7 +13,7 @@ _DEFAULT = {
     "semantic": 1.0, "bm25": 1.0, "context_semantic": 1.0, "context_bm25": 1.0,
     "speaker": 1.0, "session": 0.5, "when": 2.0, "meta_bm25": 0.25,
     "affect": 0.0, "degree": 0.1, "recency": 0.0,
-    "importance": 0.1, "keyword": 0.0, "half_life_days": 30.0, "questions": 0.4,
+    "importance": 0.1, "keyword": 0.0, "use": 0.0, "half_life_days": 30.0, "questions": 0.4,
 }  # fmt: skip
 PROFILES: dict[str, dict[str, float]] = {
     # Tuned on the LoCoMo and REALTALK dev files (docs/RECALL.md): the relevance components, light

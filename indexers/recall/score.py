@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .interface import RecallIndex
     from .query import QueryAnalysis
 
-PRIORS = ("affect", "degree", "recency", "importance", "keyword")
+PRIORS = ("affect", "degree", "recency", "importance", "keyword", "use")
 WEIGHTED = RELEVANCE + PRIORS
 # profile entries that are no blended component: the recency prior's default half-life, and
 # how much a memory that is mostly questions loses of its text components (relevance.py)
@@ -56,11 +56,13 @@ def relevance_weight(weights: Mapping[str, float]) -> float:
 def priors(index: RecallIndex, candidates: list[Candidate], analysis: QueryAnalysis, now: datetime,
            weights: dict[str, float], half_lives: dict[str, Any],
            distilled_types: bool = False) -> None:  # fmt: skip
-    """Add the affect resonance, relational degree, recency, importance and keyword components
+    """Add the affect resonance, relational degree, recency, importance, keyword and use components
     (and each candidate's affect, which decay and the counterweights read). The half-life is
     the user's type's, or with `distilled_types` (settings.recall.distilled_cutoffs) the
     distilled type's when the user gave none."""
     from ..affect import resonance
+    from ..uses import component as use_component
+    from ..uses import read as read_uses
 
     if not candidates:
         return
@@ -69,6 +71,7 @@ def priors(index: RecallIndex, candidates: list[Candidate], analysis: QueryAnaly
     query_affect = _as_affect(analysis.affect)
     neutral_query = abs(query_affect.valence) < 0.05 and not any(query_affect.chord.values())
     affects = index.affects_of([c.memory for c in candidates])
+    uses = read_uses(index.memdir) if weights.get("use") else {}  # the healer's counts
     for candidate in candidates:
         line = candidate.memory.line
         candidate.affect = affects[candidate.id]
@@ -88,6 +91,7 @@ def priors(index: RecallIndex, candidates: list[Candidate], analysis: QueryAnaly
                 "recency": 0.5 ** (age_days / half_life),
                 "importance": (int(effective(line, candidate.distilled)["importance"]) - 1) / 9,
                 "keyword": bm25 if candidate.raw.get("bm25", 0.0) > 0 else 0.0,
+                "use": use_component(uses, candidate.id) if uses else 0.0,
             }
         )
 

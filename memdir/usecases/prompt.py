@@ -188,7 +188,12 @@ def prompt_context(
     if record and found.entries:
         try:
             record_recall(
-                memdir, [e.id for e in found.entries], now, "user", f"context: {prompt[:200]}"
+                memdir,
+                [e.id for e in found.entries],
+                now,
+                "user",
+                f"context: {prompt[:200]}",
+                via="context",
             )
         except LockedError:
             log.warning("the memdir is busy; this context was not recorded")

@@ -1,7 +1,8 @@
 """Sleep: the nightly maintenance run for cron — one locked, idempotent pass.
 
 1. expire: an `expire` event for every inference past its TTL;
-2. dream: consolidate closed groups of journal turns (memdir/usecases/dream.py);
+2. dream: consolidate closed groups of journal turns (memdir/usecases/dream.py); then use
+   feedback: which delivered memories the assistant's replies used (memdir/usecases/healer.py);
 3. index: bring the derived indexes up to date (the new summaries included);
 4. decay bookkeeping: fidelity of every live memory at *now* (reported, never stored: decay is
    a closed form of timestamps, so it does not matter how often sleep runs);
@@ -32,6 +33,7 @@ from memdir.archive_format.state import read_yaml, write_yaml
 from memdir.indexers.distill import CHANGE_COSINE, NEGATION, SUPERSEDE_COSINE
 from memdir.usecases import documents
 from memdir.usecases.dream import DreamReport, dream, maintenance_lock, words
+from memdir.usecases.healer import HealReport, heal
 from memdir.words import counted
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ class SleepReport:
     dry_run: bool
     expired: list[str] = field(default_factory=list)
     dream: DreamReport = field(default_factory=DreamReport)
+    use: HealReport = field(default_factory=HealReport)
     decay: dict[str, Any] = field(default_factory=dict)
     links: list[dict[str, str]] = field(default_factory=list)
     boot: str | None = None
@@ -67,7 +70,7 @@ class SleepReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.expired or self.dream.changed or self.links)
+        return bool(self.expired or self.dream.changed or self.links or self.use.used)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +79,7 @@ class SleepReport:
             "changed": self.changed,
             "expired": self.expired,
             "dream": self.dream.to_dict(),
+            "use": self.use.to_dict(),
             "decay": self.decay,
             "links": self.links,
             "boot": self.boot,
@@ -315,6 +319,7 @@ def sleep(memdir: Memdir, now: datetime, dry_run: bool = False) -> SleepReport:
         else:
             report.expired = expire(memdir, now)
         report.dream = dream(memdir, now, dry_run=dry_run)
+        report.use = heal(memdir, now, dry_run=dry_run)
         index = fresh_index(memdir)
         try:
             view = load_view(memdir, now)
@@ -349,6 +354,7 @@ def _counts(report: SleepReport) -> dict[str, Any]:
         "summarised_turns": dreamt["summarised_turns"],
         "withheld_turns": dreamt["withheld_turns"],
         "links": len(report.links),
+        "used": report.use.used,
         "mean_fidelity": report.decay.get("mean_fidelity"),
         "seconds": round(report.seconds, 3),
     }
@@ -366,6 +372,9 @@ def _entry_text(report: SleepReport) -> str:
             f"{counted(counts['summarised_turns'], 'turn')}"
             f" ({counts['withheld_turns']} private, sealed or secret turns withheld)"
         )
+    if report.use.paired:
+        lines.append(f"- replies used {report.use.used} of the {report.use.delivered} memories "
+                     f"delivered to {counted(report.use.paired, 'reply', 'replies')}")  # fmt: skip
     if report.links:
         kinds = sorted({link["type"] for link in report.links})
         lines.append(f"- linked {counted(len(report.links), 'pair')}: {', '.join(kinds)}")
