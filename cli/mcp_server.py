@@ -256,6 +256,10 @@ class MemdirTools:
                 "other personas are left out.",
             ),
         ] = None,
+        island: Annotated[
+            str | None,
+            Field(max_length=64, description="Only this island's memories (`island_list`)."),
+        ] = None,
         include_journal: Annotated[
             bool,
             Field(
@@ -279,11 +283,19 @@ class MemdirTools:
         `include_journal` adds the conversation turns that hold the query's words, for a
         detail no memory kept."""
         from memdir.indexers.recall import RecallOptions
+        from memdir.usecases.islands import live_members
         from memdir.usecases.recall import journal_group
         from memdir.usecases.recall import recall as run_recall
 
+        members = live_members(self.memdir, island, self._now()) if island else None
         options = RecallOptions(
-            k=k, profile=profile, include_private=include_private, budget=budget, persona=persona
+            k=k,
+            profile=profile,
+            include_private=include_private,
+            budget=budget,
+            persona=persona,
+            island=island,
+            members=members,
         )
         index = self._index()
         result = run_recall(self.memdir, query.strip(), self._now(), options,
@@ -404,14 +416,21 @@ class MemdirTools:
         persona: Annotated[
             str | None, Field(max_length=64, description="Wake as this persona.")
         ] = None,
+        island: Annotated[
+            str | None,
+            Field(max_length=64, description="Only this island's memories in the memory sections."),
+        ] = None,
     ) -> dict[str, Any]:
         """The wake document for a new conversation: date and time since the last session,
         hard facts, people, recent teachings, the review queue, what needs the user's decision,
         open threads, the emotional arc and the raw window of recent user turns, as markdown
-        within a token budget. With a persona, memories scoped to other personas are left out."""
+        within a token budget. With a persona, memories scoped to other personas are left out;
+        with an island, the memory sections hold only its members."""
         from memdir.usecases.documents import wake
+        from memdir.usecases.islands import live_members
 
-        return wake(self.memdir, self._now(), budget, persona=persona).to_dict()
+        members = live_members(self.memdir, island, self._now()) if island else None
+        return wake(self.memdir, self._now(), budget, persona=persona, island=members).to_dict()
 
     def boot(self) -> dict[str, Any]:
         """The boot document (documents/boot.md as it would be written now): today, recent

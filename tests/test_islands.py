@@ -158,3 +158,36 @@ def test_wake_island_keeps_only_its_members_in_the_memory_sections(hashed: Memdi
     assert "gym closes" in scoped  # the current memory of key x, a member
     assert "rent is paid" not in scoped  # superseded in the whole archive, so not current
     assert "no island named" in ok("wake", "--island", "nope", code=4)
+
+
+def test_the_mcp_recall_and_wake_take_an_island(hashed: Memdir) -> None:
+    import anyio
+    from conftest import MEMDIR_BIN
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    ok = runner(hashed.root)
+    ins = teach(ok, "the quokka on Rottnest island", "a quokka photo from the ferry")
+    (out,) = teach(ok, "the quokka plush on the shelf")
+    ok("island", "create", "rottnest")
+    ok("island", "add", "rottnest", *ins)
+    params = StdioServerParameters(command=str(MEMDIR_BIN), args=["--dir", str(hashed.root), "mcp"],
+                                   env=clean_env(MEMDIR_NOW="2026-05-01T10:00:00Z"))  # fmt: skip
+
+    async def scenario() -> tuple[dict, dict, dict, str]:
+        async with Client(params, read_timeout_seconds=60) as client:
+            scoped = await client.call_tool("recall", {"query": "quokka", "island": "rottnest",
+                                                       "record": False})  # fmt: skip
+            everything = await client.call_tool("recall", {"query": "quokka", "record": False})
+            woken = await client.call_tool("wake", {"island": "rottnest", "budget": 4000})
+            missing = await client.call_tool("recall", {"query": "quokka", "island": "nope"})
+            assert missing.is_error
+            return (scoped.structured_content or {}, everything.structured_content or {},
+                    woken.structured_content or {}, missing.content[0].text)  # fmt: skip
+
+    scoped, everything, woken, missing = anyio.run(scenario)
+    assert sorted(r["id"] for r in scoped["results"]) == sorted(ins)
+    assert out in {r["id"] for r in everything["results"]}
+    assert "Rottnest" in woken["markdown"]  # a member, among the recent teachings
+    assert out not in woken["markdown"] and "plush" not in woken["markdown"]
+    assert "no island named" in missing
