@@ -43,7 +43,7 @@ from typing import Any
 
 from . import shelf
 from .clock import parse_time
-from .cutoffs import stands
+from .cutoffs import named_day, stands
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
 from .validate import JOURNAL_KINDS, LINE_KINDS
@@ -51,7 +51,7 @@ from .validate import JOURNAL_KINDS, LINE_KINDS
 log = logging.getLogger("memdir")
 
 CACHE_NAME = "idcache.sqlite"
-VERSION = 2  # PRAGMA user_version; any other value means: drop and rebuild
+VERSION = 3  # PRAGMA user_version; any other value means: drop and rebuild
 CHUNK = 500  # ids per `IN (...)` query, well under SQLite's variable limit
 FINGERPRINT_WINDOW = 1 << 12
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -65,7 +65,7 @@ CREATE TABLE files(
 CREATE TABLE records(
     id TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     tombstone INTEGER NOT NULL, text_hash INTEGER, key TEXT, inference INTEGER, created INTEGER,
-    expires INTEGER, settled INTEGER, confirmed INTEGER, standing INTEGER);
+    expires INTEGER, settled INTEGER, confirmed INTEGER, standing INTEGER, day INTEGER);
 CREATE INDEX records_id ON records(id);
 CREATE INDEX records_text ON records(text_hash) WHERE text_hash IS NOT NULL;
 CREATE INDEX records_key ON records(key) WHERE key IS NOT NULL;
@@ -74,6 +74,7 @@ CREATE INDEX records_inference ON records(expires) WHERE inference = 1;
 CREATE INDEX records_due ON records(expires) WHERE inference = 1 AND settled IS NULL;
 CREATE INDEX records_settled ON records(settled) WHERE inference = 1;
 CREATE INDEX records_standing ON records(standing) WHERE standing = 1;
+CREATE INDEX records_day ON records(day) WHERE day IS NOT NULL;
 CREATE TABLE events(
     target TEXT NOT NULL, file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
     op TEXT, at INTEGER);
@@ -86,7 +87,7 @@ CREATE INDEX journal_id ON journal(id);
 CREATE INDEX journal_at ON journal(at);
 """
 TABLES = ("records", "events", "journal")
-COLUMNS = {"records": 13, "events": 6, "journal": 6}
+COLUMNS = {"records": 14, "events": 6, "journal": 6}
 BULK_LINES = 20_000  # indexing more lines at once drops and rebuilds the SQL indexes
 BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
@@ -178,6 +179,17 @@ def _standing(data: dict[str, Any]) -> bool:
                   importance=importance if isinstance(importance, int) else None)  # fmt: skip
 
 
+def _day(text: Any, created: int | None) -> int | None:
+    """The calendar day a memory's text names (cutoffs.named_day), as the epoch of its start
+    in UTC; None when it names none (every pattern holds a digit: most texts cost one scan)."""
+    if not isinstance(text, str) or created is None or not any(c.isdigit() for c in text):
+        return None
+    day = named_day(text, datetime.fromtimestamp(created, timezone.utc))
+    if day is None:
+        return None
+    return int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp())
+
+
 def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[Any, ...]] | None:
     """The table and row a decoded line goes to, or None when it names nothing."""
     if not isinstance(data, dict):
@@ -188,14 +200,15 @@ def _row(data: Any, number: int, offset: int, length: int) -> tuple[str, tuple[A
         if not isinstance(memory_id, str) or memory_id.startswith("t-"):
             return None  # a forgotten turn's tombstone (journal forget) names no memory
         if kind == "tombstone":
-            return "records", (memory_id, number, offset, length, 1) + (None,) * 8
+            return "records", (memory_id, number, offset, length, 1) + (None,) * 9
         text = data.get("text")
+        created = _epoch(data.get("created"))
         return "records", (
             memory_id, number, offset, length, 0,
             text_hash(text) if isinstance(text, str) else None,
             _text(data.get("key")), int(data.get("source") == "inference"),
-            _epoch(data.get("created")), _epoch(data.get("expires")), None, None,
-            int(_standing(data)),
+            created, _epoch(data.get("expires")), None, None,
+            int(_standing(data)), _day(text, created),
         )  # fmt: skip
     if kind == "event" and isinstance(data.get("target"), str):
         return "events", (
@@ -562,6 +575,13 @@ class IdCache:
         """Memories wake keeps at any age while current (cutoffs.stands) that have no key:
         pinned, important, hard-typed teachings; the fold decides whether each is current."""
         rows = self.db.execute("SELECT id FROM records WHERE standing = 1")
+        return {row[0] for row in rows}
+
+    def dated(self, since: datetime) -> set[str]:
+        """Memories whose text names a calendar day on or after `since`'s (the upcoming ones
+        wake lists, however long ago they were written); the fold decides what is current."""
+        start = int(datetime(since.year, since.month, since.day, tzinfo=timezone.utc).timestamp())
+        rows = self.db.execute("SELECT id FROM records WHERE day >= ?", (start - 86400,))
         return {row[0] for row in rows}
 
     def open_inferences(self, now: datetime) -> set[str]:

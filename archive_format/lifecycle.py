@@ -157,10 +157,11 @@ def short_ids(memdir: Memdir, ids: Iterable[str]) -> dict[str, str]:
 def recent_view(memdir: Memdir, now: datetime, since: datetime) -> ArchiveView:
     """What a briefing can show, folded alone: memories created or decided since `since`,
     every inference still open at `now`, the memories in the console ring, the ones kept at
-    any age (cutoffs.stands: pinned, important, hard facts) and each supersede key's current
-    memory. Iterating it yields those states (and, after a fallback, others)."""
+    any age (cutoffs.stands: pinned, important, hard facts), those naming a day from today on
+    (upcoming) and each supersede key's current memory. Iterating it yields those states (and,
+    after a fallback, others)."""
     cache = idcache.open_cache(memdir)
-    ids = cache.since(since) | cache.open_inferences(now) | cache.standing()
+    ids = cache.since(since) | cache.open_inferences(now) | cache.standing() | cache.dated(now)
     ids.update(str(slot.get("id", "")) for slot in ring.read_ring(memdir))
     return view_of(memdir, ids, now, cache, keys=cache.keys())
 

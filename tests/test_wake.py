@@ -185,3 +185,34 @@ def test_the_self_notes_reach_wake_saying_who_set_each_field(hashed: Memdir) -> 
                       "humour": ("dry", "assistant")}  # fmt: skip
     text = memdir_main("--dir", root, "wake").out
     assert "- humour: dry (set by assistant)" in text and "- name: Ada\n" in text
+
+
+def test_wake_lists_what_is_coming_up_however_long_ago_it_was_taught(
+    capsys: pytest.CaptureFixture[str], hashed: Memdir
+) -> None:
+    """docs/CONTINUITY.md, "Coming up": a memory naming a day from today to 60 days ahead is in
+    wake's Coming up, soonest first, once (not again among the recent teachings)."""
+    dentist = run(capsys, hashed, NOV1, "teach", "My dentist appointment is on 3 December")
+    flight = run(capsys, hashed, NOV1, "teach", "My flight to Tokyo is on 12 March",
+                 "--type", "DATE:appointment")  # fmt: skip
+    married = run(capsys, hashed, NOV1, "teach", "We married on 3 May 2019")
+    for day in range(1, 31):  # everyday notes move the console ring on
+        run(capsys, hashed, NOV1 + timedelta(days=day), "teach", f"Diary {day}: a walk")
+
+    def upcoming(when: datetime) -> list[tuple[str, int]]:
+        items = wake_json(capsys, hashed, when)["sections"]["upcoming"]["items"]
+        return [(item["id"], item["in_days"]) for item in items]
+
+    assert upcoming(NOV1 + timedelta(days=1)) == [(dentist, 31)]  # the flight is beyond 60 days
+    document = wake_json(capsys, hashed, NOV1 + timedelta(days=1))
+    assert document["markdown"].count(dentist) == 1  # not again among the recent teachings
+    # nineteen days on, long out of the recent teachings, the appointment is still coming up
+    assert upcoming(datetime(2026, 11, 20, 9, tzinfo=timezone.utc)) == [(dentist, 13)]
+    assert upcoming(datetime(2026, 12, 3, 8, tzinfo=timezone.utc)) == [(dentist, 0)]
+    assert upcoming(datetime(2026, 12, 4, 9, tzinfo=timezone.utc)) == []  # its day is past
+    assert upcoming(datetime(2027, 2, 1, 9, tzinfo=timezone.utc)) == [(flight, 39)]
+    assert married not in {i for i, _ in upcoming(datetime(2027, 2, 1, 9, tzinfo=timezone.utc))}
+    # an empty Coming up is left out of wake rather than said to be empty
+    assert "Coming up" not in wake_json(capsys, hashed, datetime(2027, 4, 1, tzinfo=timezone.utc))[
+        "markdown"
+    ]

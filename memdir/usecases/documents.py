@@ -23,7 +23,7 @@ from typing import Any
 from memdir.archive_format import journal, ring, visibility
 from memdir.archive_format.atomic import write_text
 from memdir.archive_format.clock import format_duration, format_time, parse_time
-from memdir.archive_format.cutoffs import is_hard_fact, past_cutoff, stands
+from memdir.archive_format.cutoffs import is_hard_fact, named_day, past_cutoff, stands
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
@@ -39,6 +39,7 @@ DAY_PARTS = ((0, "night"), (6, "morning"), (12, "afternoon"), (18, "evening"))
 SECTION_TITLES = {
     "hard_facts": "Hard facts (current value per key)",
     "standing": "Kept at any age (pinned, important, medication, money)",
+    "upcoming": "Coming up (memories naming a day ahead)",
     "teachings": "Recent teachings",
     "review": "Review queue (inferences awaiting the user's confirmation)",
     "decisions": "Needs your decision",
@@ -50,16 +51,18 @@ SECTION_TITLES = {
     "raw_window": "Raw window (recent user turns)",
     "events": "Recent events",
 }
-WAKE_ORDER = ("self", "hard_facts", "standing", "people", "teachings", "review", "decisions",
-              "threads", "arc", "entry", "raw_window")  # fmt: skip
-WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "self", "teachings", "people",
-                 "raw_window", "threads", "arc", "entry")  # fmt: skip
-BOOT_ORDER = ("events", "arc", "teachings", "hard_facts", "standing", "review", "decisions")
+WAKE_ORDER = ("self", "hard_facts", "standing", "upcoming", "people", "teachings", "review",
+              "decisions", "threads", "arc", "entry", "raw_window")  # fmt: skip
+WAKE_PRIORITY = ("review", "decisions", "hard_facts", "standing", "upcoming", "self", "teachings",
+                 "people", "raw_window", "threads", "arc", "entry")  # fmt: skip
+BOOT_ORDER = ("events", "arc", "upcoming", "teachings", "hard_facts", "standing", "review",
+              "decisions")  # fmt: skip
+UPCOMING_DAYS = 60  # how far ahead "Coming up" looks
 DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing lists
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
 SELF_FIELDS = 8  # fields of the self notes in wake's Self section
-SILENT_WHEN_EMPTY = ("self",)  # sections wake leaves out, rather than say they are empty
+SILENT_WHEN_EMPTY = ("self", "upcoming")  # sections wake leaves out, rather than say they are empty
 DREAM_AUTHOR = "memdir"  # who writes dream's summaries (docs/CONTINUITY.md, Dream)
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
@@ -264,6 +267,37 @@ def _standing(view: ArchiveView, now: datetime, zone: Any,
         section.items.append({"id": state.id, "text": state.memory.text, "created": state.created,
                               "pinned": state.memory.pinned, "type": state.memory.type_label,
                               "importance": state.memory.importance})  # fmt: skip
+    return section.cap()
+
+
+def _upcoming(view: ArchiveView, now: datetime, zone: Any,
+              cutoffs: Mapping[str, timedelta]) -> Section:  # fmt: skip
+    """Durable memories whose text names a day from today to UPCOMING_DAYS ahead (the
+    dentist on 3 December, a flight, a birthday), soonest first — however long ago they were
+    taught, while their cut-offs keep them current."""
+    section = Section("upcoming", empty=f"nothing dated in the next {UPCOMING_DAYS} days",
+                      more="memdir list --json")  # fmt: skip
+    today = now.astimezone(zone).date()
+    found = []
+    for state in view:
+        memory = state.memory
+        if state.status != "durable" or not shown(state) or memory is None:
+            continue
+        day = named_day(memory.text, parse_time(state.created))
+        if (
+            day is not None
+            and today <= day <= today + timedelta(days=UPCOMING_DAYS)
+            and current(state, now, cutoffs)
+        ):
+            found.append((day, state))
+    for day, state in sorted(found, key=lambda pair: (pair[0], pair[1].created)):
+        assert state.memory is not None
+        left = (day - today).days
+        when = "today" if left == 0 else "tomorrow" if left == 1 else f"in {left} days"
+        section.lines.append(f"- {day.isoformat()} ({when}): {short_text(state.memory.text)} "
+                             f"({state.id})")  # fmt: skip
+        section.items.append({"id": state.id, "day": day.isoformat(), "in_days": left,
+                              "text": state.memory.text})  # fmt: skip
     return section.cap()
 
 
@@ -549,6 +583,7 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None,
         "teachings": _teachings(view, now, zone, cutoffs),
         "hard_facts": _hard_facts(view, now, cutoffs),
         "standing": _standing(view, now, zone, cutoffs),
+        "upcoming": _upcoming(view, now, zone, cutoffs),
         "review": _review(view, now, zone, cutoffs),
         "decisions": _decisions(memdir, view, now, cutoffs),
         "people": _people(memdir),
@@ -557,7 +592,19 @@ def gather(memdir: Memdir, now: datetime, persona: str | None = None,
         "entry": _entry(memdir, now, zone, view),
         "raw_window": _raw_window(memdir, book, now, zone),
     }
+    upcoming = {item["id"] for item in sections["upcoming"].items}
+    for name in ("teachings", "standing"):  # said once, with its day, under "Coming up"
+        _leave_out(sections[name], upcoming)
     return Briefing(now, zone, header, data, sections)
+
+
+def _leave_out(section: Section, ids: set[str]) -> None:
+    """Drop the entries (a line and its item each) of memories another section shows."""
+    kept = [(line, item) for line, item in zip(section.lines, section.items, strict=True)
+            if item.get("id") not in ids]  # fmt: skip
+    section.total -= len(section.items) - len(kept)
+    section.lines = [line for line, _ in kept]
+    section.items = [item for _, item in kept]
 
 
 def _render(title: str, header: list[str], sections: list[Section]) -> str:
