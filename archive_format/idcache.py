@@ -6,13 +6,13 @@ time) and journal turn and digest ids (with their time) to the file, offset and 
 their lines. It is derived, and never trusted over the files:
 - Each file's row holds the inode, size, mtime and a fingerprint of the prefix indexed (its
   first and last 4 KiB, as the index checkpoints do). A file that grew with that prefix intact
-  is caught up from where indexing stopped (git may write a merged shelf under the old inode
-  number: its prefix is what tells); one truncated, edited in place or otherwise rewritten is
-  indexed again from its start. memdir's own rewrites (rewrite.py: forget, re-applied
-  tombstones, a merge's duplicates dropped, journal forget, import --undo, secret turns moved,
-  NULs escaped) are followed from their edits instead (`rewritten`): the rows of the replaced
-  lines go, the replacements' come and the rows after them move, so the next write reads no
-  line of the rewritten file again.
+  is caught up from where indexing stopped, whether it grew in place or was written anew under
+  another inode (a git pull or merge writes the whole shelf: its prefix is what tells); one
+  truncated, edited in place or otherwise rewritten is indexed again from its start. memdir's
+  own rewrites (rewrite.py: forget, re-applied tombstones, a merge's duplicates dropped,
+  journal forget, import --undo, secret turns moved, NULs escaped) are followed from their
+  edits instead (`rewritten`): the rows of the replaced lines go, the replacements' come and
+  the rows after them move, so the next write reads no line of the rewritten file again.
 - Answers are candidates. Callers fold the lines the cache points at; a line that is not what
   the cache says raises `Stale`, and the caller reads every shelf instead.
 - A missing or corrupt cache is rebuilt; when none can be kept on disk (a read-only
@@ -342,8 +342,10 @@ class IdCache:
                 if same_file and size == stat.st_size and mtime_ns == stat.st_mtime_ns:
                     return
                 grown = stat.st_size > size or (stat.st_size == size and size == 0)
-                if same_file and grown and fingerprint(handle, size) == mark:
-                    start = size  # appended to: index the new lines only
+                # appended to — in place, or written anew with the old bytes first, as a git
+                # pull or merge writes a shelf (a new inode): index the new lines only
+                if grown and fingerprint(handle, size) == mark:
+                    start = size
                 else:
                     self._drop_file(number)
                     known = None

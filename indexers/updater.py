@@ -94,8 +94,9 @@ def past_blank_lines(path: Path, end: int) -> int:
 def fingerprint(path: Path, length: int) -> str:
     """A cheap fingerprint of a shelf's first `length` bytes: its head and tail windows.
 
-    Rewrites that change the inode (atomic renames, git checkouts) or the bytes near either end
-    of the indexed prefix are detected without reading the whole shelf.
+    Rewrites that change the bytes near either end of the indexed prefix (or its length) are
+    detected without reading the whole shelf; a shelf written anew with the prefix intact (git
+    writes a pulled or merged shelf as a new file) is appended to, not rebuilt.
     """
     digest = hashlib.sha256(str(length).encode())
     with open(path, "rb") as handle:
@@ -170,8 +171,9 @@ class IndexUpdater:
             path = memdir.shelves_dir / name
             if name not in present:
                 return f"shelf {name} disappeared"
-            stat = path.stat()
-            if stat.st_ino != checkpoint.inode or stat.st_size < checkpoint.offset:
+            # a new inode with the indexed prefix intact is a shelf git wrote anew (a pull or a
+            # merge appends to what was there): appending is enough
+            if path.stat().st_size < checkpoint.offset:
                 return f"shelf {name} was rewritten"
             if fingerprint(path, checkpoint.offset) != checkpoint.fingerprint:
                 return f"shelf {name} was rewritten"
@@ -285,10 +287,15 @@ class IndexUpdater:
         for path in storage.memdir.shelves():
             start = checkpoints[path.name].offset if path.name in checkpoints else 0
             end = start
-            # `forget` may replace the shelf while it is read (by path): same inode before and
-            # after, and the checkpoint's, or the update starts over (then it sees a rewrite)
+            # `forget` may replace the shelf while it is read (by path): the same inode before
+            # and after, and the checkpoint's — or, for a shelf written anew (a git pull or
+            # merge writes the whole file), its indexed prefix still there — or the update
+            # starts over (then it sees a rewrite)
             inode = path.stat().st_ino
-            if path.name in checkpoints and inode != checkpoints[path.name].inode:
+            known = checkpoints.get(path.name)
+            if known is not None and inode != known.inode and (
+                fingerprint(path, known.offset) != known.fingerprint
+            ):
                 raise ShelfReplaced(path.name)
             for item in shelf_io.read_all(path, start):
                 kind = item.data.get("kind") if item.data is not None else None

@@ -383,6 +383,41 @@ def test_every_rewrite_by_memdir_keeps_the_cache_current(md: Memdir, rewrite: st
     assert_journal_agrees(md, T0_DT + 3 * HOUR)
 
 
+def written_anew_by_git(path: Path, *memories: Memory) -> None:
+    """What a `git pull` or merge does to a shelf: a new file (a new inode) renamed over the
+    old one, holding its bytes and then the lines the other clone appended."""
+    data = path.read_bytes() + b"".join(encode_line(m.to_line()) for m in memories)
+    fresh = path.with_name(path.name + ".pulled")
+    fresh.write_bytes(data)
+    os.replace(fresh, path)
+
+
+def test_a_shelf_git_wrote_anew_with_lines_appended_is_caught_up_not_read_again(
+    md: Memdir,
+) -> None:
+    for n in range(300):
+        lifecycle.teach(md, f"kept memory number {n}", T0_DT)
+    cache = idcache.open_cache(md)
+    inode = md.memory_shelf.stat().st_ino
+    pulled = [memory(f"pulled from the other clone {n}", key=f"k{n}", source="teaching",
+                     author="user", store="semantic") for n in range(3)]  # fmt: skip
+    written_anew_by_git(md.memory_shelf, *pulled)
+    assert md.memory_shelf.stat().st_ino != inode
+    read = cache.lines_read
+    again = lifecycle.teach(md, "pulled from the other clone 1", T0_DT + HOUR, key="k1")
+    assert again.id == pulled[1].id and not again.added  # the pulled line is seen
+    assert cache.lines_read - read <= 3, cache.lines_read - read  # the 3 pulled, not 303
+    assert_agrees_with_the_shelves(md, T0_DT + HOUR)
+    # written anew with a changed prefix (a checkout of other history) is indexed again
+    raw = md.memory_shelf.read_bytes()
+    md.memory_shelf.unlink()
+    md.memory_shelf.write_bytes(raw.replace(b"kept memory number 0", b"kept memory number X"))
+    read = cache.lines_read
+    lifecycle.teach(md, "after the checkout", T0_DT + 2 * HOUR)
+    assert cache.lines_read - read >= 300
+    assert_agrees_with_the_shelves(md, T0_DT + 2 * HOUR)
+
+
 def test_a_shelf_edited_in_place_or_replaced_by_an_older_copy_is_indexed_again(
     md: Memdir,
 ) -> None:

@@ -397,6 +397,28 @@ def test_rewritten_shelf_is_detected_and_reindexed(md: Memdir, hashing: Any, rew
     index.close()
 
 
+def test_a_shelf_git_wrote_anew_with_lines_appended_is_appended_to_not_rebuilt(
+    md: Memdir, hashing: Any
+) -> None:
+    """A git pull or merge writes the whole shelf as a new file (a new inode), the old bytes
+    first: the index appends the pulled lines instead of rebuilding (docs/SCALE.md)."""
+    kept = [lifecycle.teach(md, text, at(n)).id for n, text in enumerate(TEXTS[:4])]
+    index = MemoryIndex(md, embedder=hashing)
+    index.update()
+    inode = md.memory_shelf.stat().st_ino
+    pulled = new_memory(created=format_time(at(30)), text="The neighbours adopted a grey parrot",
+                        source="teaching", author="user", store="semantic")  # fmt: skip
+    replace_by_rename(md.memory_shelf, md.memory_shelf.read_bytes() + encode_line(pulled.to_line()))
+    assert md.memory_shelf.stat().st_ino != inode and index.needs_update()
+    report = index.update()
+    assert not report.rebuilt and report.memories == 1, report
+    assert pulled.id in search_ids(index, "grey parrot")
+    assert set(kept) <= similar_ids(index, " ".join(TEXTS[:4]))
+    incremental = results(index)
+    index.close()
+    assert results(fresh_index(md, hashing)) == incremental
+
+
 def test_rewritten_shelf_through_the_cli(md: Memdir) -> None:
     md = configure(md, embedder={"kind": "hashing"})
     lifecycle.teach(md, "Orchids need very little water", at(0))
