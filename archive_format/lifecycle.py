@@ -24,7 +24,7 @@ from typing import Any
 from . import idcache, ring, secrets, shelf, tombstones
 from .clock import format_time, parse_time
 from .errors import BadInputError, LifecycleError, MemdirError, NotFoundError
-from .fold import ArchiveView, MemoryState, fold, supersessors
+from .fold import ArchiveView, MemoryState, fold, impossible_line, supersessors
 from .idcache import IdCache
 from .memdir import Memdir
 from .records import (
@@ -201,10 +201,10 @@ def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
     """Validate and append one memory; an already-live identical memory is returned instead."""
     line = memory.to_line()
     _check(line)
-    if memory.source == "teaching" and not author_is_user(memory.author):
+    impossible = impossible_line(line)  # the fold's rule: it would leave such a line out
+    if impossible:
         raise LifecycleError(
-            f"a teaching must come from the user, not {memory.author!r}",
-            hint="store what the assistant concluded with `memdir infer`",
+            impossible, hint="store what the assistant concluded with `memdir infer`"
         )
     if memory.source == "inference" and author_is_user(memory.author):
         raise LifecycleError(
@@ -299,8 +299,9 @@ def add_memories(memdir: Memdir, memories: Iterable[Memory]) -> int:
                 continue
             line = memory.to_line()
             _check(line)
-            if memory.source == "teaching" and not author_is_user(memory.author):
-                raise LifecycleError(f"a teaching must come from the user, not {memory.author!r}")
+            impossible = impossible_line(line)
+            if impossible:
+                raise LifecycleError(impossible, hint="an import or tool writes observations")
             known.add(memory.id)
             target = secrets.shelf_for(memdir, memory.visibility)
             payload.setdefault(target, []).append(encode_line(line))

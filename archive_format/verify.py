@@ -10,8 +10,9 @@ from typing import Any
 
 from . import gitrules, journal, secrets, shelf
 from .errors import FormatError
+from .fold import impossible_line
 from .memdir import Memdir
-from .records import author_is_user, content_id
+from .records import content_id
 from .state import read_yaml
 from .validate import line_problems
 
@@ -91,10 +92,11 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 )
             _seen(seen, line["id"], where)
             memories.setdefault(line["id"], line)
-            if line["source"] == "teaching" and not author_is_user(line["author"]):
+            impossible = impossible_line(line)
+            if impossible:
                 report.problems.append(
-                    f"{where}: teaching {line['id']} was not written by the user (ignored: the "
-                    "fold and recall leave it out)"
+                    f"{where}: {line['id']} is {impossible} (ignored: the fold and recall leave "
+                    "it out)"
                 )
         elif kind == "event":
             if not line.get("redacted") and content_id("e", line) != line["id"]:
@@ -128,10 +130,10 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             )
             continue
         if event["op"] == "confirm":
-            if not author_is_user(event["actor"]):
+            impossible = impossible_line(event)
+            if impossible:
                 report.problems.append(
-                    f"{where}: {target} was confirmed by {event['actor']!r}, not the user "
-                    "(ignored: the fold leaves the confirm out)"
+                    f"{where}: {target}: {impossible} (ignored: the fold leaves the confirm out)"
                 )
             if target in memories and memories[target]["source"] != "inference":
                 report.problems.append(f"{where}: confirm of {target}, which is not an inference")

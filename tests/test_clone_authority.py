@@ -57,7 +57,7 @@ def test_a_crafted_teaching_or_confirm_decides_nothing(
     assert row["status"] == "provisional"
     problems = verify(memdir).problems
     assert any(crafted.id in p and "ignored" in p for p in problems)
-    assert any(guess in p and "confirmed by" in p and "ignored" in p for p in problems)
+    assert any(guess in p and "only the user confirms" in p and "ignored" in p for p in problems)
 
 
 def test_the_users_own_teaching_and_confirm_still_count(md: Memdir) -> None:

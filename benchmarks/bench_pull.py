@@ -1,0 +1,83 @@
+"""After a git pull: what the first write and the first index update cost when a shelf was
+written anew by git (a new inode, the old bytes first, the other clone's lines after them).
+
+    .venv/bin/python -m benchmarks.bench_pull [SIZE ...] [--runs N]
+
+For each size (default 100,000 memories; memdirs as benchmarks/bench_archive.py makes them,
+the hashing embedder): build the id cache and the index, then N times: write the memory shelf
+anew with 10 pulled memories appended and time the first write (`add_memories` of one memory:
+the id cache catches up) and the index update after it. Prints medians in ms as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_archive import START, STEP, copied, generated
+from benchmarks.common import machine
+from memdir.archive_format import lifecycle
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.records import encode_line, new_memory
+
+WORKDIR = Path(tempfile.gettempdir()) / "memdir-bench"
+
+
+def pull(path: Path, lines: list[bytes]) -> None:
+    """What git does: a new file with the old bytes and the pulled lines, renamed over."""
+    fresh = path.with_name(path.name + ".pulled")
+    with open(path, "rb") as old, open(fresh, "wb") as new:
+        while chunk := old.read(1 << 22):
+            new.write(chunk)
+        new.write(b"".join(lines))
+    os.replace(fresh, path)
+
+
+def measure(size: int, runs: int) -> dict[str, float]:
+    from memdir.indexers.embedding import HashingEmbedder
+    from memdir.indexers.index import MemoryIndex
+
+    memdir = copied(generated(WORKDIR, size), WORKDIR / f"pull-{size}")
+    now = START + size * STEP
+    warm = new_memory(created=format_time(now), text="warm", source="observation",
+                      author="assistant", store="episodic")  # fmt: skip
+    lifecycle.add_memories(memdir, [warm])  # builds the id cache
+    index = MemoryIndex(memdir, embedder=HashingEmbedder())
+    index.update()
+    writes, updates = [], []
+    for run in range(runs):
+        pulled = [encode_line(new_memory(created=format_time(now), text=f"pulled {run} {n}",
+                                         source="observation", author="assistant",
+                                         store="episodic").to_line()) for n in range(10)]  # fmt: skip
+        pull(memdir.memory_shelf, pulled)
+        began = time.perf_counter()
+        lifecycle.add_memories(memdir, [new_memory(created=format_time(now), text=f"mine {run}",
+                                                   source="observation", author="assistant",
+                                                   store="episodic")])  # fmt: skip
+        writes.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        report = index.update()
+        updates.append(time.perf_counter() - began)
+        print(f"  size {size} run {run}: rebuilt={report.rebuilt} ({report.reason or 'appended'})")
+    index.close()
+    return {"first write after a pull (ms)": statistics.median(writes) * 1000,
+            "index update after a pull (ms)": statistics.median(updates) * 1000}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[100_000])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    print(machine())
+    found = {size: measure(size, args.runs) for size in args.sizes}
+    print(json.dumps(found, indent=2))
+
+
+if __name__ == "__main__":
+    main()
