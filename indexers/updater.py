@@ -293,8 +293,10 @@ class IndexUpdater:
             # starts over (then it sees a rewrite)
             inode = path.stat().st_ino
             known = checkpoints.get(path.name)
-            if known is not None and inode != known.inode and (
-                fingerprint(path, known.offset) != known.fingerprint
+            if (
+                known is not None
+                and inode != known.inode
+                and (fingerprint(path, known.offset) != known.fingerprint)
             ):
                 raise ShelfReplaced(path.name)
             for item in shelf_io.read_all(path, start):
