@@ -29,7 +29,6 @@ boot refresh) can use the cache alongside a writer.
 from __future__ import annotations
 
 import gc
-import hashlib
 import logging
 import math
 import os
@@ -106,14 +105,8 @@ def text_hash(text: str) -> int:
 
 
 def fingerprint(handle: Any, length: int) -> str:
-    """The first `length` bytes of an open file, cheaply: their length and both end windows."""
-    digest = hashlib.blake2b(str(length).encode("ascii"), digest_size=16)
-    head = min(length, FINGERPRINT_WINDOW)
-    digest.update(os.pread(handle.fileno(), head, 0))
-    if length > head:
-        start = max(head, length - FINGERPRINT_WINDOW)
-        digest.update(os.pread(handle.fileno(), length - start, start))
-    return digest.hexdigest()
+    """The first `length` bytes of an open file, cheaply (shelf.prefix_fingerprint)."""
+    return shelf.prefix_fingerprint(handle, length, FINGERPRINT_WINDOW)
 
 
 def _boot_id() -> str:

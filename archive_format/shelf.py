@@ -287,3 +287,19 @@ def torn_tail(path: Path) -> int:
                 return size - (start + newline + 1)
             position = start
     return size
+
+
+def prefix_fingerprint(handle: Any, length: int, window: int = 1 << 16) -> str:
+    """The one checkpoint of a file's first `length` bytes, cheaply: their length and the
+    `window` bytes at either end of them (an open file, read with pread). A file that grew keeps
+    its prefix's fingerprint; a truncation, an edit near either end or another history changes
+    it. The id cache (4 KiB windows) and the index checkpoints (64 KiB) both use it."""
+    import hashlib
+
+    digest = hashlib.sha256(str(length).encode("ascii"))
+    head = min(length, window)
+    digest.update(os.pread(handle.fileno(), head, 0))
+    if length > head:
+        start = max(head, length - window)
+        digest.update(os.pread(handle.fileno(), length - start, start))
+    return digest.hexdigest()

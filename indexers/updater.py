@@ -92,21 +92,14 @@ def past_blank_lines(path: Path, end: int) -> int:
 
 
 def fingerprint(path: Path, length: int) -> str:
-    """A cheap fingerprint of a shelf's first `length` bytes: its head and tail windows.
+    """A cheap fingerprint of a shelf's first `length` bytes (shelf.prefix_fingerprint).
 
     Rewrites that change the bytes near either end of the indexed prefix (or its length) are
     detected without reading the whole shelf; a shelf written anew with the prefix intact (git
     writes a pulled or merged shelf as a new file) is appended to, not rebuilt.
     """
-    digest = hashlib.sha256(str(length).encode())
     with open(path, "rb") as handle:
-        digest.update(handle.read(min(length, FINGERPRINT_WINDOW)))
-        if length > FINGERPRINT_WINDOW:
-            handle.seek(max(FINGERPRINT_WINDOW, length - FINGERPRINT_WINDOW))
-            digest.update(
-                handle.read(length - max(FINGERPRINT_WINDOW, length - FINGERPRINT_WINDOW))
-            )
-    return digest.hexdigest()
+        return shelf_io.prefix_fingerprint(handle, length, FINGERPRINT_WINDOW)
 
 
 def parseable(lines: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
