@@ -96,14 +96,16 @@ def heal(memdir: Memdir, now: datetime, dry_run: bool = False) -> HealReport:
         return report
     window = timedelta(minutes=PAIR_MINUTES)
     deliveries = _deliveries(memdir, replies[0].moment - window, replies[-1].moment)
-    view = lifecycle.load_view(memdir, now)
+    # only the delivered memories are folded (through the id cache), not the whole archive
+    view = lifecycle.view_of(memdir, {m for _, ids in deliveries for m in ids}, now)
+    new = {turn.id for turn in replies}
     previous: dict[str, datetime] = {}  # session -> its last assistant turn so far
     for turn in turns:
         if turn.role != "assistant":
             continue
         after = max(turn.moment - window, previous.get(turn.session, turn.moment - window))
         previous[turn.session] = turn.moment
-        if turn not in replies:
+        if turn.id not in new:
             continue
         before = [d for d in deliveries if after < d[0] <= turn.moment]
         if not before:
