@@ -395,7 +395,7 @@ _ANNOTATORS: dict[str, type[VaderNrcAnnotator | VaderAnnotator | NoAnnotator]] =
 }
 
 
-def load_annotator(name: str = "vader+nrc") -> Annotator:
+def load_annotator(name: str = "vader") -> Annotator:
     """Return the annotator called ``name`` ("vader+nrc", "vader" or "none").
 
     Lexicons are loaded on first use, not here.  Raises ValueError for an unknown name.
