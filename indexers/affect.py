@@ -207,6 +207,7 @@ def _nrc_lexicon() -> dict[str, tuple[str, ...]]:
     """
     from importlib import resources
 
+    _require_nrc()
     data = resources.files("nrclex.data").joinpath("nrc_en.json").read_text(encoding="utf-8")
     raw: dict[str, list[str]] = json.loads(data)
     plutchik = set(PLUTCHIK)
@@ -216,6 +217,19 @@ def _nrc_lexicon() -> dict[str, tuple[str, ...]]:
         if kept:
             lexicon[word] = kept
     return lexicon
+
+
+def _require_nrc() -> None:
+    """The NRC lexicon comes with the `nrc` extra; without it, one line says how to install it
+    or to choose the licence-clean default instead."""
+    from memdir.archive_format.errors import MissingExtraError
+    from memdir.archive_format.extras import require
+
+    try:
+        require("nrc", "affect.annotator: vader+nrc")
+    except MissingExtraError as error:
+        raise MissingExtraError(error.message, f"{error.hint}; or set affect: {{annotator: "
+                                "vader} in memdir.yaml (no chord, no NRC licence)") from None  # fmt: skip
 
 
 def _lemma_candidates(word: str) -> Iterable[str]:
@@ -363,6 +377,9 @@ class VaderNrcAnnotator:
 
     name: str = "vader+nrc"
     version: str = "1"
+
+    def __init__(self) -> None:
+        _require_nrc()  # before an index rebuild starts, not in the middle of one
 
     def annotate(self, text: str) -> Affect:
         return _vader_affect(text, with_chord=True, annotator=f"{self.name}/{self.version}")
