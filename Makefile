@@ -43,6 +43,7 @@ check: setup
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
 	$(VENV)/bin/mypy --config-file pyproject.toml -p memdir
+	$(VENV)/bin/lint-imports --no-cache  # the layer contracts of pyproject.toml
 
 # docs/CLI.md is generated from the commands; tests/test_reference.py checks it is current.
 docs: setup
