@@ -77,15 +77,16 @@ def missing(extra: str) -> list[str]:
     return absent
 
 
-def require(extra: str, feature: str) -> None:
+def require(extra: str, feature: str, instead: str = "") -> None:
     """Raise MissingExtraError, naming `extra` and its install command, unless it imports.
 
-    `feature` says what was asked for, in the user's words ("memdir mcp", "export --encrypt").
+    `feature` says what was asked for, in the user's words ("memdir mcp", "export --encrypt");
+    `instead`, a way to do without the extra, ends the hint ("or …").
     """
     absent = missing(extra)
     if absent:
         raise MissingExtraError(
             f"{feature} needs memdir's `{extra}` extra ({', '.join(absent)} not installed)",
             hint=f"pip install 'memdir[{extra}]' (into this install: "
-            f"{install_command(*EXTRAS[extra].packages)})",
+            f"{install_command(*EXTRAS[extra].packages)})" + (f"; or {instead}" if instead else ""),
         )

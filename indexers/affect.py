@@ -222,14 +222,10 @@ def _nrc_lexicon() -> dict[str, tuple[str, ...]]:
 def _require_nrc() -> None:
     """The NRC lexicon comes with the `nrc` extra; without it, one line says how to install it
     or to choose the licence-clean default instead."""
-    from memdir.archive_format.errors import MissingExtraError
     from memdir.archive_format.extras import require
 
-    try:
-        require("nrc", "affect.annotator: vader+nrc")
-    except MissingExtraError as error:
-        raise MissingExtraError(error.message, f"{error.hint}; or set affect: {{annotator: "
-                                "vader} in memdir.yaml (no chord, no NRC licence)") from None  # fmt: skip
+    require("nrc", "affect.annotator: vader+nrc",
+            instead="set affect: {annotator: vader} in memdir.yaml (no chord, no NRC licence)")  # fmt: skip
 
 
 def _lemma_candidates(word: str) -> Iterable[str]:
