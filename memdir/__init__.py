@@ -29,6 +29,7 @@ _API = {
             "LockedError",
             "BadInputError",
             "LifecycleError",
+            "MissingExtraError",
             "ExitStatus",
         ),
         "memdir.errors",

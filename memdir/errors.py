@@ -9,6 +9,7 @@ from memdir.archive_format.errors import (
     LifecycleError,
     LockedError,
     MemdirError,
+    MissingExtraError,
     NotAMemdirError,
     NotFoundError,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "LifecycleError",
     "LockedError",
     "MemdirError",
+    "MissingExtraError",
     "NotAMemdirError",
     "NotFoundError",
 ]

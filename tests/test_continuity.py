@@ -473,13 +473,15 @@ def test_recall_reactivates_linked_memories_but_never_a_withheld_one(cli, hashed
     assert f"refreshed by linked memories (1 rehearsal worth): {recalled}" in text
 
 
-def test_relink_keeps_its_measured_precision_on_the_labelled_pairs(minilm) -> None:
+@pytest.mark.parametrize("annotator", ["vader", "vader+nrc"])
+def test_relink_keeps_its_measured_precision_on_the_labelled_pairs(minilm, annotator) -> None:
     """The relink thresholds were chosen on tests/fixtures/relink-pairs.jsonl (112 pairs
-    written for this, benchmarks/bench_relink.py labelled): every `resonates` and `elaborates`
-    link they make there is the right one, and they find most of them."""
+    written for this, benchmarks/bench_relink.py labelled, with vader+nrc): every `resonates`
+    and `elaborates` link they make there is the right one, and they find most of them, with
+    the default annotator (no chord) too."""
     from benchmarks.bench_relink import labelled_pairs, scores
     from memdir.usecases.sleep import Thresholds
 
-    table = scores(labelled_pairs(), Thresholds())
+    table = scores(labelled_pairs(annotator), Thresholds())
     assert table["resonates"][0] == 1.0 and table["resonates"][1] >= 0.7, table
     assert table["elaborates"][0] == 1.0 and table["elaborates"][1] >= 0.75, table

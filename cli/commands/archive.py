@@ -93,6 +93,10 @@ def register(app: typer.Typer) -> None:
         to_stdout = str(out) == "-"
         if to_stdout and json_:
             raise BadInputError("--json and --out - both want standard output", hint="pick one")
+        if encrypt:  # before asking for a passphrase that could not be used
+            from memdir.archive_format.extras import require
+
+            require("encrypt", "export --encrypt")
         passphrase = read_passphrase(confirm=True) if encrypt else None
         report = run_export(memdir, out, passphrase)
         if to_stdout:
@@ -126,7 +130,12 @@ def register(app: typer.Typer) -> None:
         from memdir.usecases.archive import needs_passphrase
         from memdir.usecases.archive import restore as run_restore
 
-        passphrase = read_passphrase(confirm=False) if needs_passphrase(archive) else None
+        sealed = needs_passphrase(archive)
+        if sealed:
+            from memdir.archive_format.extras import require
+
+            require("encrypt", f"restoring the encrypted {archive}")
+        passphrase = read_passphrase(confirm=False) if sealed else None
         report = run_restore(archive, directory, passphrase)
         if json_:
             emit_json({"path": str(report.root), "files": report.files,

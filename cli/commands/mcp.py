@@ -69,9 +69,12 @@ def register(app: typer.Typer) -> None:
         Example: claude mcp add memdir -- memdir --dir ~/memory mcp
         Example: memdir --dir ~/memory mcp --http 8765
         """
+        from memdir.archive_format.extras import require
         from memdir.usecases.mcp_token import ensure_token, token_path
 
         memdir = context.open_memdir(ctx)
+        if not (show_token or rotate_token) or http is not None:  # the token needs no SDK
+            require("mcp", "memdir mcp")
         if show_token or rotate_token:
             token, _ = ensure_token(memdir, rotate=rotate_token)
             if rotate_token:

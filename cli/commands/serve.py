@@ -57,6 +57,11 @@ def register(app: typer.Typer) -> None:
                            f"socket {found['socket']}, {counted(found['requests'], 'request')} in "
                            f"{found['uptime_s']:.0f} s{memory}")  # fmt: skip
             raise typer.Exit(int(ExitStatus.OK if found else ExitStatus.PROBLEMS))
+        if not no_watch:
+            from memdir.archive_format.extras import require
+
+            require("watch", "memdir serve (keeping the indexes fresh)",
+                    instead="serve without keeping them fresh: memdir serve --no-watch")  # fmt: skip
         if log is not None:
             log_to_file(log)
         service.serve(memdir, keep_fresh=not no_watch)

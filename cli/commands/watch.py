@@ -54,9 +54,11 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir --dir ~/memory watch --log ~/memory/.memdir/watch.log &
         """
+        from memdir.archive_format.extras import require
         from memdir.usecases.watch import watch as run_watch
 
         memdir = context.open_memdir(ctx)
+        require("watch", "memdir watch")
         if log is not None:
             log_to_file(log)
         settings = memdir.settings.watch

@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from memdir.archive_format import atomic
 from memdir.archive_format.errors import BadInputError
+from memdir.archive_format.extras import require
 from memdir.archive_format.memdir import CONFIG_NAME, Memdir
 from memdir.archive_format.verify import Report, verify
 
@@ -108,6 +109,8 @@ def export(memdir: Memdir, out: Path, passphrase: str | None = None) -> ExportRe
     only: even unencrypted, it holds the whole memory.
     """
     started = time.perf_counter()
+    if passphrase is not None:
+        require("encrypt", "export --encrypt")
     if str(out) == "-":  # standard output: the caller's stream, no file of ours
         stream = _Counting(sys.stdout.buffer)
         files, bytes_in = _pack(memdir, stream, passphrase)
@@ -297,6 +300,8 @@ def restore(archive: Path, target: Path, passphrase: str | None = None) -> Resto
     """Unpack an export into `target` (new, or an empty directory) and verify it."""
     archive, target = archive.expanduser(), target.expanduser()
     sealed = needs_passphrase(archive)
+    if sealed:
+        require("encrypt", f"restoring the encrypted {archive}")
     if sealed and passphrase is None:
         raise BadInputError(f"{archive} is encrypted and no passphrase was given")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):

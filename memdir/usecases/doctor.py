@@ -24,6 +24,7 @@ from pathlib import Path
 
 from memdir.archive_format import gitrules
 from memdir.archive_format.errors import LockedError, MemdirError
+from memdir.archive_format.extras import EXTRAS, install_command
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import LOCAL_NAME, Settings, misplaced_local
@@ -45,22 +46,10 @@ class Check:
         return asdict(self)
 
 
-def install_command(*packages: str, no_deps: bool = False) -> str:
-    """The command that adds packages to the environment memdir runs in: `pipx runpip` for a
-    pipx install (`pipx inject … --pip-args=--no-deps` installs, then exits 1 with "Pipx
-    Internal Error"), `uv pip --python` for a uv tool, else this Python's pip."""
-    names = " ".join(shlex.quote(package) for package in packages)
-    flag = " --no-deps" if no_deps else ""
-    prefix = Path(sys.prefix)
-    if "/pipx/venvs/" in prefix.as_posix():
-        return f"pipx runpip {shlex.quote(prefix.name)} install{flag} {names}"
-    if "/uv/tools/" in prefix.as_posix():
-        return f"uv pip install --python {shlex.quote(sys.executable)}{flag} {names}"
-    return f"{shlex.quote(sys.executable)} -m pip install{flag} {names}"
-
-
 # The `postgres` extra of pyproject.toml, as the packages pip installs for it.
-POSTGRES_PACKAGES = ("psycopg[binary]>=3.2", "pgvector>=0.3")
+POSTGRES_PACKAGES = EXTRAS["postgres"].packages
+# The extras doctor reports on together (postgres and nrc have their own checks).
+FEATURE_EXTRAS = ("mcp", "encrypt", "watch")
 
 
 def _has(module: str) -> bool:
@@ -120,12 +109,18 @@ def check_affect(settings: Settings) -> Check:
     needed = ["vaderSentiment"] + (["nrclex"] if annotator == "vader+nrc" else [])
     missing = [name for name in needed if not _has(name)]
     if missing:
-        return Check("affect", "problem", f"{annotator} needs {', '.join(missing)}",
-                     install_command(*missing))  # fmt: skip
+        # nrclex comes with the `nrc` extra; vaderSentiment with memdir itself
+        packages = [*EXTRAS["nrc"].packages] if missing == ["nrclex"] else missing
+        extra = " (the `nrc` extra)" if missing == ["nrclex"] else ""
+        return Check("affect", "problem", f"{annotator} needs {', '.join(missing)}{extra}",
+                     install_command(*packages))  # fmt: skip
     from memdir.indexers.affect import load_annotator
 
     try:
         load_annotator(annotator).annotate("a happy, hopeful test")
+    except MemdirError as error:  # nrclex imports but its own imports (TextBlob) do not
+        return Check("affect", "problem", f"{annotator} does not load ({error.message})",
+                     install_command("--force-reinstall", *needed))  # fmt: skip
     except Exception as error:  # a broken or partial package: say so, do not crash doctor
         return Check("affect", "problem", f"{annotator} does not load ({error})",
                      install_command("--force-reinstall", *needed))  # fmt: skip
@@ -133,12 +128,26 @@ def check_affect(settings: Settings) -> Check:
     return Check("affect", "ok", f"{lexicons} ({annotator})")
 
 
+def check_extras(settings: Settings) -> Check:
+    """The optional features' extras (mcp, encrypt, watch): a note for those not installed,
+    never a problem, since memdir teaches, recalls and sleeps without them. Looked up, not
+    imported (the MCP SDK alone takes a second to import)."""
+    absent = [extra for extra in FEATURE_EXTRAS
+              if not all(_has(module) for module in EXTRAS[extra].modules)]  # fmt: skip
+    if not absent:
+        return Check("extras", "ok", f"installed: {', '.join(FEATURE_EXTRAS)}")
+    what = "; ".join(f"{extra}: {EXTRAS[extra].purpose}" for extra in absent)
+    packages = [package for extra in absent for package in EXTRAS[extra].packages]
+    return Check("extras", "note", f"not installed (needed only for {what})",
+                 install_command(*packages))  # fmt: skip
+
+
 def check_postgres(settings: Settings) -> Check:
     """The `postgres` extra: a problem when the memdir's index lives on PostgreSQL without it,
     else a note (it is only for `settings.index.backend: postgres`)."""
-    from memdir.indexers.storage import missing_postgres_modules
+    from memdir.archive_format.extras import missing as missing_modules
 
-    missing = missing_postgres_modules()
+    missing = missing_modules("postgres")
     if not missing:
         return Check("postgres", "ok", "the postgres extra (psycopg, pgvector) is installed")
     fix = install_command(*POSTGRES_PACKAGES)
@@ -177,14 +186,15 @@ def check_settings(memdir: Memdir) -> Check:
 
 
 def check_index(memdir: Memdir) -> Check:
+    from memdir.archive_format.extras import missing as missing_modules
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.postgres.database import IndexUnavailableError
-    from memdir.indexers.storage import describe_backend, missing_postgres_modules
+    from memdir.indexers.storage import describe_backend
 
     if memdir.settings_problem:
         return Check("index", "note", "not checked until memdir.yaml's settings are valid")
     backend = describe_backend(memdir)
-    if memdir.settings.index.backend == "postgres" and missing_postgres_modules():
+    if memdir.settings.index.backend == "postgres" and missing_modules("postgres"):
         return Check("index", "problem", f"{backend}: not reachable without the postgres extra",
                      install_command(*POSTGRES_PACKAGES))  # fmt: skip
     try:
@@ -270,7 +280,7 @@ def check_schedule(memdir: Memdir) -> Check:
                  f"(crontab -l 2>/dev/null; echo {shlex.quote(line)}) | crontab -")  # fmt: skip
 
 
-INSTALL_CHECKS = (check_embedder, check_affect, check_postgres)
+INSTALL_CHECKS = (check_embedder, check_affect, check_postgres, check_extras)
 MEMDIR_CHECKS = (
     check_settings, check_index, check_lock, check_git, check_service, check_schedule,
 )  # fmt: skip

@@ -192,6 +192,9 @@ class Watcher:
 
     def run(self) -> None:
         """Watch until stopped. The caller holds the WatchLock."""
+        from memdir.archive_format.extras import require
+
+        require("watch", "watching the memdir")
         from watchdog.observers import Observer
 
         settings = self.settings
