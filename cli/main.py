@@ -31,6 +31,7 @@ from .commands import people as people_commands
 from .commands import recall as recall_commands
 from .commands import serve as serve_commands
 from .commands import sync as sync_commands
+from .commands import ui as ui_commands
 from .commands import watch as watch_commands
 from .context import Options
 from .panels import group_commands
@@ -84,6 +85,7 @@ watch_commands.register(app)
 serve_commands.register(app)
 archive_commands.register(app)
 mcp_commands.register(app)
+ui_commands.register(app)
 imports_commands.register(app)
 sync_commands.register(app)
 doctor_commands.register(app)

@@ -29,7 +29,7 @@ PANELS: dict[str, tuple[str, ...]] = {
     "journal": ("journal", "dream", "sleep", "wake", "boot", "core", "expire"),
     "maintain": ("doctor", "verify", "index", "distill", "annotate", "bench"),
     "share": ("sync", "export", "restore"),
-    "serve": ("serve", "watch", "mcp"),
+    "serve": ("serve", "watch", "mcp", "ui"),
 }
 
 
