@@ -334,6 +334,10 @@ NO_RECORDS: dict[str, str] = {
         "the page's writes; answer with ids",
     ),  # fmt: skip
     **dict.fromkeys(("GET /health", "GET /ready"), "liveness and readiness; no record"),
+    **dict.fromkeys(
+        ("GET /", "GET /app.js", "GET /app.css", "GET /login"),
+        "the page's shell, its assets and the sign-in link; no record",
+    ),
     **dict.fromkeys(("GET /api/people",), "the self and people notes, not records"),
     **dict.fromkeys(
         (
