@@ -8,51 +8,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import T0_DT, clean_env, configure, memdir_cli
-from ui_server import UiServer
+from conftest import T0_DT, clean_env, memdir_cli
+from ui_server import NOW_TEXT, UiServer, build
 
-from memdir.archive_format import journal, lifecycle
-from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir, init
 
-NOW = T0_DT + timedelta(hours=3)
-NOW_TEXT = format_time(NOW)
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"  # a name for createElementNS, never fetched
-
-
-def build(root: Path) -> dict[str, str]:
-    """A small memdir written at fixed times (so two builds are the same files): teachings, two
-    inferences to decide, a contradiction, a sealed memory, a journal session."""
-    memdir, _ = init(root, T0_DT)
-    memdir = configure(memdir, embedder={"kind": "hashing"})
-    at = T0_DT
-    ids: dict[str, str] = {}
-
-    def step() -> Any:
-        nonlocal at
-        at += timedelta(minutes=1)
-        return at
-
-    ids["coffee"] = lifecycle.teach(memdir, "I take my coffee black", step(), key="coffee").id
-    ids["tea"] = lifecycle.teach(memdir, "I drink green tea in the afternoon", step()).id
-    ids["guess"] = lifecycle.infer(memdir, "Sam prefers morning meetings", step(),
-                                   timedelta(days=7)).id  # fmt: skip
-    ids["wrong"] = lifecycle.infer(
-        memdir, "Sam takes sugar in coffee", step(), timedelta(days=7)
-    ).id
-    ids["sealed"] = lifecycle.teach(memdir, "the sealed qksealedword note", step(),
-                                    visibility="sealed").id  # fmt: skip
-    ids["nocoffee"] = lifecycle.teach(memdir, "I never drink coffee after noon", step()).id
-    lifecycle.link(memdir, ids["nocoffee"], ids["coffee"], "contradicts", step(), actor="user")
-    turns = [journal.new_turn(step(), role, "s1", text, "cli")
-             for role, text in (("user", "Let us plan the garden"), ("assistant", "Sure."))]  # fmt: skip
-    journal.add_turns(memdir, turns)
-    return ids
 
 
 @pytest.fixture(scope="module")

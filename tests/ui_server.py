@@ -8,11 +8,18 @@ import json
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from conftest import MEMDIR_BIN, clean_env
+from conftest import MEMDIR_BIN, T0_DT, clean_env, configure
+
+from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.clock import format_time
+from memdir.archive_format.memdir import init
+
+NOW_TEXT = format_time(T0_DT + timedelta(hours=3))
 
 
 @dataclass
@@ -96,3 +103,33 @@ def wait_for(check: Any, timeout: float = 10) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("timed out")
+
+
+def build(root: Path) -> dict[str, str]:
+    """A small memdir written at fixed times (so two builds are the same files): teachings, two
+    inferences to decide, a contradiction, a sealed memory, a journal session."""
+    memdir, _ = init(root, T0_DT)
+    memdir = configure(memdir, embedder={"kind": "hashing"})
+    at = T0_DT
+    ids: dict[str, str] = {}
+
+    def step() -> Any:
+        nonlocal at
+        at += timedelta(minutes=1)
+        return at
+
+    ids["coffee"] = lifecycle.teach(memdir, "I take my coffee black", step(), key="coffee").id
+    ids["tea"] = lifecycle.teach(memdir, "I drink green tea in the afternoon", step()).id
+    ids["guess"] = lifecycle.infer(memdir, "Sam prefers morning meetings", step(),
+                                   timedelta(days=7)).id  # fmt: skip
+    ids["wrong"] = lifecycle.infer(
+        memdir, "Sam takes sugar in coffee", step(), timedelta(days=7)
+    ).id
+    ids["sealed"] = lifecycle.teach(memdir, "the sealed qksealedword note", step(),
+                                    visibility="sealed").id  # fmt: skip
+    ids["nocoffee"] = lifecycle.teach(memdir, "I never drink coffee after noon", step()).id
+    lifecycle.link(memdir, ids["nocoffee"], ids["coffee"], "contradicts", step(), actor="user")
+    turns = [journal.new_turn(step(), role, "s1", text, "cli")
+             for role, text in (("user", "Let us plan the garden"), ("assistant", "Sure."))]  # fmt: skip
+    journal.add_turns(memdir, turns)
+    return ids
