@@ -357,7 +357,10 @@ async function healthView() {
 }
 
 // the router ----------------------------------------------------------------------------------------
+let drawing = 0; // the latest route() call: an older one that answers late draws nothing
+
 async function route() {
+  const mine = ++drawing;
   const [path, query] = (location.hash.replace(/^#/, "") || "/review").split("?");
   const params = new URLSearchParams(query || "");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -375,6 +378,7 @@ async function route() {
   } catch (error) {
     content = [failed(error)];
   }
+  if (mine !== drawing) return;
   main().replaceChildren(...content);
   document.body.dataset.view = view;
   document.body.dataset.ready = String(Date.now());
