@@ -19,6 +19,7 @@ and the index see one request at a time). Errors are JSON with a message and a h
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import hmac
 import json
@@ -200,7 +201,9 @@ class App:
         self.limiter = Limiter(settings.rate)
         self.metrics = Metrics()
         self.once: dict[str, float] = {}
-        self.work = threading.Lock()
+        # one worker thread: requests take turns on the memdir, and its open index stays warm
+        # there (indexers/storage.resident_index keeps one per thread)
+        self.work = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="memdir-ui")
         self.started = time.time()
         self.routes = routes(self)
 
@@ -318,14 +321,10 @@ class App:
         if route.public or route.pattern == "/metrics":  # answered even while a recall runs
             result = route.handler(request)
         else:
-            result = await loop.run_in_executor(None, self.run, route.handler, request)
+            result = await loop.run_in_executor(self.work, route.handler, request)
         if isinstance(result, tuple):
             return result
         return 200, _json(result), {}
-
-    def run(self, handler: Handler, request: Request) -> Any:
-        with self.work:
-            return handler(request)
 
     def check_host(self, headers: dict[str, str]) -> None:
         host = headers.get("host", "")
@@ -596,6 +595,10 @@ def serve(app: App, sock: Any) -> None:
     import signal
 
     import uvicorn
+
+    from memdir.indexers.storage import keep_models_resident
+
+    keep_models_resident()  # the model and the open index stay loaded between requests
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager

@@ -9,21 +9,97 @@ a decision made on the page is the line `memdir confirm`/`reject`/`link` would a
 
 from __future__ import annotations
 
+import bisect
 import re
+import threading
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from memdir.api import Memdir as Handle
 from memdir.archive_format import clock
-from memdir.archive_format.errors import BadInputError, LifecycleError
+from memdir.archive_format.errors import BadInputError, LifecycleError, MemdirError
 from memdir.archive_format.fold import STATUSES, ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import load_view
 
-TIMELINE_DAYS = 14  # days with something in them, newest first
+TIMELINE_DAYS = 7  # days with something in them, newest first
+PER_DAY = 50  # entries of one day shown (the day's counts count them all)
 CURVE_POINTS = 80
 LINK_TYPES_DECIDING = ("compatible",)
+
+
+# the folded archive, kept between requests ---------------------------------------------------
+@dataclass
+class Snapshot:
+    """The shelves as read once, and their fold at `now`: reused while no shelf changed and no
+    line's time (created, at, expires) lies between `now` and the moment asked for — the fold
+    compares only those with the clock, so it would come out the same."""
+
+    signature: tuple[tuple[str, int, int, int], ...]
+    lines: list[dict[str, Any]]
+    moments: list[float]
+    now: datetime
+    view: ArchiveView
+    rehearsals: dict[str, list[float]]
+
+    def holds(self, signature: tuple[tuple[str, int, int, int], ...], now: datetime) -> bool:
+        if signature != self.signature:
+            return False
+        return bisect.bisect_right(self.moments, now.timestamp()) == bisect.bisect_right(
+            self.moments, self.now.timestamp()
+        )
+
+
+_snapshots: dict[Path, Snapshot] = {}
+_snapshot_lock = threading.Lock()
+
+
+def _signature(archive: Any) -> tuple[tuple[str, int, int, int], ...]:
+    found = []
+    for path in archive.shelves():
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        found.append((path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(found)
+
+
+def snapshot(archive: Any, now: datetime) -> Snapshot:
+    """The archive folded at `now` (what `load_view` returns), read again only when needed."""
+    from memdir.archive_format.decay import rehearsal_times
+    from memdir.archive_format.fold import fold
+    from memdir.archive_format.lifecycle import read_lines
+
+    signature = _signature(archive)
+    with _snapshot_lock:
+        kept = _snapshots.get(archive.root)
+        if kept is not None and kept.holds(signature, now):
+            if kept.now != now:
+                kept = Snapshot(kept.signature, kept.lines, kept.moments, now,
+                                ArchiveView(kept.view.states, now, kept.view.ignored),
+                                kept.rehearsals)  # fmt: skip
+            return kept
+    lines = list(read_lines(archive))
+    found = {_epoch(value) for line in lines for name in ("created", "at", "expires", "forgotten")
+             if isinstance(value := line.get(name), str)}  # fmt: skip
+    moments = sorted(moment for moment in found if moment is not None)
+    made = Snapshot(signature, lines, moments, now, fold(lines, now), rehearsal_times(lines))
+    with _snapshot_lock:
+        _snapshots[archive.root] = made
+    return made
+
+
+def _epoch(text: str) -> float | None:
+    try:
+        return clock.parse_time(text).timestamp()
+    except (ValueError, MemdirError):
+        return None
+
+
+def folded(me: Handle, now: datetime) -> ArchiveView:
+    return snapshot(me.archive, now).view
 
 
 # review ------------------------------------------------------------------------------------
@@ -32,7 +108,7 @@ def review(me: Handle, now: datetime) -> dict[str, Any]:
     from memdir.cli.commands.inspect import history
     from memdir.usecases.review import review as gather
 
-    view = load_view(me.archive, now)
+    view = folded(me, now)
     data = gather(me.archive, now, view).to_dict()
     cache: dict[str, list[dict[str, Any]]] = {}
 
@@ -120,7 +196,7 @@ def memory(me: Handle, given: str, now: datetime) -> dict[str, Any]:
     its links out and in and its decay curve."""
     from memdir.cli.commands.inspect import history
 
-    view = load_view(me.archive, now)
+    view = folded(me, now)
     state = view.resolve(given)
     shown = state.shown_on("ui memory") or {}
     incoming = view.incoming(state.id)
@@ -151,10 +227,11 @@ def decay(me: Handle, view: ArchiveView, state: MemoryState, now: datetime) -> d
     settings = me.archive.settings.decay
     neighbours = closed_form.linked_memories(view, state, settings.reactivation)
     line = state.memory.to_line()
-    data = describe(me.archive, line, now, neighbours)
+    rehearsals = snapshot(me.archive, now).rehearsals
+    data = describe(me.archive, line, now, neighbours, rehearsals)
     data.update(text=state.text_on("ui memory"), status=state.status,
                 visibility=state.memory.visibility)  # fmt: skip
-    times = _rehearsals(me.archive, state.id)
+    times = rehearsals.get(state.id, [])
     created = clock.parse_time(state.created)
     horizon = clock.parse_duration(closed_form.FORECAST[-2])  # 90 days ahead
     end = now + horizon
@@ -178,22 +255,11 @@ def decay(me: Handle, view: ArchiveView, state: MemoryState, now: datetime) -> d
     return data
 
 
-def _rehearsals(archive: Any, memory_id: str) -> list[float]:
-    """One memory's rehearsal times (epoch seconds, sorted) from the shelves, as `decay`
-    reads them: recalls that listed it and confirmations."""
-    from memdir.archive_format import shelf
-    from memdir.archive_format.decay import rehearsal_times
-
-    lines = (item.data for path in archive.shelves() for item in shelf.read(path)
-             if item.data.get("kind") in ("recall", "event"))  # fmt: skip
-    return rehearsal_times(lines).get(memory_id, [])
-
-
 def links(me: Handle, given: str, now: datetime, depth: int = 2) -> dict[str, Any]:
     """`memdir links ID --depth N --json`."""
     from memdir.usecases.links import neighbourhood
 
-    return neighbourhood(me.archive, given, now, depth)
+    return neighbourhood(me.archive, given, now, depth, folded(me, now))
 
 
 # the timeline ------------------------------------------------------------------------------
@@ -214,7 +280,7 @@ def timeline(me: Handle, now: datetime, *, person: str | None = None, type_: str
     if person:
         names = names_by_person(me.archive).get(person) or [person]
         pattern = re.compile(r"\b(" + "|".join(re.escape(name) for name in names) + r")\b", re.I)
-    view = load_view(me.archive, now)
+    view = folded(me, now)
     entries: list[dict[str, Any]] = []
     for state in view:
         text = state.text_on("ui timeline", STATUSES)
@@ -245,9 +311,12 @@ def timeline(me: Handle, now: datetime, *, person: str | None = None, type_: str
         group = by_day[day]
         group["memories"].sort(key=lambda entry: (entry["at"], entry["id"]))
         counts = Counter(entry["what"] for entry in group["memories"])
-        out.append({"day": day, "counts": dict(counts), **group})
+        left_out = max(0, len(group["memories"]) - PER_DAY)
+        group["memories"] = group["memories"][:PER_DAY]
+        out.append({"day": day, "counts": dict(counts), "left_out": left_out, **group})
     return {"now": clock.format_time(now), "filters": {"person": person, "type": type_,
-            "status": status}, "days": out, "more": len(by_day) > len(chosen)}  # fmt: skip
+            "status": status}, "people": sorted(names_by_person(me.archive)), "days": out,
+            "more": len(by_day) > len(chosen)}  # fmt: skip
 
 
 def _kept(state: MemoryState, text: str, pattern: re.Pattern[str] | None, type_: str | None,
@@ -318,7 +387,7 @@ def memories(me: Handle, now: datetime, status: str | None, k: int) -> dict[str,
     wanted = {status} if status else {"durable", "provisional"}
     if status and status not in STATUSES:
         raise BadInputError(f"unknown status {status!r}", hint=f"one of {', '.join(STATUSES)}")
-    view = load_view(me.archive, now)
+    view = folded(me, now)
     chosen = [s for s in view if s.status in wanted and s.text_on("list", wanted) is not None]
     chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
     return {"memories": [s.shown_on("list", wanted) for s in chosen[:k]], "total": len(chosen)}
@@ -334,7 +403,14 @@ def health(me: Handle, now: datetime) -> dict[str, Any]:
 
     archive = me.archive
     checks = [check.to_dict() for check in diagnose(archive)]
-    report = verify(archive)
+    files = _files(archive.root)
+    kept = _verified.get(archive.root)
+    if (
+        kept is None or kept[0] != files
+    ):  # verify reads only the files: the same files, the same report
+        kept = (files, verify(archive))
+        _verified[archive.root] = kept
+    report = kept[1]
     slept = read_yaml(archive.state_dir / "sleep.yaml", {}) or {}
     return {
         "now": clock.format_time(now),
@@ -349,6 +425,26 @@ def health(me: Handle, now: datetime) -> dict[str, Any]:
         "last_sleep": slept or None,
         "sizes": sizes(archive.root),
     }
+
+
+_verified: dict[Path, tuple[tuple[tuple[str, int, int], ...], Any]] = {}
+
+
+def _files(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every file verify reads (the memdir's files, git's HEAD and index), by size and time."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).parts
+        if relative[0] == ".memdir" or (
+            relative[0] == ".git" and relative[1:] not in (("HEAD",), ("index",))
+        ):
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
 
 
 def index_status(me: Handle) -> dict[str, Any] | None:

@@ -309,10 +309,10 @@ async function linksView(id, params) {
 
 // timeline ------------------------------------------------------------------------------------------
 async function timelineView(params) {
-  const [data, folks] = await Promise.all([api(`/api/timeline?${params}`), api("/api/people")]);
+  const data = await api(`/api/timeline?${params}`);
   const form = h("form", { class: "filters card", id: "timeline-form" },
     h("select", { name: "person", "aria-label": "person" }, h("option", { value: "" }, "anyone"),
-      Object.keys(folks.people).map((name) => h("option", { value: name, selected: params.get("person") === name }, name))),
+      data.people.map((name) => h("option", { value: name, selected: params.get("person") === name }, name))),
     h("input", { type: "text", name: "type", value: params.get("type") || "", placeholder: "type, e.g. FACT", "aria-label": "type", size: 14 }),
     h("select", { name: "status", "aria-label": "status" }, h("option", { value: "" }, "any status"),
       ["durable", "provisional", "expired", "rejected", "superseded", "forgotten"].map((name) => h("option", { value: name, selected: params.get("status") === name }, name))),
@@ -331,6 +331,7 @@ async function timelineView(params) {
       group.memories.map((entry) => h("div", { class: "entry", "data-id": entry.id, "data-what": entry.what },
         h("span", { class: "meta" }, entry.at.slice(11, 16)), badge(entry.what), h("span", { class: "text" }, entry.text),
         idLink(entry.id), entry.reason ? h("span", { class: "meta" }, `“${entry.reason}”`) : null)),
+      group.left_out ? h("p", { class: "meta" }, `… and ${group.left_out} more on this day (filter by type or status to see them)`) : null,
       group.sessions.map((row) => h("div", { class: "entry session" }, h("span", { class: "meta" }, row.first.slice(11, 16)), badge("journal"),
         h("span", { class: "text" }, `session ${row.session || "(none)"}: ${row.turns} turns (${Object.entries(row.roles).map(([r, n]) => `${n} ${r}`).join(", ")})`)))));
   }
