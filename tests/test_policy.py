@@ -1,5 +1,6 @@
 """The policy matrix (archive_format/visibility.py, docs/POLICY.md) on every surface, through
-the real `memdir` console script and the MCP SDK's own stdio client.
+the real `memdir` console script, the MCP SDK's own stdio client and a real `memdir ui`
+server's HTTP API.
 
 One record of each class is planted — a memory per status (durable teaching, provisional,
 expired and rejected inferences, superseded, forgotten), per visibility (private, sealed) and
