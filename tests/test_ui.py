@@ -119,14 +119,15 @@ def test_no_token_no_answer(served: tuple[UiServer, dict[str, str]]) -> None:
 
 
 def _signed_in(server: UiServer) -> dict[str, str]:
-    """The cookies the one-time link sets, as a Cookie header."""
-    answer = server.get(f"/login?once={server.once}", token=False)
+    """The cookies the one-time link sets (opened through a TLS proxy: Secure ones)."""
+    answer = server.get(f"/login?once={server.once}", token=False,
+                        headers={"X-Forwarded-Proto": "https"})  # fmt: skip
     assert answer.status == 303 and answer.headers["location"] == "/#/review"
     jar = {}
     for cookie in answer.cookies:
         name, _, rest = cookie.partition("=")
         jar[name] = rest.split(";")[0]
-        assert "SameSite=Strict" in cookie
+        assert "SameSite=Strict" in cookie and "Secure" in cookie
     assert any(c.startswith("memdir_session=") and "HttpOnly" in c for c in answer.cookies)
     return jar
 

@@ -175,6 +175,7 @@ class Request:
     body: dict[str, Any]
     params: dict[str, str]
     now: datetime
+    secure: bool = False  # it came through a TLS proxy
 
 
 @dataclass
@@ -316,7 +317,9 @@ class App:
             if not isinstance(data, dict):
                 raise Failure(400, "the body must be a JSON object", 'e.g. {"reason": "…"}')
         query = {k.decode(): v for k, v in _query(scope.get("query_string", b"")).items()}
-        request = Request(scope["method"], scope["path"], query, data, params, self.moment())
+        secure = headers.get("x-forwarded-proto", "").lower() == "https"
+        request = Request(scope["method"], scope["path"], query, data, params, self.moment(),
+                          secure)  # fmt: skip
         loop = asyncio.get_running_loop()
         if route.public or route.pattern == "/metrics":  # answered even while a recall runs
             result = route.handler(request)
@@ -370,14 +373,16 @@ class App:
 
     def login(self, request: Request) -> tuple[int, bytes, dict[str, str]]:
         code = request.query.get("once", "")
+        # behind a TLS proxy (X-Forwarded-Proto: https) the cookies are sent over TLS only
+        secure = "; Secure" if request.secure else ""
         expires = self.once.pop(code, None)
         token = self.token()
         if expires is None or expires < time.monotonic() or token is None:
             raise Failure(401, "this sign-in link was used or has expired",
                           "restart memdir ui for a new one")  # fmt: skip
         cookies = "\n".join((
-            f"{SESSION_COOKIE}={_derived(token, 'session')}; Path=/; HttpOnly; SameSite=Strict",
-            f"{CSRF_COOKIE}={_derived(token, 'csrf')}; Path=/; SameSite=Strict",
+            f"{SESSION_COOKIE}={_derived(token, 'session')}; Path=/; HttpOnly; SameSite=Strict{secure}",
+            f"{CSRF_COOKIE}={_derived(token, 'csrf')}; Path=/; SameSite=Strict{secure}",
         ))  # fmt: skip
         return 303, b"", {"location": "/#/review", "set-cookie": cookies,
                           "content-type": "text/plain"}  # fmt: skip
