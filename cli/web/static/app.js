@@ -302,7 +302,9 @@ async function linksView(id, params) {
   });
   const defs = s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 18, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
     s("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#8895a2" })));
-  return [h("h1", {}, "Links"), h("p", { class: "meta" }, "the neighbourhood of ", idLink(data.id), ` within ${data.depth} links: ${data.memories.length} memories, ${data.links.length} links`),
+  const depths = [1, 2, 3, 4, 5].map((n) => n === data.depth ? h("b", {}, ` ${n} `)
+    : h("a", { href: `#/links/${encodeURIComponent(data.id)}?depth=${n}` }, ` ${n} `));
+  return [h("h1", {}, "Links"), h("p", { class: "meta" }, "the neighbourhood of ", idLink(data.id), ` within ${data.depth} links: ${data.memories.length} memories, ${data.links.length} links · depth`, depths),
     s("svg", { viewBox: `0 0 ${size} ${size}`, id: "graph", role: "img", "aria-label": "links graph" }, defs, edges, nodes),
     h("table", {}, data.links.map((edge) => h("tr", {}, h("td", {}, idLink(edge.from)), h("td", {}, edge.type), h("td", {}, edge.to.startsWith("t-") ? edge.to : idLink(edge.to)))))];
 }
