@@ -307,3 +307,41 @@ def test_show_and_rotate_token(md: Memdir) -> None:
     assert (md.root / ".memdir" / "ui-token").stat().st_mode & 0o777 == 0o600
     rotated = memdir_cli("--dir", str(md.root), "ui", "--rotate-token")
     assert rotated.code == 0 and rotated.out.strip() != first.out.strip()
+
+
+def test_the_kept_fold_is_the_fold_at_every_moment(tmp_path: Path) -> None:
+    """The server keeps the folded archive between requests: whatever moment is asked for
+    and whatever was written meanwhile, it is what `load_view` folds then (an inference
+    expiring between two requests, a memory taught later, a decision appended)."""
+    from datetime import timedelta
+
+    from memdir.api import open as open_memdir
+    from memdir.archive_format.lifecycle import load_view
+    from memdir.cli.web.views import snapshot
+
+    ids = build(tmp_path / "memory")
+    me = open_memdir(tmp_path / "memory", actor="user")
+    start = T0_DT + timedelta(hours=3)
+
+    def same(moment: Any) -> None:
+        kept = snapshot(me.archive, moment).view
+        fresh = load_view(me.archive, moment)
+        assert {s.id: s.status for s in kept} == {s.id: s.status for s in fresh}, moment
+        assert kept.now == moment
+
+    for moment in (start, start + timedelta(minutes=1), start + timedelta(days=6, hours=23),
+                   start + timedelta(days=8), start - timedelta(hours=2, minutes=57),
+                   start - timedelta(days=1)):  # fmt: skip
+        same(moment)  # the inferences expire after 7 days; before T0 nothing was there
+    assert (
+        snapshot(me.archive, start + timedelta(days=8)).view.states[ids["guess"]].status
+        == "expired"
+    )
+    me.reject(ids["wrong"], reason="no", now=start)
+    same(start)
+    assert snapshot(me.archive, start).view.states[ids["wrong"]].status == "rejected"
+    later = me.teach("I learnt to sail", now=start + timedelta(hours=1)).id
+    same(start)
+    same(start + timedelta(hours=2))
+    assert later in snapshot(me.archive, start + timedelta(hours=2)).view.states
+    assert later not in snapshot(me.archive, start).view.states
