@@ -49,6 +49,7 @@ EXTRAS: dict[str, Extra] = {
         ("nrclex",),
         ("nrclex>=4",),
     ),
+    "ui": Extra("the local web page (`memdir ui`)", ("uvicorn",), ("uvicorn>=0.30",)),
 }
 
 

@@ -115,6 +115,7 @@ class Surface:
     note: str = ""
     persona: Show = Show.TEXT  # a memory scoped to other personas than the one the reader named
     kinds: tuple[str, ...] = ("memories",)  # what it shows: memories, turns or both
+    http: tuple[str, ...] = ()  # the routes of `memdir ui`'s API that are it (docs/HTTP.md)
 
 
 def _row(*outcomes: str) -> dict[str, Show]:
@@ -148,7 +149,7 @@ SURFACES: dict[str, Surface] = {
         Surface("list", ("list",), (), _LISTED_EXPOSURE,
                 _row("text", "text", "asked", "asked", "asked", "asked"), "--status",
                 "a forgotten memory has no text: asked for, its row shows `—`",
-                persona=Show.OMITTED),
+                persona=Show.OMITTED, http=("GET /api/memories",)),
         Surface("show", ("show", "decay"), (), _NAMED_EXPOSURE, _NAMED,
                 note="naming the id is asking for it: private text is shown"),
         Surface("show (MCP)", (), ("show",), _exposed("text", "text", "asked", "omitted", "omitted"),
@@ -180,9 +181,11 @@ SURFACES: dict[str, Surface] = {
                 "as a stale hard fact; a superseded teaching only as the older side of sleep's "
                 "automatic supersede, with its undo"),
         Surface("journal read", ("journal read",), (),
-                _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",)),
+                _exposed("text", "text", "masked", "masked", "masked"), kinds=("turns",),
+                http=("GET /api/journal",)),
         Surface("journal read --all", ("journal read --all",), (),
-                _exposed("text", "text", "text", "masked", "masked"), kinds=("turns",)),
+                _exposed("text", "text", "text", "masked", "masked"), kinds=("turns",),
+                http=("GET /api/journal?all=true",)),
         Surface("journal search", ("journal search",), (),
                 _exposed("text", "text", "asked", "omitted", "omitted"), asked_by="--all",
                 note="full text over the turns; a turn it may not show is not a hit (a masked "
@@ -219,7 +222,7 @@ SURFACES: dict[str, Surface] = {
                 note="the block for one prompt (the per-prompt hook's): one recall that never "
                 "includes private or expired memories, only what bears on the prompt and nothing "
                 "unless a durable memory it carries grounds it; a provisional memory is shown as "
-                "a question for the user"),
+                "a question for the user", http=("GET /api/context",)),
         Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE,
                 _row("text", "text", "omitted", "omitted", "asked", "omitted"),
                 note="also documents/wake.md; a provisional memory is in the review queue; "
@@ -246,6 +249,32 @@ SURFACES: dict[str, Surface] = {
         Surface("export --encrypt", ("export --encrypt",), (),
                 _exposed("text", "text", "text", "text", "text"), _ARCHIVED,
                 kinds=("memories", "turns")),
+        # the views of `memdir ui` (cli/web/), each with the API routes under it
+        Surface("ui review", (), (), _PROMPT_EXPOSURE,
+                _row("asked", "text", "omitted", "omitted", "asked", "omitted"),
+                note="the review's row, each memory with its history (its log); the page's "
+                "confirm, reject and link are the user's writes", http=("GET /api/review",)),
+        Surface("ui recall", (), (), _RECALLED_EXPOSURE, _RECALLED,
+                "include_private, include_expired",
+                "`recall --explain --json` (the pool masks what the filters drop) beside the "
+                "per-prompt block for the same query (context's row, stricter)",
+                persona=Show.OMITTED, http=("GET /api/recall",)),
+        Surface("ui memory", (), (), _NAMED_EXPOSURE, _NAMED,
+                note="show, log and decay of one memory: naming the id is asking for it",
+                http=("GET /api/memories/{id}",)),
+        Surface("ui timeline", (), (), _LISTED_EXPOSURE, _NAMED,
+                note="what happened to each memory, by day, and the journal's sessions as "
+                "counts (no turn's text); the person filter never matches masked text",
+                http=("GET /api/timeline",)),
+        Surface("ui links", (), (), _LISTED_EXPOSURE,
+                _row("text", "text", "text", "text", "text", "omitted"),
+                note="the links row, drawn as a graph", http=("GET /api/memories/{id}/links",)),
+        Surface("ui health", (), (),
+                _exposed("omitted", "omitted", "omitted", "omitted", "omitted"),
+                _row("omitted", "omitted", "omitted", "omitted", "omitted", "omitted"),
+                note="doctor's checks, verify's findings, the index, the last sleep, sizes: "
+                "counts and reports", kinds=("memories", "turns"),
+                http=("GET /api/health", "GET /metrics")),
     )
 }  # fmt: skip
 
@@ -307,6 +336,23 @@ NO_RECORDS: dict[str, str] = {
     **dict.fromkeys(
         ("serve",), "answers other commands (their rows apply); shows no record itself"
     ),
+    **dict.fromkeys(
+        ("ui",), "serves the page; its views are the ui rows, its routes theirs or below"
+    ),
+    **dict.fromkeys(
+        (
+            "POST /api/memories/{id}/confirm",
+            "POST /api/memories/{id}/reject",
+            "POST /api/memories/{id}/link",
+        ),
+        "the page's writes; answer with ids",
+    ),  # fmt: skip
+    **dict.fromkeys(("GET /health", "GET /ready"), "liveness and readiness; no record"),
+    **dict.fromkeys(
+        ("GET /", "GET /app.js", "GET /app.css", "GET /login"),
+        "the page's shell, its assets and the sign-in link; no record",
+    ),
+    **dict.fromkeys(("GET /api/people",), "the self and people notes, not records"),
     **dict.fromkeys(
         (
             "self_read (MCP)",
@@ -378,7 +424,7 @@ def matrix_markdown() -> str:
         cells = [surface.status[name].value if surface.status else "·" for name in STATUSES]
         cells += [surface.exposure[name].value for name in EXPOSURES]
         cells.append(surface.persona.value if "memories" in surface.kinds else "·")
-        commands = ", ".join(f"`{name}`" for name in surface.cli) or "—"
+        commands = ", ".join(f"`{name}`" for name in (*surface.cli, *surface.http)) or "—"
         tools = ", ".join(f"`{name}`" for name in surface.mcp) or "—"
         out.append(f"| {surface.name} | {commands} | {tools} | " + " | ".join(cells)
                    + f" | {surface.asked_by or '—'} |")  # fmt: skip

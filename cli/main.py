@@ -34,6 +34,7 @@ from .commands import room as room_commands
 from .commands import serve as serve_commands
 from .commands import songs as songs_commands
 from .commands import sync as sync_commands
+from .commands import ui as ui_commands
 from .commands import watch as watch_commands
 from .context import Options
 from .panels import group_commands
@@ -90,6 +91,7 @@ watch_commands.register(app)
 serve_commands.register(app)
 archive_commands.register(app)
 mcp_commands.register(app)
+ui_commands.register(app)
 imports_commands.register(app)
 sync_commands.register(app)
 doctor_commands.register(app)

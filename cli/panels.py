@@ -40,7 +40,7 @@ PANELS: dict[str, tuple[str, ...]] = {
     ),
     "maintain": ("doctor", "verify", "index", "distill", "annotate", "bench"),
     "share": ("sync", "export", "restore"),
-    "serve": ("serve", "watch", "mcp"),
+    "serve": ("serve", "watch", "mcp", "ui"),
 }
 
 

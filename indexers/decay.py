@@ -108,11 +108,16 @@ def memory_fidelity(
 
 
 def describe(
-    memdir: Memdir, line: dict[str, Any], now: datetime, neighbours: Sequence[tuple[str, str]] = ()
+    memdir: Memdir,
+    line: dict[str, Any],
+    now: datetime,
+    neighbours: Sequence[tuple[str, str]] = (),
+    times: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """One memory's decay for `memdir decay ID`: fidelity now, its inputs (the linked memories
     `neighbours` (id, link type) whose rehearsals refresh it among them), and a forecast if
-    nothing rehearses it."""
+    nothing rehearses it. `times`: every memory's rehearsal times, when the caller has read
+    them already (archive_format.decay.rehearsal_times); else they are read from the shelves."""
     from memdir.archive_format.clock import format_time
     from memdir.archive_format.decay import days_until, forecast
 
@@ -125,7 +130,8 @@ def describe(
     else:
         name = memdir.settings.affect.annotator
         affect, origin = load_annotator(name).annotate(line["text"]).to_dict(), name
-    times = _rehearsals_of(memdir, {line["id"], *(other for other, _ in neighbours)})
+    if times is None:
+        times = _rehearsals_of(memdir, {line["id"], *(other for other, _ in neighbours)})
     partial = reactivations(neighbours, times, settings.reactivation)
     current = memory_fidelity(line, affect, times, now, settings, partial)
     half = days_until(current, 0.5, settings)

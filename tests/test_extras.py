@@ -132,6 +132,15 @@ def test_memdir_mcp_without_the_mcp_extra(tmp_path: Path, hashed: Memdir, comman
     assert_names_the_extra(done, "mcp")
 
 
+def test_memdir_ui_without_the_ui_extra(tmp_path: Path, hashed: Memdir) -> None:
+    done = memdir_cli("--dir", str(hashed.root), "ui", "--port", "0",
+                      env=without(tmp_path, ["uvicorn"]))  # fmt: skip
+    assert_names_the_extra(done, "ui")
+    token = memdir_cli("--dir", str(hashed.root), "ui", "--show-token",
+                       env=without(tmp_path, ["uvicorn"]))  # fmt: skip
+    assert token.code == 0 and len(token.out.strip()) >= 32, token
+
+
 def test_the_mcp_token_needs_no_mcp_extra(tmp_path: Path, hashed: Memdir) -> None:
     done = memdir_cli("--dir", str(hashed.root), "mcp", "--show-token",
                       env=without(tmp_path, ["mcp", "mcp_types"]))  # fmt: skip

@@ -47,6 +47,10 @@ def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
     }
     assert sources <= set(names), sorted(sources - set(names))
     assert "memdir/archive_format/schemas/memory.schema.json" in names
+    # the page of `memdir ui` is package data: served from the install, nothing from a network
+    assert {f"memdir/cli/web/static/{name}" for name in ("index.html", "app.js", "app.css")} <= set(
+        names
+    )
     metadata = next(name for name in names if name.endswith("METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "License-Expression: MIT" in text

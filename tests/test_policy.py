@@ -1,5 +1,6 @@
 """The policy matrix (archive_format/visibility.py, docs/POLICY.md) on every surface, through
-the real `memdir` console script and the MCP SDK's own stdio client.
+the real `memdir` console script, the MCP SDK's own stdio client and a real `memdir ui`
+server's HTTP API.
 
 One record of each class is planted — a memory per status (durable teaching, provisional,
 expired and rejected inferences, superseded, forgotten), per visibility (private, sealed) and
@@ -25,7 +26,9 @@ import anyio
 import pytest
 import yaml
 from conftest import MEMDIR_BIN, T0_DT, Server, clean_env, configure, memdir_cli, memdir_main
+from ui_server import UiServer
 
+from memdir.actor import Actor
 from memdir.archive_format import journal, lifecycle, visibility
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir, init
@@ -368,16 +371,59 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> list[View]:
     assert BY_NAME["private"].token not in ring_file
     write_an_old_ring(memdir)
     views = cli_views(memdir, tmp) + context_views(memdir, tmp) + mcp_views(memdir)
-    return views + links_views(memdir)  # last: its links would name records in other views
+    server = UiServer(memdir.root, tmp / "ui-policy.log", now=NOW_TEXT)
+    try:
+        views += ui_views(server)
+        # last: its links would name records in other views
+        return views + links_views(memdir, server)
+    finally:
+        assert server.stop() == 0, server.text()
 
 
-def links_views(memdir: Memdir) -> list[View]:
-    """`memdir links` from a hub linked to every planted memory the fold still has."""
+def links_views(memdir: Memdir, server: UiServer) -> list[View]:
+    """`memdir links` (and the page's links view) from a hub linked to every planted memory
+    the fold still has."""
     hub = lifecycle.teach(memdir, "The hub every planted memory links to", NOW).id
     for record in RECORDS:
         if record.kind == "memories" and record.status != "forgotten":
             _cli(memdir, "link", hub, record.id, "--type", "related")
-    return _forms(memdir, "links", ("links", hub, "--depth", "1"), marks=True)
+    graph = _ui(server, "ui links", f"/api/memories/{hub}/links?depth=1")
+    return _forms(memdir, "links", ("links", hub, "--depth", "1"), marks=True) + [graph]
+
+
+def _ui(server: UiServer, surface: str, path: str, asked: frozenset[str] = frozenset(),
+        **view: Any) -> View:  # fmt: skip
+    """One route of `memdir ui`'s API, read with the token, as a view of `surface`."""
+    answer = server.get(path)
+    assert answer.status == 200, (path, answer.body)
+    return View(surface, f"ui GET {path}", answer.body.decode(), asked, json=True, **view)
+
+
+def ui_views(server: UiServer) -> list[View]:
+    """Every view of `memdir ui` and the API routes the matrix's rows name, through a real
+    server on the planted memdir (explain's stages name what the filters drop: no id check)."""
+    private, expired = frozenset({"private"}), frozenset({"expired"})
+    views = [
+        _ui(server, "ui review", "/api/review"),
+        _ui(server, "ui recall", "/api/recall?q=quokka&k=30", ids=False),
+        _ui(server, "ui recall", "/api/recall?q=quokka&k=30&include_private=true", private,
+            ids=False),
+        _ui(server, "ui recall", "/api/recall?q=quokka&k=30&include_expired=true", expired,
+            ids=False),
+        _ui(server, "ui timeline", "/api/timeline?days=3660"),
+        _ui(server, "ui health", "/api/health", ids=False),
+        _ui(server, "list", "/api/memories?k=100"),
+        _ui(server, "context", "/api/context?q=the+quokka+note&budget=4000"),
+        _ui(server, "journal read", "/api/journal", ids=False),
+        _ui(server, "journal read --all", "/api/journal?all=true", ids=False),
+    ]  # fmt: skip
+    metrics = server.get("/metrics")
+    assert metrics.status == 200
+    views.append(View("ui health", "ui GET /metrics", metrics.body.decode(), ids=False))
+    for record in RECORDS:
+        if record.kind == "memories":
+            views.append(_ui(server, "ui memory", f"/api/memories/{record.id}", only=record.name))
+    return views
 
 
 def test_sleep_scrubs_a_ring_an_older_memdir_wrote(tmp_path: Path) -> None:
@@ -535,12 +581,30 @@ def test_every_command_and_tool_has_a_row(hashed: Memdir) -> None:
     commands = _cli_commands()
     in_rows = {re.sub(r" --\S+$", "", name) for s in SURFACES.values() for name in s.cli}
     tool_rows = {name for s in SURFACES.values() for name in s.mcp}
-    plain = {name for name in NO_RECORDS if not name.endswith(" (MCP)")}
+    plain = {name for name in NO_RECORDS if not name.endswith(" (MCP)") and not _route(name)}
     quiet_tools = {name.removesuffix(" (MCP)") for name in NO_RECORDS if name.endswith(" (MCP)")}
     assert sorted(commands - in_rows - plain) == [], "commands with no row in the policy matrix"
     assert sorted(tools - tool_rows - quiet_tools) == [], "MCP tools with no row in the matrix"
     assert sorted((in_rows | plain) - commands) == [], "rows naming commands that do not exist"
     assert sorted((tool_rows | quiet_tools) - tools) == [], "rows naming tools that do not exist"
+
+
+def _route(name: str) -> bool:
+    return name.split(" ")[0] in ("GET", "POST")
+
+
+def test_every_route_of_the_page_has_a_row(hashed: Memdir) -> None:
+    """Each route of `memdir ui`'s API is in a row of the matrix (its `http`) or shows no
+    record (NO_RECORDS), and every route a row names exists."""
+    from memdir.api import Memdir as Handle
+    from memdir.cli.web.server import App, Settings
+
+    app = App(Handle(hashed, Actor("user", "a test")), Settings(0))
+    routes = {f"{route.method} {route.pattern}" for route in app.routes}
+    in_rows = {name.split("?")[0] for s in SURFACES.values() for name in s.http}
+    quiet = {name for name in NO_RECORDS if _route(name)}
+    assert sorted(routes - in_rows - quiet) == [], "routes with no row in the policy matrix"
+    assert sorted((in_rows | quiet) - routes) == [], "rows naming routes that do not exist"
 
 
 def test_docs_hold_the_matrix() -> None:

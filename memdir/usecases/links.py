@@ -38,12 +38,13 @@ def _edges(view: ArchiveView) -> dict[str, list[dict[str, str]]]:
     return touching
 
 
-def neighbourhood(memdir: Memdir, given: str, now: datetime, depth: int = 2) -> dict[str, Any]:
+def neighbourhood(memdir: Memdir, given: str, now: datetime, depth: int = 2,
+                  view: ArchiveView | None = None) -> dict[str, Any]:  # fmt: skip
     """The memories within `depth` links of `given` (an id or unique prefix), each with its
-    distance, and the links between them."""
+    distance, and the links between them (`view`: the archive already folded at `now`)."""
     if not 1 <= depth <= MAX_DEPTH:
         raise BadInputError(f"--depth must be 1 to {MAX_DEPTH}, not {depth}", hint="e.g. --depth 2")
-    view = load_view(memdir, now)
+    view = view or load_view(memdir, now)
     start = view.resolve(given)
     touching = _edges(view)
     seen: dict[str, int] = {start.id: 0}

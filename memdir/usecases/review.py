@@ -191,6 +191,8 @@ def unvouched_rows(memdir: Memdir, states: list[MemoryState]) -> list[dict[str, 
     from memdir.archive_format.verify import unvouched_teachings
 
     live = {state.id: state for state in states if state.status == "durable" and shown(state)}
-    lines = [state.memory.to_line() for state in live.values() if state.memory is not None]
+    # only a teaching whose evidence cites a turn can be unvouched: the others need no line
+    lines = [state.memory.to_line() for state in live.values()
+             if state.memory is not None and state.memory.meta.get("evidence")]  # fmt: skip
     return [{**side(live[memory_id]), "turn": turn_id, "channel": channel}
             for memory_id, turn_id, channel in unvouched_teachings(memdir, lines)]  # fmt: skip
