@@ -32,6 +32,7 @@ from . import atomic
 from .errors import BadInputError, NotFoundError
 from .memdir import Memdir
 from .records import canonical_json
+from .validate import line_problems
 
 LINK_TYPE = "attachment"  # the link from a memory to an attachment id
 FOLDER = "attachments"
@@ -153,6 +154,9 @@ def store(
     sha256 = hashlib.sha256(data).hexdigest()
     if sidecar.get("sha256") != sha256:
         raise ValueError("the sidecar describes other bytes")
+    wrong = line_problems(sidecar, ("attachment",))
+    if wrong:
+        raise BadInputError(f"invalid attachment sidecar: {wrong[0]}")
     if not re.fullmatch(r"[a-z0-9]{1,10}", ext):
         ext = "bin"
     place = folder(memdir, visibility)
@@ -292,8 +296,10 @@ def problems(
         for sha, paths in sidecars.items():
             for path in paths:
                 data = _read_sidecar(path)
-                if data is None or data.get("sha256") != sha:
-                    found.append(f"{where}/{path.name}: not a sidecar of {sha[:16]}")
+                wrong = line_problems(data, ("attachment",)) if data is not None else ["not JSON"]
+                if wrong or data is None or data.get("sha256") != sha:
+                    why = wrong[0] if wrong else f"describes other bytes than {sha[:16]}…"
+                    found.append(f"{where}/{path.name}: not a sidecar of its file ({why})")
                 elif (
                     hashlib.sha256(canonical_json(data).encode()).hexdigest()[:8]
                     != path.name.split(".")[1]
