@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from attachment_files import jpeg_with_exif, pdf_with_text, wav_with_tags
 from clones import conflicts, git, hub_and_clones
-from conftest import clean_env, configure, memdir_cli, memdir_main, shelf_lines, snapshot
+from conftest import T0, clean_env, configure, memdir_cli, memdir_main, shelf_lines, snapshot
 
 from memdir.archive_format.memdir import Memdir
 
@@ -337,3 +337,18 @@ def test_the_assistant_attaches_as_it_links_and_cannot_make_a_teaching_by_attach
                   env=assistant, now=None).out.strip()  # fmt: skip
     line = next(line for line in shelf_lines(hashed) if line["id"] == guessed)
     assert line["source"] == "inference" and line["links"][0]["type"] == "attachment"
+
+
+def test_the_python_api_attaches_and_lists_as_the_commands_do(
+    hashed: Memdir, tmp_path: Path
+) -> None:
+    import memdir
+
+    me = memdir.open(hashed.root, actor="user")
+    written = me.teach("the garden plan", now=T0)
+    plan = write(tmp_path, "plan.txt", b"the marmot burrow map\n")
+    attached = me.attach(written.id, plan, now=T0)
+    listed = me.attachments(written.id, now=T0)
+    assert [row["id"] for row in listed["attachments"]] == [attached]
+    assert listed["attachments"][0]["text"] == "the marmot burrow map"
+    assert search_ids(hashed, "marmot") == [written.id]
