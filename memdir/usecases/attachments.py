@@ -125,7 +125,7 @@ def _pdf(data: bytes) -> dict[str, Any]:
         text = page.extract_text() or ""
         texts.append(text)
         total += len(text)
-    info = reader.metadata or {}
+    info: Any = reader.metadata or {}
     metadata = {
         "pages": len(reader.pages),
         "title": str(info.get("/Title") or "") or None,
@@ -281,7 +281,7 @@ def describe(stored: Stored, with_text: bool = True) -> dict[str, Any]:
     side = stored.sidecar
     data: dict[str, Any] = {
         "id": stored.id,
-        "name": (stored.names or [None])[0],
+        "name": stored.names[0] if stored.names else None,
         "media_type": side.get("media_type"),
         "bytes": side.get("bytes", stored.path.stat().st_size),
         "sha256": stored.sha256,
