@@ -541,7 +541,7 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
     return state.id
 
 
-_EVERY_LINE = datetime(8999, 1, 1, tzinfo=timezone.utc)  # a fold that leaves no line out
+EVERY_LINE = datetime(8999, 1, 1, tzinfo=timezone.utc)  # a fold that leaves no line out
 
 
 def prune_attachments(memdir: Memdir) -> list[Path]:
@@ -552,7 +552,7 @@ def prune_attachments(memdir: Memdir) -> list[Path]:
         return []
     wanted: dict[str, set[str]] = {"normal": set(), "sealed": set()}
     with memdir.lock():
-        for state in load_view(memdir, _EVERY_LINE):
+        for state in load_view(memdir, EVERY_LINE):
             if state.status == "forgotten" or state.memory is None:
                 continue
             place = "sealed" if state.memory.visibility == "sealed" else "normal"

@@ -352,3 +352,25 @@ def test_the_python_api_attaches_and_lists_as_the_commands_do(
     assert [row["id"] for row in listed["attachments"]] == [attached]
     assert listed["attachments"][0]["text"] == "the marmot burrow map"
     assert search_ids(hashed, "marmot") == [written.id]
+
+
+@pytest.mark.parametrize("first", ["forgetter", "linker"])
+def test_a_file_one_clone_forgot_stays_while_another_clones_memory_links_it(
+    tmp_path: Path, first: str
+) -> None:
+    a, b = hub_and_clones(tmp_path)
+    path = write(tmp_path, "map.txt", b"the okapi trail map\n")
+    old = memdir_main("--dir", str(a), "teach", "the old trail", "--attach", str(path))
+    for clone in (a, b):
+        assert memdir_cli("--dir", str(clone), "sync", now=LATER).code == 0
+    assert memdir_main("--dir", str(b), "forget", old.out.strip()).code == 0  # b deletes it
+    new = memdir_main("--dir", str(a), "teach", "the new trail", "--attach", str(path))
+    order = (b, a, b, a) if first == "forgetter" else (a, b, a, b)
+    for clone in order:
+        done = memdir_cli("--dir", str(clone), "sync", now="2026-05-01T11:00:00Z")
+        assert done.code == 0, done
+    for clone in (a, b):
+        hits = json.loads(memdir_main("--dir", str(clone), "search", "okapi", "--json").out)
+        assert [hit["id"] for hit in hits] == [new.out.strip()], clone
+        checked = memdir_main("--dir", str(clone), "verify")
+        assert checked.code == 0 and "missing attachment" not in checked.out + checked.err
