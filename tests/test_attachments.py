@@ -374,3 +374,17 @@ def test_a_file_one_clone_forgot_stays_while_another_clones_memory_links_it(
         assert [hit["id"] for hit in hits] == [new.out.strip()], clone
         checked = memdir_main("--dir", str(clone), "verify")
         assert checked.code == 0 and "missing attachment" not in checked.out + checked.err
+
+
+def test_doctor_names_a_missing_reader_with_the_command_that_installs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memdir.archive_format.settings import Settings
+    from memdir.usecases import doctor
+
+    assert doctor.check_attach(Settings()).status == "ok"
+    real = doctor._has
+    monkeypatch.setattr(doctor, "_has", lambda module: module != "exifread" and real(module))
+    found = doctor.check_attach(Settings())
+    assert found.status == "note" and "exifread not installed" in found.detail
+    assert found.fix is not None and "install" in found.fix and "exifread>=3" in found.fix

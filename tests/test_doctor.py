@@ -201,9 +201,10 @@ def test_doctor_without_a_memdir_checks_the_install(
     monkeypatch.chdir(tmp_path)  # no memdir.yaml here or above
     code, found = doctor(capsys)
     assert code == ExitStatus.OK, found
-    assert list(found) == ["embedder", "affect", "postgres", "memdir"]
+    assert list(found) == ["embedder", "affect", "postgres", "attach", "memdir"]
     assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
     assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
+    assert found["attach"]["status"] == "ok"  # make setup installs the attach extra
     # the printed fix runs as written (in a scratch home) and makes a memdir doctor then checks
     monkeypatch.setenv("HOME", str(tmp_path))
     words = shlex.split(found["memdir"]["fix"])
