@@ -388,3 +388,19 @@ def test_doctor_names_a_missing_reader_with_the_command_that_installs_it(
     found = doctor.check_attach(Settings())
     assert found.status == "note" and "exifread not installed" in found.detail
     assert found.fix is not None and "install" in found.fix and "exifread>=3" in found.fix
+
+
+def test_the_text_kept_is_capped_and_links_to_attachments_are_checked(
+    hashed: Memdir, tmp_path: Path
+) -> None:
+    long = write(tmp_path, "long.md", ("walrus " * 5000).encode())  # 35,000 characters
+    memory = run(hashed, "teach", "a long note", "--attach", str(long)).out.strip()
+    (sidecar,) = sidecars(hashed)
+    assert sidecar["media_type"] == "text/markdown" and sidecar["extracted"]["truncated"] is True
+    assert len(sidecar["extracted"]["text"]) == 20_000
+    other = run(hashed, "teach", "another memory").out.strip()
+    wrong_type = run(hashed, "link", other, sidecar["id"], "--type", "related", code=8)
+    assert "--type attachment" in wrong_type.err
+    run(hashed, "link", other, "a-0123456789abcdef", "--type", "attachment", code=4)
+    run(hashed, "link", other, sidecar["id"], "--type", "attachment")  # a file it holds: fine
+    assert set(search_ids(hashed, "walrus")) == {memory, other}

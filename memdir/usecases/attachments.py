@@ -100,7 +100,7 @@ def _guarded(
 
 
 def _extracted(method: str, text: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    text = " ".join(text.replace("\x00", " ").split(" ")).strip()
+    text = text.replace("\x00", " ").strip()
     found: dict[str, Any] = {"method": method}
     if text:
         found["text"] = text[: attachments.TEXT_CAP]
