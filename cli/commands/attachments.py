@@ -113,10 +113,14 @@ def get(
 
     Example: memdir attachment get a-5d41402abc4b2a76 --out receipt.pdf
     """
+    import sys
+
     from memdir.usecases import attachments
 
-    stored = attachments.get(
-        context.open_memdir(ctx), attachment_id, out, context.now(ctx, now), force
-    )
-    if str(out) != "-":
-        note(f"wrote {stored.id} to {out}")
+    stored = attachments.readable(context.open_memdir(ctx), attachment_id, context.now(ctx, now))
+    if str(out) == "-":
+        sys.stdout.buffer.write(stored.path.read_bytes())
+        sys.stdout.buffer.flush()
+        return
+    attachments.write_copy(stored, out, force)
+    note(f"wrote {stored.id} to {out}")

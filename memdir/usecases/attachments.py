@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import logging
 import mimetypes
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -344,40 +344,30 @@ def listing(memdir: Memdir, given: str, now: datetime) -> dict[str, Any]:
     return data
 
 
-def get(memdir: Memdir, given: str, out: Path, now: datetime, force: bool = False) -> Stored:
-    """`memdir attachment get A-ID --out FILE`: write the attached file where the user names,
-    when a memory that may show it links it (the `attachment get` row: not a sealed one's)."""
+def readable(memdir: Memdir, given: str, now: datetime) -> Stored:
+    """The attached file `memdir attachment get` may hand out: one a memory that may show it
+    links (the `attachment get` row: not a sealed memory's, not a forgotten one's)."""
     stored = attachments.resolve(memdir, given)
-    holders = [state for state in lifecycle.load_view(memdir, now)
-               if state.memory is not None and stored.id in attachments.linked(state.links)]  # fmt: skip
-    allowed = [
-        state
-        for state in holders
-        if visibility.present(GET_SURFACE, "x", state.status, state.memory.visibility) == "x"  # type: ignore[union-attr]
-        and (state.memory.visibility == "sealed") == stored.sealed  # type: ignore[union-attr]
+    holders = [
+        (state, state.memory.visibility)
+        for state in lifecycle.load_view(memdir, now)
+        if state.memory is not None and stored.id in attachments.linked(state.links)
     ]
-    if not allowed:
-        sealed = any(state.memory.visibility == "sealed" for state in holders)  # type: ignore[union-attr]
-        if sealed and holders:
-            raise LifecycleError(f"{stored.id} belongs to a sealed memory: it is shown nowhere",
-                                 hint=f"the file is yours to copy: {stored.path}")  # fmt: skip
-        raise NotFoundError(f"no memory holds attachment {stored.id}")
-    if str(out) != "-" and (out.exists() and not force):
+    for state, visible in holders:
+        shown = visibility.present(GET_SURFACE, "x", state.status, visible) == "x"
+        if shown and (visible == "sealed") == stored.sealed:
+            return stored
+    if any(visible == "sealed" for _, visible in holders):
+        raise LifecycleError(f"{stored.id} belongs to a sealed memory: it is shown nowhere",
+                             hint=f"the file is yours to copy: {stored.path}")  # fmt: skip
+    raise NotFoundError(f"no memory holds attachment {stored.id}")
+
+
+def write_copy(stored: Stored, out: Path, force: bool = False) -> None:
+    """Copy an attached file to `out` (atomically; an existing file only with `force`)."""
+    if out.exists() and not force:
         raise BadInputError(f"{out} exists", hint="name another file, or pass --force")
-    data = stored.path.read_bytes()
-    if str(out) == "-":
-        import sys
-
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        try:
-            atomic.write_bytes(out, [data])
-        except OSError as error:
-            raise BadInputError(f"cannot write {out}: {error.strerror or error}") from None
-    return stored
-
-
-def indexed(memdir: Memdir, ids: Iterable[str], sealed: bool) -> str:
-    """The text the index holds for a memory's attachments."""
-    return attachments.texts(memdir, ids, sealed=sealed)
+    try:
+        atomic.write_bytes(out, [stored.path.read_bytes()])
+    except OSError as error:
+        raise BadInputError(f"cannot write {out}: {error.strerror or error}") from None
