@@ -310,7 +310,7 @@ def leftovers(memdir: Memdir) -> list[Leftover]:
     """Temporary files of interrupted writes and stray files in memdir's folders."""
     found: list[Leftover] = []
     folders = [memdir.root, memdir.cache_dir, memdir.documents_dir, memdir.journal_dir / "entries",
-               *(memdir.root / name for name in EXPECTED)]  # fmt: skip
+               *(memdir.root / name for name in EXPECTED), *attachments.folders(memdir)]  # fmt: skip
     for folder in folders:
         if not folder.is_dir() or folder.is_symlink():
             continue

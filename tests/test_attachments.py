@@ -404,3 +404,14 @@ def test_the_text_kept_is_capped_and_links_to_attachments_are_checked(
     run(hashed, "link", other, "a-0123456789abcdef", "--type", "attachment", code=4)
     run(hashed, "link", other, sidecar["id"], "--type", "attachment")  # a file it holds: fine
     assert set(search_ids(hashed, "walrus")) == {memory, other}
+
+
+def test_verify_fix_removes_an_interrupted_attachment_write(hashed: Memdir, tmp_path: Path) -> None:
+    notes = write(tmp_path, "notes.txt", b"the kiwi notes\n")
+    run(hashed, "teach", "notes", "--attach", str(notes))
+    temp = hashed.root / "attachments" / f".{'0' * 64}.txt.999999.abcd1234.tmp"
+    temp.write_bytes(b"half a file")
+    found = run(hashed, "verify")
+    assert "temporary file of an interrupted write" in found.out + found.err
+    run(hashed, "verify", "--fix")
+    assert not temp.exists() and len(content_files(hashed)) == 1
