@@ -415,3 +415,21 @@ def test_verify_fix_removes_an_interrupted_attachment_write(hashed: Memdir, tmp_
     assert "temporary file of an interrupted write" in found.out + found.err
     run(hashed, "verify", "--fix")
     assert not temp.exists() and len(content_files(hashed)) == 1
+
+
+def test_attaching_loads_no_heavy_module_and_a_reader_only_for_its_kind(
+    md: Memdir, tmp_path: Path
+) -> None:
+    from test_cold_start import heavy_in, imported_modules
+
+    notes = write(tmp_path, "notes.txt", b"the cold start notes\n")
+    code, modules = imported_modules("--dir", str(md.root), "teach", "cold", "--attach",
+                                     str(notes), cwd=md.root)  # fmt: skip
+    assert code == 0 and "memdir.usecases.attachments" in modules
+    assert heavy_in(modules) == []
+    assert not {"pypdf", "exifread", "mutagen"} & {name.split(".")[0] for name in modules}
+    pdf = write(tmp_path, "a.pdf", pdf_with_text("the cold pdf"))
+    memory = json.loads(run(md, "list", "--json").out)[0]["id"]
+    code, modules = imported_modules("--dir", str(md.root), "attach", memory, str(pdf),
+                                     cwd=md.root)  # fmt: skip
+    assert code == 0 and "pypdf" in modules and heavy_in(modules) == []
