@@ -162,6 +162,10 @@ SURFACES: dict[str, Surface] = {
                 note="a memory's attached files with what was read from them (text, date, "
                 "place, title); naming the id is asking for it, as in show: a sealed memory's "
                 "are masked, a forgotten memory's files are gone"),
+        Surface("attachments (MCP)", (), ("attachments",),
+                _exposed("text", "text", "omitted", "omitted", "omitted"), _NAMED,
+                note="the assistant naming an id is not the user asking: a private or sealed "
+                "memory's files are not found, as an id that does not exist"),
         Surface("attachment get", ("attachment get",), (),
                 _exposed("text", "text", "text", "omitted", "omitted"),
                 _row("text", "text", "text", "text", "text", "omitted"),

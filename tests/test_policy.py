@@ -368,6 +368,15 @@ def mcp_views(memdir: Memdir) -> list[View]:
             assert result.is_error
             found.append(View("show (MCP)", "MCP show m- (ambiguous)", result.content[0].text,
                               json=False, partial=True))  # fmt: skip
+            for record in RECORDS:
+                if record.kind != "memories":
+                    continue
+                if decide("attachments (MCP)", record.status, record.exposure) is Show.OMITTED:
+                    result = await client.call_tool("attachments", {"memory_id": record.id})
+                    assert result.is_error and "no memory with id" in result.content[0].text
+                else:
+                    await call("attachments (MCP)", "attachments", only=record.name,
+                               memory_id=record.id)  # fmt: skip
             await call("journal_read (MCP)", "journal_read")
             await call("journal_read (MCP)", "journal_read", private, include_private=True)
             await call("room (MCP)", "room", turns=50)

@@ -29,6 +29,7 @@ log = logging.getLogger("memdir")
 T = TypeVar("T")
 SURFACE = "attachments"  # the policy row of `memdir attachments` (visibility.SURFACES)
 GET_SURFACE = "attachment get"
+MCP_SURFACE = "attachments (MCP)"
 
 # the first bytes of each kind of file memdir reads something from: (prefix, media type, ext)
 _MAGIC = (
@@ -327,8 +328,22 @@ def brief(memdir: Memdir, state: MemoryState) -> list[dict[str, Any]]:
 def listing(memdir: Memdir, given: str, now: datetime) -> dict[str, Any]:
     """`memdir attachments ID`: the memory's attachments with their metadata and extracted
     text, through the policy (the `attachments` row: a sealed memory's are masked)."""
-    state = lifecycle.lookup(memdir, given, now)
-    text = state.text_on(SURFACE)
+    return _listed(memdir, lifecycle.lookup(memdir, given, now), SURFACE)
+
+
+def for_assistant(memdir: Memdir, given: str, now: datetime) -> dict[str, Any]:
+    """MCP `attachments`: as `listing`, through the `attachments (MCP)` row: a memory the
+    assistant may not see (private, sealed) is not found, as an id that does not exist."""
+    view = lifecycle.load_view(memdir, now)
+
+    def nameable(state: MemoryState) -> bool:
+        return state.text_on(MCP_SURFACE) is not None
+
+    return _listed(memdir, view.resolve(given, among=nameable, named=nameable), MCP_SURFACE)
+
+
+def _listed(memdir: Memdir, state: MemoryState, surface: str) -> dict[str, Any]:
+    text = state.text_on(surface)
     masked = state.memory is None or text != state.memory.text
     rows: list[dict[str, Any]] = []
     if not masked:
