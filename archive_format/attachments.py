@@ -6,7 +6,7 @@ size) and what could be read from it (the extracted text and metadata). The side
 carries `h8`, the first 8 hex digits of SHA-256 over its canonical JSON: two clones that attach
 the same bytes under another name (or with another extractor installed) write two sidecars,
 never one file two ways, so a merge cannot conflict. Readers take the sidecars of one file in
-name order; the first is its description.
+name order, those that read something first; the first is its description.
 
 A memory names its attachments by links of type `attachment` to `a-<first 16 hex digits>`: in
 its own line (`teach --attach`) or by a `link` event (`attach ID FILE`), so attaching never
@@ -216,6 +216,9 @@ def find(memdir: Memdir, given: str, sealed: bool | None = None) -> Stored | Non
                 read = [
                     s for s in (_read_sidecar(p) for p in sides if SIDECAR.fullmatch(p.name)) if s
                 ]
+                # one that read something describes the file best (stable: a clone holding the
+                # same sidecars chooses the same one)
+                read.sort(key=lambda sidecar: not sidecar.get("extracted"))
                 return Stored(given, sha, path, tuple(read))
     return None
 

@@ -184,6 +184,13 @@ def test_a_library_missing_skips_the_reading_and_still_stores_the_file(
     assert "pypdf is not installed" in sidecar["skipped"] and "extracted" not in sidecar
     assert search_ids(hashed, "narwhal") == []
     assert search_ids(hashed, "report") == [done.out.strip()]
+    monkeypatch.delitem(sys.modules, "pypdf")  # installed after all: attached again, it is read
+    run(hashed, "attach", done.out.strip(), str(pdf))
+    assert len(sidecars(hashed)) == 2
+    run(hashed, "index", "--rebuild")
+    assert search_ids(hashed, "narwhal") == [done.out.strip()]
+    listed = json.loads(run(hashed, "attachments", done.out.strip(), "--json").out)
+    assert listed["attachments"][0]["extracted_by"] == "pypdf"
 
 
 def test_forget_removes_the_file_and_its_text_from_the_index_unless_another_memory_links_it(
