@@ -315,9 +315,7 @@ def test_export_and_restore_carry_the_files_and_the_restored_index_finds_them(
     assert [hit["id"] for hit in hits] == [memory]
 
 
-def test_verify_finds_a_tampered_file_a_missing_one_and_a_stray(
-    hashed: Memdir, tmp_path: Path
-) -> None:
+def test_verify_finds_a_tampered_file_and_a_missing_one(hashed: Memdir, tmp_path: Path) -> None:
     notes = write(tmp_path, "notes.txt", b"the dugong notes\n")
     memory = run(hashed, "teach", "notes", "--attach", str(notes)).out.strip()
     assert run(hashed, "verify").code == 0
