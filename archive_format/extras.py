@@ -50,6 +50,11 @@ EXTRAS: dict[str, Extra] = {
         ("nrclex>=4",),
     ),
     "ui": Extra("the local web page (`memdir ui`)", ("uvicorn",), ("uvicorn>=0.30",)),
+    "attach": Extra(
+        "reading attached files (a PDF's text, an image's EXIF, audio tags; else stored unread)",
+        ("pypdf", "exifread", "mutagen"),
+        ("pypdf>=4", "exifread>=3", "mutagen>=1.47"),
+    ),
 }
 
 

@@ -12,7 +12,10 @@ from pathlib import Path
 
 from . import atomic
 
-ATTRIBUTES = ("*.jsonl merge=union",)
+# attached files are bytes, never merged line by line (an attached `.jsonl` too): `binary`
+# after the union rule overrides it (each name is content-addressed: two clones never write one
+# name differently)
+ATTRIBUTES = ("*.jsonl merge=union", "attachments/** binary")
 ATTRIBUTES_COMMENT = "# memdir: shelves and journal are append-only; union merges never conflict."
 
 IGNORED = (
@@ -25,6 +28,7 @@ IGNORED = (
     "/memdir.local.yaml",  # the per-machine settings (settings.LOCAL_ONLY): never from a clone
     "/journal/secret.jsonl",  # secret turns never enter a commit (docs/FORMAT.md, section 8)
     "/shelves/sealed.jsonl",  # nor sealed memories and what names them (section 5)
+    "/attachments/sealed/",  # nor a sealed memory's attached files (section 10)
 )
 IGNORED_COMMENT = (
     "# memdir: the derived cache, generated documents and per-machine state stay out of git."

@@ -17,11 +17,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from . import idcache, ring, secrets, shelf, tombstones
+from . import attachments, idcache, ring, secrets, shelf, tombstones
 from .clock import format_time, parse_time
 from .errors import BadInputError, LifecycleError, MemdirError, NotFoundError
 from .fold import ArchiveView, MemoryState, fold, impossible_line, supersessors
@@ -459,6 +459,20 @@ def link(
                     hint="link to a memory id or to an existing turn id (`memdir journal show`)",
                 )
             target_id = to
+        elif to.startswith("a-"):  # an attachment: one stored where this memory keeps its files
+            assert source.memory is not None
+            sealed = source.memory.visibility == "sealed"
+            if attachments.find(memdir, to, sealed=sealed) is None:
+                raise NotFoundError(
+                    f"no attachment {to!r} stored for {source.id}",
+                    hint="attach a file with `memdir attach ID FILE`",
+                )
+            if link_type != attachments.LINK_TYPE:
+                raise BadInputError(
+                    f"a link to an attachment has the type {attachments.LINK_TYPE!r}",
+                    hint=f"--type {attachments.LINK_TYPE}",
+                )
+            target_id = to
         else:
             target_id = view.resolve(to).id  # a memory (an id or a unique prefix), or NotFound
         if target_id == source.id:
@@ -534,7 +548,27 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
                 event = new_event(at=format_time(now), op="forget", target=chosen.id, actor=actor)
                 _append_event(memdir, event)
         tombstones.reapply(memdir, now)  # drops it from the ring and the generated documents
+        prune_attachments(memdir)
     return state.id
+
+
+EVERY_LINE = datetime(8999, 1, 1, tzinfo=timezone.utc)  # a fold that leaves no line out
+
+
+def prune_attachments(memdir: Memdir) -> list[Path]:
+    """Remove the attached files and sidecars that no memory left unforgotten links (forget's
+    last step, under the writer lock): a forgotten memory's files go, one another memory still
+    links stays. Reads every shelf, and only when the memdir holds attachments."""
+    if not any(place.is_dir() and any(place.iterdir()) for place in attachments.folders(memdir)):
+        return []
+    wanted: dict[str, set[str]] = {"normal": set(), "sealed": set()}
+    with memdir.lock():
+        for state in load_view(memdir, EVERY_LINE):
+            if state.status == "forgotten" or state.memory is None:
+                continue
+            place = "sealed" if state.memory.visibility == "sealed" else "normal"
+            wanted[place].update(attachments.linked(state.links))
+        return attachments.prune(memdir, wanted)
 
 
 def _twins(memdir: Memdir, state: MemoryState, now: datetime, cache: IdCache) -> list[MemoryState]:

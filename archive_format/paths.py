@@ -16,8 +16,9 @@ from typing import BinaryIO
 from .errors import FormatError
 
 # the folders memdir writes in, and the files in them it owns
-FOLDERS = ("shelves", "journal", "state", "documents", "quarantine", ".memdir")
-PATTERNS = ("shelves/*", "journal/*", "state/*", "journal/entries", ".memdir/*")
+FOLDERS = ("shelves", "journal", "state", "documents", "quarantine", "attachments", ".memdir")
+PATTERNS = ("shelves/*", "journal/*", "state/*", "journal/entries", ".memdir/*", "attachments/*",
+            "attachments/sealed/*")  # fmt: skip
 
 
 def link_error(path: Path) -> FormatError:

@@ -446,6 +446,13 @@ class WatchSettings:
 
 
 @dataclass(frozen=True)
+class AttachmentSettings:
+    max_bytes: int = setting(
+        20971520, "largest file `teach --attach` and `attach` store (bytes; 20 MiB)", whole(1)
+    )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything memdir.yaml's `settings:` can say, with the defaults filled in."""
 
@@ -470,6 +477,9 @@ class Settings:
     index: IndexSettings = section(IndexSettings, "where the derived index lives (docs/SCALE.md)")
     mcp: McpSettings = section(McpSettings, "`memdir mcp`")
     watch: WatchSettings = section(WatchSettings, "`memdir watch`")
+    attachments: AttachmentSettings = section(
+        AttachmentSettings, "attached files (docs/FORMAT.md, section 10)"
+    )
 
     @property
     def zone(self) -> tzinfo:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import gitrules, journal, secrets, shelf
+from . import attachments, gitrules, journal, secrets, shelf
 from .errors import FormatError
 from .fold import impossible_line
 from .memdir import Memdir
@@ -164,6 +164,9 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
                 report.problems.append(f"{memory_id}: links to itself")
             elif link["to"].startswith("m-") and link["to"] not in known:
                 report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
+    found, warned = attachments.problems(memdir, _attachment_links(memories, tombstones, events))
+    report.problems.extend(found)
+    report.warnings.extend(warned)
     checked, found, turns = journal.check(memdir, memories, known, report.notes)
     report.lines += checked
     report.problems.extend(found)
@@ -210,6 +213,30 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
     return report
+
+
+def _attachment_links(
+    memories: dict[str, dict[str, Any]],
+    tombstones: set[str],
+    events: list[tuple[str, dict[str, Any]]],
+) -> dict[str, tuple[list[str], bool]]:
+    """Each unforgotten memory's attachment ids (its line's links and its link events), and
+    whether it is sealed (its files are then in attachments/sealed/)."""
+    forgotten = tombstones | {event["target"] for _, event in events if event["op"] == "forget"}
+    added: dict[str, list[dict[str, Any]]] = {}
+    for _, event in events:
+        if event["op"] == "link" and event.get("link_type") == attachments.LINK_TYPE:
+            added.setdefault(event["target"], []).append(
+                {"type": attachments.LINK_TYPE, "to": event.get("to")}
+            )
+    found: dict[str, tuple[list[str], bool]] = {}
+    for memory_id, memory in memories.items():
+        if memory_id in forgotten:
+            continue
+        ids = attachments.linked([*memory.get("links", ()), *added.get(memory_id, ())])
+        if ids:
+            found[memory_id] = (ids, memory.get("visibility") == "sealed")
+    return found
 
 
 def _seen(seen: dict[str, list[str]], line_id: str, where: str) -> None:
@@ -285,7 +312,7 @@ def leftovers(memdir: Memdir) -> list[Leftover]:
     """Temporary files of interrupted writes and stray files in memdir's folders."""
     found: list[Leftover] = []
     folders = [memdir.root, memdir.cache_dir, memdir.documents_dir, memdir.journal_dir / "entries",
-               *(memdir.root / name for name in EXPECTED)]  # fmt: skip
+               *(memdir.root / name for name in EXPECTED), *attachments.folders(memdir)]  # fmt: skip
     for folder in folders:
         if not folder.is_dir() or folder.is_symlink():
             continue

@@ -159,6 +159,20 @@ SURFACES: dict[str, Surface] = {
                 "only on the user's quoted words, and an id the tool may not show is not "
                 "found and never listed"),
         Surface("log", ("log",), (), _NAMED_EXPOSURE, _NAMED),
+        Surface("attachments", ("attachments",), (), _NAMED_EXPOSURE, _NAMED,
+                note="a memory's attached files with what was read from them (text, date, "
+                "place, title); naming the id is asking for it, as in show: a sealed memory's "
+                "are masked, a forgotten memory's files are gone"),
+        Surface("attachments (MCP)", (), ("attachments",),
+                _exposed("text", "text", "omitted", "omitted", "omitted"), _NAMED,
+                note="the assistant naming an id is not the user asking: a private or sealed "
+                "memory's files are not found, as an id that does not exist"),
+        Surface("attachment get", ("attachment get",), (),
+                _exposed("text", "text", "text", "omitted", "omitted"),
+                _row("text", "text", "text", "text", "text", "omitted"),
+                note="writes the attached file where the user names it: not a sealed memory's "
+                "(its file stays in the git-ignored attachments/sealed/), not a forgotten "
+                "one's (removed)"),
         Surface("island show", ("island show",), (), _LISTED_EXPOSURE,
                 _row("text", "text", "text", "text", "text", "omitted"),
                 note="an island's members with their status; a forgotten memory has left every "
@@ -301,6 +315,7 @@ NO_RECORDS: dict[str, str] = {
             "island add",
             "island remove",
             "island delete",
+            "attach",
         ),
         "writes; prints ids",
     ),  # fmt: skip

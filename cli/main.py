@@ -15,6 +15,7 @@ from memdir.archive_format.errors import INTERRUPTED, ExitStatus, MemdirError
 from memdir.archive_format.paths import describe_os_error
 
 from .commands import archive as archive_commands
+from .commands import attachments as attachment_commands
 from .commands import bench as bench_commands
 from .commands import continuity as continuity_commands
 from .commands import core as core_commands
@@ -75,6 +76,7 @@ def root(
 
 init_commands.register(app)
 lifecycle_commands.register(app)
+attachment_commands.register(app)
 inspect_commands.register(app)
 index_commands.register(app)
 recall_commands.register(app)

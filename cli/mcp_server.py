@@ -337,6 +337,14 @@ class MemdirTools:
         memory is shown only with `quote`, the user's words asking about it; sealed never."""
         return provenance.show(self.memdir, memory_id, quote, self._now(), self.window)
 
+    def attachments(self, memory_id: MemoryId) -> dict[str, Any]:
+        """The files kept with a memory (images, PDFs, audio, text): each one's name, type,
+        size and what was read from it (text, date, place, title, artist). Not a private or
+        sealed memory's."""
+        from memdir.usecases import attachments
+
+        return attachments.for_assistant(self.memdir, memory_id, self._now())
+
     def stats(self) -> dict[str, Any]:
         """Counts of memories by status, source and store, and of journal turns."""
         from collections import Counter
@@ -555,6 +563,7 @@ TOOLS: dict[str, tuple[str, bool, bool, bool]] = {
     "recall": ("Recall", False, False, False),
     "search": ("Full-text search", True, False, True),
     "show": ("Show a memory", True, False, True),
+    "attachments": ("A memory's attached files", True, False, True),
     "stats": ("Statistics", True, False, True),
     "journal_add": ("Journal: add a turn", False, False, True),
     "journal_read": ("Journal: read turns", True, False, True),

@@ -11,7 +11,7 @@ import typer
 
 # task → the top-level commands in it, in the order `memdir --help` shows them
 PANELS: dict[str, tuple[str, ...]] = {
-    "remember": ("init", "teach", "infer", "link", "import", "people", "self", "island"),
+    "remember": ("init", "teach", "infer", "link", "attach", "import", "people", "self", "island"),
     "recall": (
         "recall",
         "context",
@@ -21,6 +21,8 @@ PANELS: dict[str, tuple[str, ...]] = {
         "list",
         "log",
         "links",
+        "attachments",
+        "attachment",
         "ring",
         "decay",
         "stats",

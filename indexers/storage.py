@@ -383,7 +383,7 @@ class IndexStorage:
         from .fulltext import TantivyIndex
         from .updater import fulltext_documents
 
-        texts, sessions = fulltext_documents(self.catalog)
+        texts, sessions = fulltext_documents(self.catalog, self.memdir)
         return TantivyIndex.in_memory(texts), TantivyIndex.in_memory(sessions)
 
     @cached_property

@@ -20,12 +20,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from memdir.archive_format import attachments
 from memdir.archive_format import shelf as shelf_io
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.decay import rehearsal_times
 from memdir.archive_format.errors import BadInputError, LockedError
 from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
+from memdir.archive_format.memdir import Memdir
 
 from .backends import META_FIELDS, Catalog, CatalogMemory, Checkpoint, Document, speaker_of
 from .memorytable import CONTEXT, name_code
@@ -451,11 +453,12 @@ class IndexUpdater:
                 near=[near + [-1] * (2 * CONTEXT - len(near)) for _, near in around],
             )
         memories = self.catalog.memories_by_iid(wanted)
+        shown = [memory for memory in memories.values() if memory.searchable]
+        attached = attached_texts(self.storage.memdir, self.catalog, shown)
         self.storage.fulltext.upsert(
             [
-                _document(memory, context.get(memory.iid, memory.text))
-                for memory in memories.values()
-                if memory.searchable
+                _document(memory, context.get(memory.iid, memory.text), attached.get(memory.iid))
+                for memory in shown
             ]
         )
         self.storage.sessions.delete(list(sessions))
@@ -474,7 +477,7 @@ class IndexUpdater:
                 force or live < COMPACT_ALWAYS_BELOW or replaced > COMPACT_RATIO * live
             ):
                 return False
-            texts, sessions = fulltext_documents(self.catalog)
+            texts, sessions = fulltext_documents(self.catalog, storage.memdir)
             try:
                 storage.fulltext.replace_all(texts)
                 storage.sessions.replace_all(sessions)
@@ -744,27 +747,56 @@ def _session_documents(rows: dict[str, list[tuple[int, str]]]) -> list[Document]
     ]
 
 
-def fulltext_documents(catalog: Catalog) -> tuple[list[Document], list[Document]]:
+def fulltext_documents(
+    catalog: Catalog, memdir: Memdir | None = None
+) -> tuple[list[Document], list[Document]]:
     """Every document of the two full-text indexes, from the catalog: the memories', and one
-    per session (compaction writes them again; a read-only memdir loads them into memory)."""
+    per session (compaction writes them again; a read-only memdir loads them into memory).
+    With `memdir`, each memory's document holds its attachments' text too."""
     memories = [memory for memory in catalog.all_memories() if memory.searchable]
     rows = catalog.session_rows(
         sorted({m.line["session"] for m in memories if m.line.get("session")})
     )
     context, _ = _contexts(rows)
-    texts = [_document(m, context.get(m.iid, m.text)) for m in memories]
+    attached = attached_texts(memdir, catalog, memories) if memdir is not None else {}
+    texts = [_document(m, context.get(m.iid, m.text), attached.get(m.iid)) for m in memories]
     return texts, _session_documents(rows)
 
 
-def _document(memory: CatalogMemory, context: str) -> Document:
+def attached_texts(
+    memdir: Memdir, catalog: Catalog, memories: list[CatalogMemory]
+) -> dict[int, str]:
+    """Each memory's attachments' indexed text (their names, metadata and extracted text, from
+    the sidecars), by iid: the links in its line and its `attachment` link events."""
+    if not memories or not any(place.is_dir() for place in attachments.folders(memdir)):
+        return {}
+    added: dict[str, list[dict[str, Any]]] = {}
+    for event in catalog.events_for(memory.id for memory in memories):
+        if event.get("op") == "link" and event.get("link_type") == attachments.LINK_TYPE:
+            added.setdefault(event["target"], []).append({"type": attachments.LINK_TYPE,
+                                                          "to": event.get("to")})  # fmt: skip
+    found: dict[int, str] = {}
+    for memory in memories:
+        ids = attachments.linked([*memory.line.get("links", ()), *added.get(memory.id, ())])
+        if ids:
+            sealed = memory.line.get("visibility") == "sealed"
+            text = attachments.texts(memdir, ids, sealed=sealed)
+            if text:
+                found[memory.iid] = text
+    return found
+
+
+def _document(memory: CatalogMemory, context: str, attached: str | None = None) -> Document:
+    """A memory's full-text document; its attachments' text (`attached`) is searched with its
+    own, in the text and the context fields."""
     line = memory.line
     kind = line.get("type")
     label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
     document: Document = {
         "id": line["id"],
         "iid": memory.iid,
-        "text": line["text"],
-        "context": context,
+        "text": f"{line['text']}\n{attached}" if attached else line["text"],
+        "context": f"{context}\n{attached}" if attached else context,
         "status": memory.status,
         "type": label,
         "source": line["source"],

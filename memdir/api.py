@@ -65,6 +65,8 @@ SURFACE_OF = {
     "reject": "reject",
     "forget": "forget",
     "link": "link",
+    "attach": "attach",
+    "attachments": "attachments",
     "recall": "recall",
     "recall_journal": "recall --include-journal",
     "context": "context",
@@ -230,6 +232,24 @@ class Memdir:
         event records this handle's actor."""
         return lifecycle.link(self.archive, memory_id, to, link_type, _moment(now),
                               actor=self.actor.name)  # fmt: skip
+
+    def attach(self, memory_id: str, path: str | os.PathLike[str], *,
+               now: Moment = None) -> str:  # fmt: skip
+        """`memdir attach`: keep a file with a memory (stored once by its hash, its text and
+        metadata read and indexed with the memory); returns the attachment id (`a-…`). The link
+        event records this handle's actor."""
+        from memdir.usecases import attachments
+
+        done = attachments.attach(self.archive, memory_id, Path(path), _moment(now),
+                                  self.actor.name)  # fmt: skip
+        return done.attached.id
+
+    def attachments(self, memory_id: str, *, now: Moment = None) -> dict[str, Any]:
+        """`memdir attachments --json`: a memory's attached files with what was read from
+        them (a sealed memory's masked)."""
+        from memdir.usecases import attachments
+
+        return attachments.listing(self.archive, memory_id, _moment(now))
 
     # reading ------------------------------------------------------------------------------
     def recall(

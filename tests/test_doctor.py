@@ -201,10 +201,11 @@ def test_doctor_without_a_memdir_checks_the_install(
     monkeypatch.chdir(tmp_path)  # no memdir.yaml here or above
     code, found = doctor(capsys)
     assert code == ExitStatus.OK, found
-    assert list(found) == ["embedder", "affect", "postgres", "extras", "memdir"]
+    assert list(found) == ["embedder", "affect", "postgres", "extras", "attach", "memdir"]
     assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
     assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
     assert found["extras"]["status"] == "ok"  # the test venv has every extra
+    assert found["attach"]["status"] == "ok"
     # the printed fix runs as written (in a scratch home) and makes a memdir doctor then checks
     monkeypatch.setenv("HOME", str(tmp_path))
     words = shlex.split(found["memdir"]["fix"])

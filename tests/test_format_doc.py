@@ -16,12 +16,13 @@ def documented_fields(kind: str) -> list[tuple[str, bool]]:
     """(field, required) rows of the table under the heading for `kind` lines."""
     text = DOC.read_text(encoding="utf-8")
     section = text.split(f"### `{kind}` lines", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `([a-z_]+)` \| [^|]*(?:\\\|[^|]*)* \| (yes|no) \|", section, re.M)
+    rows = re.findall(r"^\| `([a-z0-9_]+)` \| [^|]*(?:\\\|[^|]*)* \| (yes|no) \|", section, re.M)
     return [(name, required == "yes") for name, required in rows]
 
 
 @pytest.mark.parametrize(
-    "kind", ["memory", "event", "tombstone", "recall", "turn", "digest", "note", "island"]
+    "kind",
+    ["memory", "event", "tombstone", "recall", "turn", "digest", "note", "island", "attachment"],
 )
 def test_format_doc_tables_match_schemas(kind: str) -> None:
     schema = load_schema(kind)

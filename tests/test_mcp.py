@@ -19,10 +19,11 @@ EXPECTED = {
     "teach", "infer", "confirm", "reject", "forget", "link", "recall", "search", "show",
     "stats", "journal_add", "journal_read", "ring", "wake", "boot", "self_read",
     "self_update", "people_read", "person_update", "core", "room", "song_list", "island_list",
-    "island_show",
+    "island_show", "attachments",
 }  # fmt: skip
-READ_ONLY = {"search", "show", "stats", "journal_read", "ring", "wake", "boot", "self_read",
-             "people_read", "core", "room", "song_list", "island_list", "island_show"}  # fmt: skip
+READ_ONLY = {"search", "show", "attachments", "stats", "journal_read", "ring", "wake", "boot",
+             "self_read", "people_read", "core", "room", "song_list", "island_list",
+             "island_show"}  # fmt: skip
 DESTRUCTIVE = {"reject", "forget", "self_update", "person_update"}
 
 

@@ -106,10 +106,26 @@ def plant(root: Path) -> Memdir:
             record.id = lifecycle.infer(memdir, record.text, at, ttl, **options).id
         else:
             record.id = lifecycle.teach(memdir, record.text, at, **options).id
+    attach_files(memdir, root.parent / "planted-files", at)
     lifecycle.reject(memdir, BY_NAME["rejected"].id, "the user said no", at)
     lifecycle.forget(memdir, BY_NAME["forgotten"].id, at)
     lifecycle.expire(memdir, NOW)
     return memdir
+
+
+ATTACHED: dict[str, str] = {}  # record name → the id of the file attached to it
+
+
+def attach_files(memdir: Memdir, folder: Path, at: Any) -> None:
+    """A text file holding each memory's token, attached to it: its text shows (or not) with
+    the memory's, and goes when the memory is forgotten."""
+    from memdir.usecases import attachments
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, record in enumerate(r for r in RECORDS if r.kind == "memories"):
+        path = folder / f"file-{number}.txt"
+        path.write_text(f"attached {record.token} file\n", encoding="utf-8")
+        ATTACHED[record.name] = attachments.attach(memdir, record.id, path, at).attached.id
 
 
 @dataclass
@@ -176,6 +192,8 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
         if record.kind == "memories":
             views += _forms(memdir, "show", ("show", record.id), only=record.name)
             views += _forms(memdir, "log", ("log", record.id), only=record.name)
+            views += _forms(memdir, "attachments", ("attachments", record.id), only=record.name)
+            views.append(attachment_get_view(memdir, record))
             if record.status != "forgotten":  # a forgotten memory has nothing to decay
                 # (its --json form only: the plain one prints the same text, and CI stays quick)
                 views.append(
@@ -214,6 +232,18 @@ def cli_views(memdir: Memdir, tmp: Path) -> list[View]:
         views.append(View("export --encrypt" if encrypt else "export", f"export {encrypt}",
                           _unpacked(out, tmp / f"restored-{encrypt}", encrypt)))  # fmt: skip
     return views
+
+
+def attachment_get_view(memdir: Memdir, record: Planted) -> View:
+    """`attachment get A-ID --out -`: the file's bytes, or a refusal (a sealed memory's file is
+    shown nowhere, a forgotten one's is gone)."""
+    attached = ATTACHED[record.name]
+    done = memdir_main("--dir", str(memdir.root), "attachment", "get", attached, "--out", "-",
+                       now=NOW_TEXT, env=clean_env())  # fmt: skip
+    refused = {"sealed": 8, "forgotten": 4}.get(record.name, 0)
+    assert done.code == refused, done
+    return View("attachment get", f"attachment get {attached}", done.out, ids=False,
+                only=record.name)  # fmt: skip
 
 
 def journal_group_views(memdir: Memdir, asked: frozenset[str]) -> list[View]:
@@ -341,6 +371,15 @@ def mcp_views(memdir: Memdir) -> list[View]:
             assert result.is_error
             found.append(View("show (MCP)", "MCP show m- (ambiguous)", result.content[0].text,
                               json=False, partial=True))  # fmt: skip
+            for record in RECORDS:
+                if record.kind != "memories":
+                    continue
+                if decide("attachments (MCP)", record.status, record.exposure) is Show.OMITTED:
+                    result = await client.call_tool("attachments", {"memory_id": record.id})
+                    assert result.is_error and "no memory with id" in result.content[0].text
+                else:
+                    await call("attachments (MCP)", "attachments", only=record.name,
+                               memory_id=record.id)  # fmt: skip
             await call("journal_read (MCP)", "journal_read")
             await call("journal_read (MCP)", "journal_read", private, include_private=True)
             await call("room (MCP)", "room", turns=50)

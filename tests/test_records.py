@@ -397,7 +397,29 @@ def islands(draw: st.DrawFn) -> dict[str, Any]:
     return identified("i", line)
 
 
+@st.composite
+def attachments(draw: st.DrawFn) -> dict[str, Any]:
+    sha = draw(st.text("0123456789abcdef", min_size=64, max_size=64))
+    extracted = st.fixed_dictionaries(
+        {"method": st.sampled_from(["pypdf", "exifread", "mutagen", "text"])},
+        optional={"text": words, "truncated": st.booleans(),
+                  "metadata": st.dictionaries(words, words, max_size=2)},
+    )  # fmt: skip
+    line = {
+        "kind": "attachment",
+        "id": f"a-{sha[:16]}",
+        "sha256": sha,
+        "bytes": draw(st.integers(0, 2**40)),
+        "media_type": draw(st.sampled_from(["application/pdf", "image/jpeg", "text/plain"])),
+        "name": draw(optional_words),
+        "extracted": draw(st.none() | extracted),
+        "skipped": draw(optional_words),
+    }
+    return {name: value for name, value in line.items() if value is not None}
+
+
 VALID = {
+    "attachment": attachments(),
     "note": notes(),
     "island": islands(),
     "turn": turns,
@@ -588,6 +610,15 @@ GOOD_LINES = {
         "about": "the allotment",
         "members": ["m-0123456789abcdef"],
         "by": "user",
+    },
+    "attachment": {
+        "kind": "attachment",
+        "id": "a-0123456789abcdef",
+        "sha256": "0123456789abcdef" * 4,
+        "bytes": 1234,
+        "media_type": "application/pdf",
+        "name": "invoice.pdf",
+        "extracted": {"method": "pypdf", "text": "the invoice", "metadata": {"pages": 1}},
     },
     "recall": {
         "kind": "recall",

@@ -757,3 +757,20 @@ def test_watch_retry_tries_a_failed_update_again(
         shutil.rmtree(hashed.cache_dir / "index", ignore_errors=True)
         memdir = configure(hashed, watch={"retry": retry, "poll": 60})
         assert _watch_for(memdir, another_indexer, lambda: None) == expected, retry
+
+
+@effect("attachments.max_bytes")
+def test_attachments_max_bytes_is_the_largest_file_stored(hashed: Memdir, tmp_path: Path) -> None:
+    from memdir.archive_format.errors import BadInputError
+    from memdir.usecases import attachments
+
+    data = b"the walrus schedule\n" * 10  # 200 bytes
+    path = tmp_path / "schedule.txt"
+    path.write_bytes(data)
+    for limit, stored in ((len(data), True), (len(data) - 1, False)):
+        memdir = configure(hashed, attachments={"max_bytes": limit})
+        if stored:
+            assert attachments.store_file(memdir, path, "normal").stored.path.read_bytes() == data
+        else:
+            with pytest.raises(BadInputError, match="over the attachment limit"):
+                attachments.store_file(memdir, path, "normal")

@@ -191,6 +191,13 @@ def register(app: typer.Typer) -> None:
         """
         state, view = resolved(ctx, memory_id, now)
         data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
+        if state.memory is not None and data.get("text") == state.memory.text:
+            from memdir.archive_format.attachments import linked
+
+            if linked(state.links):  # what is attached (a masked memory lists nothing)
+                from memdir.usecases.attachments import brief
+
+                data["attachments"] = brief(context.open_memdir(ctx), state)
         distilled = _distilled(context.open_memdir(ctx), state)
         if distilled is not None:
             data["distilled"] = distilled

@@ -4,6 +4,8 @@ teach, infer, confirm, reject, expire, forget, link."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +14,7 @@ from memdir.actor import refuse_user_claim
 from memdir.archive_format import clock, lifecycle
 from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.archive_format.fold import COMPATIBLE, SUPERSEDED_BY
+from memdir.archive_format.memdir import Memdir
 from memdir.usecases import provenance
 from memdir.usecases.fields import memory_fields
 from memdir.usecases.provenance import refuse_turn_forget, user  # noqa: F401 (re-export)
@@ -20,6 +23,7 @@ from memdir.words import counted
 from .. import context, parameters
 from ..parameters import SessionOpt, VisibilityOpt
 from ..render import emit_json, note
+from .attachments import AttachOpt, report_skipped
 
 TypeOpt = Annotated[
     str | None, typer.Option("--type", help="TYPE or TYPE:subtype, e.g. FACT:preference.")
@@ -145,12 +149,32 @@ def refuse_deciding_link(actor: provenance.Actor, link_type: str) -> None:
         )
 
 
+def with_attachments(
+    memdir: Memdir,
+    files: list[Path] | None,
+    fields: dict[str, Any],
+    write: Callable[[list[dict[str, str]]], tuple[str, str | None]],
+) -> tuple[str, str | None]:
+    """Write a memory, with `--attach`'s files stored first and linked from its line (under one
+    hold of the writer lock); without files, just the write."""
+    if not files:
+        return write([])
+    from memdir.usecases import attachments
+
+    written, done = attachments.stored_together(
+        memdir, files, str(fields.get("visibility") or "normal"), write
+    )
+    report_skipped(list(done))
+    return written
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @parameters.group("fields", memory_options)
     def teach(
         ctx: typer.Context,
         text: Annotated[str, typer.Argument(help="What the user taught, or '-' for stdin.")],
+        attach: AttachOpt = None,
         *,
         fields: dict[str, Any],
         by: UserOpt = None,
@@ -161,22 +185,28 @@ def register(app: typer.Typer) -> None:
         Run by an assistant (MEMDIR_ACTOR=assistant, or an agent harness's shell) it is stored
         as a teaching only when the text quotes the user's recent words, else as an inference.
 
+        --attach keeps a file with it (memdir attachments ID lists them).
+
         Example: ID=$(memdir teach "I take my coffee black" --type FACT:preference --key coffee)
         """
         memdir, moment, actor = context.writer(ctx, now)
         if by:  # an assistant's teaching is guarded below; it cannot name the user besides
             refuse_user_claim(actor, user(by), "teach")
-        if actor.assistant:  # an assistant's shell: the teaching guard, as over MCP
-            outcome = provenance.teach(memdir, read_text(text), moment,
-                                       memdir.settings.mcp.quote_window,
-                                       f"from an assistant's shell ({actor.reason})", **fields)  # fmt: skip
-            note(outcome.message)
-            typer.echo(outcome.id)
-            return
-        result = lifecycle.teach(memdir, read_text(text), moment, user(by), **fields)
-        if not result.added:
-            note(f"already stored as {result.id}")
-        typer.echo(result.id)
+        body = read_text(text)
+
+        def write(links: list[dict[str, str]]) -> tuple[str, str | None]:
+            options = {**fields, "links": links} if links else fields
+            if actor.assistant:  # an assistant's shell: the teaching guard, as over MCP
+                outcome = provenance.teach(memdir, body, moment, memdir.settings.mcp.quote_window,
+                                           f"from an assistant's shell ({actor.reason})", **options)  # fmt: skip
+                return outcome.id, outcome.message
+            result = lifecycle.teach(memdir, body, moment, user(by), **options)
+            return result.id, None if result.added else f"already stored as {result.id}"
+
+        written, message = with_attachments(memdir, attach, fields, write)
+        if message:
+            note(message)
+        typer.echo(written)
 
     @app.command()
     @parameters.group("fields", memory_options)
@@ -191,6 +221,7 @@ def register(app: typer.Typer) -> None:
                 "--ttl", help="Time to live unconfirmed, e.g. 7d (default from memdir.yaml)."
             ),
         ] = None,
+        attach: AttachOpt = None,
         *,
         fields: dict[str, Any],
         by: Annotated[
@@ -207,10 +238,17 @@ def register(app: typer.Typer) -> None:
         lifetime = clock.parse_duration(ttl) if ttl else None
         memdir, moment, actor = context.writer(ctx, now)
         refuse_user_claim(actor, by, "infer")
-        result = lifecycle.infer(memdir, read_text(text), moment, lifetime, by, **fields)
-        if not result.added:
-            note(f"already stored as {result.id}")
-        typer.echo(result.id)
+        body = read_text(text)
+
+        def write(links: list[dict[str, str]]) -> tuple[str, str | None]:
+            options = {**fields, "links": links} if links else fields
+            result = lifecycle.infer(memdir, body, moment, lifetime, by, **options)
+            return result.id, None if result.added else f"already stored as {result.id}"
+
+        written, message = with_attachments(memdir, attach, fields, write)
+        if message:
+            note(message)
+        typer.echo(written)
 
     @app.command()
     def confirm(

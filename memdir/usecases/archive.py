@@ -42,7 +42,7 @@ from memdir.archive_format.verify import Report, verify
 from .sealing import SealedReader, SealedWriter, is_sealed
 
 TOP_FILES = (CONFIG_NAME, ".gitattributes", ".gitignore")
-TOP_DIRS = ("shelves", "journal", "state", "documents", "quarantine")
+TOP_DIRS = ("shelves", "journal", "state", "documents", "quarantine", "attachments")
 MANIFEST = "MANIFEST.sha256"  # the last member: "<sha256>  <path>" per file
 log = logging.getLogger("memdir")
 

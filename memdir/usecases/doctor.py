@@ -280,7 +280,21 @@ def check_schedule(memdir: Memdir) -> Check:
                  f"(crontab -l 2>/dev/null; echo {shlex.quote(line)}) | crontab -")  # fmt: skip
 
 
-INSTALL_CHECKS = (check_embedder, check_affect, check_postgres, check_extras)
+# The `attach` extra: the readers of attached files (memdir/usecases/attachments.py).
+ATTACH_PACKAGES = dict(zip(EXTRAS["attach"].modules, EXTRAS["attach"].packages, strict=True))
+
+
+def check_attach(settings: Settings) -> Check:
+    """The `attach` extra: without a reader, attached files of its kind are stored unread."""
+    missing = [module for module in ATTACH_PACKAGES if not _has(module)]
+    if not missing:
+        return Check("attach", "ok", "the attach extra (pypdf, exifread, mutagen) is installed")
+    return Check("attach", "note", f"{', '.join(missing)} not installed: attached files of "
+                 "that kind are stored without their text or metadata being read",
+                 install_command(*(ATTACH_PACKAGES[name] for name in missing)))  # fmt: skip
+
+
+INSTALL_CHECKS = (check_embedder, check_affect, check_postgres, check_extras, check_attach)
 MEMDIR_CHECKS = (
     check_settings, check_index, check_lock, check_git, check_service, check_schedule,
 )  # fmt: skip

@@ -284,6 +284,37 @@ def _pull(report: SyncReport, memdir: Memdir) -> None:
     if before is not None:
         count = _run(root, "rev-list", "--count", f"{before}..HEAD").strip()
         report.merged = int(count or 0)
+        _keep_linked_attachments(memdir, before)
+
+
+def _keep_linked_attachments(memdir: Memdir, before: str) -> None:
+    """A clone that forgot the last memory linking a file deleted it; a memory another clone
+    linked to the same bytes meanwhile still needs it: bring back (and commit) each attached
+    file that this clone or the remote had before the merge, that is gone now and that an
+    unforgotten memory links (docs/FORMAT.md section 10)."""
+    from memdir.archive_format import attachments, lifecycle
+
+    root = memdir.root
+    gone: dict[str, str] = {}  # path → a commit that has it
+    for rev in (before, "FETCH_HEAD"):
+        listed = git(root, "ls-tree", "-r", "--name-only", rev, "--", attachments.FOLDER)
+        for name in listed.stdout.split() if listed.returncode == 0 else []:
+            if not (root / name).exists():
+                gone.setdefault(name, rev)
+    if not gone:
+        return
+    linked: set[str] = set()
+    with memdir.lock():
+        for state in lifecycle.load_view(memdir, lifecycle.EVERY_LINE):
+            if state.status != "forgotten" and state.memory is not None:
+                linked.update(attachments.linked(state.links))
+        back = {name: rev for name, rev in gone.items()
+                if attachments.attachment_id(Path(name).name.split(".")[0]) in linked}  # fmt: skip
+        for rev in dict.fromkeys(back.values()):
+            _run(root, "checkout", rev, "--", *(name for name in back if back[name] == rev))
+        if back:
+            _run(root, "commit", "--quiet", "--no-verify", "-m",
+                 f"memdir sync: keep {counted(len(back), 'attached file')} a memory still links")  # fmt: skip
 
 
 def _pull_command(report: SyncReport) -> str:
