@@ -350,7 +350,7 @@ def test_verify_flags_a_teaching_written_by_the_assistant(cli, md: Memdir) -> No
     )
     md.memory_shelf.write_bytes(encode_line(forged.to_line()))
     done = cli(*in_dir(md, "verify"))
-    assert done.code == ExitStatus.PROBLEMS and "not written by the user" in done.out, done
+    assert done.code == ExitStatus.PROBLEMS and "only the user teaches" in done.out, done
 
 
 def _root_of(done: Run) -> str:

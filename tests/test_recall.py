@@ -182,14 +182,14 @@ def test_a_reader_keeps_recalling_while_another_index_rebuilds(tmp_path: Path) -
     memdir = chat_memdir(tmp_path, exact_below=0)
     now = datetime(2026, 7, 1, tzinfo=timezone.utc)
     query = "how did Sam travel to Lisbon?"
+    first = lifecycle.observe(memdir, "Sam: a first line before everything", T0, "chat:Sam",
+                              session="s0")  # fmt: skip
     reader = MemoryIndex(memdir)
     reader.update()
     assert recall(reader, query, now).results
-    first = lifecycle.observe(memdir, "Sam: a first line before everything", T0, "chat:Sam",
-                              session="s0")  # fmt: skip
     lifecycle.forget(memdir, first.id, now)
     writer = MemoryIndex(memdir)
-    assert writer.update().rebuilt  # forgetting rewrites the shelf
+    assert writer.update().rebuilt  # forgetting rewrites what the index had read
     writer.close()
     after = [(c.id, round(c.score, 5)) for c in recall(reader, query, now).results]
     fresh_index = MemoryIndex(memdir)
