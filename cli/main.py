@@ -7,41 +7,68 @@ import logging
 import os
 import sqlite3
 import sys
+from typing import Any
 
 import typer
+import typer.core
+import typer.main
 
 from memdir import __version__
 from memdir.archive_format.errors import INTERRUPTED, ExitStatus, MemdirError
 from memdir.archive_format.paths import describe_os_error
 
-from .commands import archive as archive_commands
-from .commands import attachments as attachment_commands
-from .commands import bench as bench_commands
-from .commands import continuity as continuity_commands
-from .commands import core as core_commands
-from .commands import doctor as doctor_commands
-from .commands import heal as heal_commands
-from .commands import imports as imports_commands
-from .commands import index as index_commands
-from .commands import init as init_commands
-from .commands import inspect as inspect_commands
-from .commands import islands as islands_commands
-from .commands import journal as journal_commands
-from .commands import lifecycle as lifecycle_commands
-from .commands import mcp as mcp_commands
-from .commands import people as people_commands
-from .commands import recall as recall_commands
-from .commands import room as room_commands
-from .commands import serve as serve_commands
-from .commands import songs as songs_commands
-from .commands import sync as sync_commands
-from .commands import ui as ui_commands
-from .commands import watch as watch_commands
 from .context import Options
 from .panels import group_commands
 
+# Every top-level command → the module under cli/commands/ whose register() defines it, in the
+# order `memdir --help` lists them (tests/test_cli_tree.py checks this against the modules).
+# The root imports a module only when one of its commands is invoked or listed: a cold
+# `memdir recall` builds three commands instead of the whole tree (~60 ms).
+COMMAND_MODULES: dict[str, str] = {
+    "init": "init", "teach": "lifecycle", "infer": "lifecycle", "link": "lifecycle",
+    "attach": "attachments", "import": "imports", "recall": "recall", "context": "recall",
+    "search": "index", "similar": "index", "show": "inspect", "list": "inspect", "log": "inspect",
+    "links": "inspect", "attachments": "attachments", "ring": "continuity", "decay": "continuity",
+    "stats": "inspect", "review": "continuity", "confirm": "lifecycle", "reject": "lifecycle",
+    "forget": "lifecycle", "dream": "continuity", "sleep": "continuity", "heal": "heal",
+    "wake": "continuity", "boot": "continuity", "core": "core", "room": "room",
+    "expire": "lifecycle", "doctor": "doctor", "verify": "inspect", "index": "index",
+    "distill": "index", "annotate": "index", "sync": "sync", "export": "archive",
+    "restore": "archive", "serve": "serve", "watch": "watch", "mcp": "mcp", "ui": "ui",
+    "people": "people", "self": "people", "island": "islands", "attachment": "attachments",
+    "journal": "journal", "song": "songs", "bench": "bench",
+}  # fmt: skip
+
+
+@functools.cache
+def commands_of(module: str) -> dict[str, Any]:
+    """The click commands that cli/commands/<module>.py registers, with their help panels."""
+    name = f"{__package__}.commands.{module}"
+    # __import__, not importlib.import_module: only the former is logged by -X importtime,
+    # which tests/test_cold_start.py reads to keep heavy modules off the light commands
+    __import__(name)
+    registered = sys.modules[name]
+    sub = typer.Typer()
+    registered.register(sub)
+    group_commands(sub)
+    return dict(typer.main.get_group(sub).commands)
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: lists COMMAND_MODULES and builds a command from its module on demand."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMAND_MODULES, *(name for name in self.commands if name not in COMMAND_MODULES)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            self.commands.update(commands_of(COMMAND_MODULES[cmd_name]))
+        return self.commands.get(cmd_name)
+
+
 app = typer.Typer(
     name="memdir",
+    cls=LazyGroup,
     help="Long-term memory for LLM assistants, kept as plain files you can read, grep and version.",
     no_args_is_help=True,
     add_completion=True,
@@ -72,32 +99,6 @@ def root(
 ) -> None:
     """Long-term memory for LLM assistants, kept as plain files."""
     ctx.obj = Options(dir=dir, now=now, debug=debug)
-
-
-init_commands.register(app)
-lifecycle_commands.register(app)
-attachment_commands.register(app)
-inspect_commands.register(app)
-index_commands.register(app)
-recall_commands.register(app)
-journal_commands.register(app)
-people_commands.register(app)
-islands_commands.register(app)
-continuity_commands.register(app)
-core_commands.register(app)
-room_commands.register(app)
-heal_commands.register(app)
-songs_commands.register(app)
-bench_commands.register(app)
-watch_commands.register(app)
-serve_commands.register(app)
-archive_commands.register(app)
-mcp_commands.register(app)
-ui_commands.register(app)
-imports_commands.register(app)
-sync_commands.register(app)
-doctor_commands.register(app)
-group_commands(app)
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -92,9 +92,8 @@ def environment_table() -> str:
 
 def reference() -> str:
     """The whole of docs/CLI.md."""
-    from .main import _command as command_tree
+    from .main import COMMAND_MODULES, commands_of
 
-    root = command_tree()
     lines = [HEADER, "## Commands by task", ""]
     for panel, names in PANELS.items():
         lines.append(f"- **{panel}**: " + ", ".join(f"[`{n}`](#memdir-{n})" for n in names))
@@ -102,7 +101,7 @@ def reference() -> str:
     for panel, names in PANELS.items():
         lines += [f"## {panel}", ""]
         for name in names:
-            lines += _command(f"memdir {name}", root.commands[name], 3)
+            lines += _command(f"memdir {name}", commands_of(COMMAND_MODULES[name])[name], 3)
     lines += ["## Exit statuses", "",
               "A stable interface for scripts (`archive_format/errors.py`):", "",
               exit_status_table(),

@@ -364,11 +364,9 @@ _ATTENTION_NAMES = {
 def _read_model(model_dir: Path) -> _EncoderModel:
     """The model in model_dir; a file that is damaged, not a BERT or MPNet, or incomplete is a
     BadInputError (safetensors and tokenizers raise their own error types)."""
-    from safetensors.numpy import load_file
-
     weights_path = model_dir / "model.safetensors"
     try:
-        tensors = load_file(str(weights_path))
+        tensors = _mapped_tensors(weights_path)
     except Exception as error:
         raise BadInputError(f"{weights_path} cannot be read: {error}", hint=_MODEL_HINT) from None
     try:
@@ -380,6 +378,48 @@ def _read_model(model_dir: Path) -> _EncoderModel:
             f"{model_dir} holds no complete model ({type(error).__name__}: {error})",
             hint=_MODEL_HINT,
         ) from None
+
+
+# safetensors dtype names → numpy's, little-endian as the format stores them
+_SAFETENSORS_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
+
+
+def _mapped_tensors(path: Path) -> dict[str, Any]:
+    """The tensors of a safetensors file as read-only arrays over one memory map of it.
+
+    A cold command that embeds one query touches a few hundred of the word embeddings' 30,522
+    rows: mapping pays for the pages used, where reading (safetensors' load_file) copied all
+    90 MB first. Files in other dtypes (bfloat16) are read with safetensors itself.
+    """
+    import mmap
+
+    import numpy as np
+
+    with path.open("rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        if not 0 < size <= 1 << 26:
+            raise ValueError("no safetensors header")
+        header = json.loads(handle.read(size))
+        if not isinstance(header, dict):
+            raise ValueError("no safetensors header")
+        header.pop("__metadata__", None)
+        if any(entry.get("dtype") not in _SAFETENSORS_DTYPES for entry in header.values()):
+            from safetensors.numpy import load_file
+
+            return dict(load_file(str(path)))
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    start = 8 + size
+    tensors: dict[str, Any] = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        dtype = np.dtype(_SAFETENSORS_DTYPES[entry["dtype"]])
+        shape = tuple(int(dim) for dim in entry["shape"])
+        count = math.prod(shape)
+        if end - begin != count * dtype.itemsize or start + end > len(mapped):
+            raise ValueError(f"tensor {name} does not fit the file")
+        array = np.frombuffer(mapped, dtype=dtype, count=count, offset=start + begin)
+        tensors[name] = array.reshape(shape)
+    return tensors
 
 
 def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
@@ -396,8 +436,9 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
         return np.asarray(tensors[prefix + name], dtype=np.float32)
 
     def linear(name: str) -> tuple[np.ndarray, np.ndarray]:
-        # torch stores (out, in); an (in, out) copy makes x @ w a plain row-major GEMM.
-        return np.ascontiguousarray(tensor(name + ".weight").T), tensor(name + ".bias")
+        # torch stores (out, in): x @ w.T on the mapped weights is the same GEMM (BLAS reads the
+        # transposed operand in place), so the weights are never copied.
+        return tensor(name + ".weight").T, tensor(name + ".bias")
 
     width = int(tensors[prefix + "embeddings.word_embeddings.weight"].shape[1])
     query_scale = np.float32(1.0 / math.sqrt(width // _HEAD_COUNT))

@@ -157,6 +157,29 @@ def test_a_damaged_or_foreign_model_file_is_an_error_with_a_hint(tmp_path: Path)
         MiniLMEmbedder(foreign)
 
 
+def test_weights_are_mapped_not_copied_and_a_truncated_file_is_an_error(
+    minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    """A cold command maps model.safetensors (the pages a query touches are read, not 90 MB
+    copied first); a file shorter than its header says cannot be read."""
+    import mmap
+
+    def root_buffer(array: np.ndarray) -> object:
+        while isinstance(array.base, np.ndarray):
+            array = array.base
+        base = array.base
+        return base.obj if isinstance(base, memoryview) else base
+
+    model = minilm._model
+    assert isinstance(root_buffer(model.word_embeddings), mmap.mmap)
+    assert isinstance(root_buffer(model.layers[0].intermediate_weight), mmap.mmap)
+    truncated = make_model_dir(tmp_path / "truncated")
+    data = (minilm.model_dir / "model.safetensors").read_bytes()
+    (truncated / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(BadInputError, match="cannot be read"):
+        MiniLMEmbedder(truncated)
+
+
 def test_a_path_of_an_unknown_users_home_is_not_found_not_an_error() -> None:
     fallback, warning = load_embedder(None, "auto", "~memdir-no-such-user/models/mpnet")
     assert fallback.kind != "mpnet" and warning and "~memdir-no-such-user" in warning

@@ -54,6 +54,50 @@ def test_wheel_installs_only_the_memdir_namespace(tmp_path: Path) -> None:
     metadata = next(name for name in names if name.endswith("METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "License-Expression: MIT" in text
+    # pip compiles what it installs from a wheel, whatever PYTHONDONTWRITEBYTECODE says
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
+         "--target", str(site), str(wheel)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**clean_env(), "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _uncompiled(site / "memdir") == []
+
+
+def _uncompiled(package: Path) -> list[str]:
+    """The modules under `package` without a current .pyc beside them."""
+    import importlib.util
+
+    missing = []
+    for source in sorted(package.rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        if not cached.is_file() or cached.stat().st_mtime < source.stat().st_mtime:
+            missing.append(str(source.relative_to(package)))
+    return missing
+
+
+def test_make_setup_compiles_bytecode_even_with_pythondontwritebytecode(tmp_path: Path) -> None:
+    """An editable install compiles nothing, so `make setup` does (its bytecode step, here on a
+    copy of the tree, with this interpreter's environment standing in for the installed one):
+    a cold command in a clone then reads .pyc files instead of compiling every module."""
+    source = tmp_path / "source"
+    for name in ("memdir", *FOLDERS):
+        shutil.copytree(
+            REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(REPO / "Makefile", source / "Makefile")
+    venv = Path(sys.executable).parent.parent
+    done = subprocess.run(
+        ["make", "-s", "-o", f"{venv}/.installed", "bytecode", f"VENV={venv}",
+         f"PY={sys.executable}"],
+        capture_output=True, text=True, timeout=300, cwd=source,
+        env={**clean_env(), "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("memdir", *FOLDERS):
+        assert _uncompiled(source / name) == [], name
 
 
 def test_a_plain_clone_resolves_every_memdir_import_without_installing(tmp_path: Path) -> None:
