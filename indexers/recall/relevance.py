@@ -10,6 +10,11 @@ For each memory i (speaker-prefixed text when it came from a conversation):
   when              closeness to the query's time window: 1 inside, falling linearly to 0 at
                     the window's length (at least a week) outside; 0 without a window
   meta_bm25         BM25 of the memory's meta-memory fields (intent, rationale, evidence)
+  pair_semantic     cosine(q, normalise(v_i + v_p)), p = the question the memory replies to
+  pair_bm25         BM25 of the memory's text plus that of the question it replies to
+The question a memory replies to (an adjacency pair, the conversational unit): the turn just
+before it in its session, when another speaker said that one and it asks something. A memory
+that replies to none has its own cosine and BM25 there.
 Each but speaker and when is min-max normalised over the scope. Then a memory that is mostly
 questions (questions.py) has its four text components (`TEXTUAL`) lowered by the profile's
 `questions` weight: they are × (1 − questions). The scope is the whole archive while it is small
@@ -34,8 +39,8 @@ if TYPE_CHECKING:
     from .query import QueryAnalysis
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when",
-             "meta_bm25")  # fmt: skip
-TEXTUAL = ("semantic", "bm25", "context_semantic", "context_bm25")
+             "meta_bm25", "pair_semantic", "pair_bm25")  # fmt: skip
+TEXTUAL = ("semantic", "bm25", "context_semantic", "context_bm25", "pair_semantic", "pair_bm25")
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
@@ -46,6 +51,7 @@ def build_table(index: RecallIndex) -> ScoringTable:
     iids = np.asarray(index.catalog.searchable_iids(), dtype=np.int64)
     records = index.memory_table.get(iids)
     vectors, context = vectors_with_context(index, iids, records["near"])
+    partners = adjacency_partners(index, iids, records)
     session_keys, session_of = np.unique(records["session"], return_inverse=True)
     row_of_iid = np.full(int(iids.max()) + 1 if len(iids) else 0, -1, dtype=np.int64)
     row_of_iid[iids] = np.arange(len(iids))
@@ -59,7 +65,60 @@ def build_table(index: RecallIndex) -> ScoringTable:
         vectors=vectors,
         context=context,
         row_of_iid=row_of_iid,
+        partners=partners,
+        paired=paired_vectors(index, vectors, partners),
     )
+
+
+def adjacency_partners(index: RecallIndex, iids: np.ndarray, records: np.ndarray) -> np.ndarray:
+    """The question each memory replies to, as an iid (-1 for none): the turn just before it in
+    its session, when another speaker said that one and it asks something (`asks` > 0).
+    Neighbours come in session order in `near`, the memory itself left out."""
+    import numpy as np
+
+    near = records["near"]
+    partners = np.full(len(iids), -1, dtype=np.int64)
+    valid = near >= 0
+    if not valid.any():
+        return partners
+    known = np.unique(near[valid])
+    theirs = index.memory_table.get(known)[np.searchsorted(known, np.where(valid, near, known[0]))]
+    mine = records["created"][:, None]
+    earlier = valid & (
+        (theirs["created"] < mine) | ((theirs["created"] == mine) & (near < iids[:, None]))
+    )
+    before = earlier.sum(axis=1)  # the neighbours before it come first in `near`
+    rows, previous = np.arange(len(iids)), np.maximum(before - 1, 0)
+    replies = (
+        (before > 0)
+        & (theirs["speaker"][rows, previous] != records["speaker"])
+        & (theirs["asks"][rows, previous] > 0)
+    )
+    partners[replies] = near[rows, previous][replies]
+    return partners
+
+
+def paired_vectors(index: RecallIndex, own: np.ndarray, partners: np.ndarray) -> np.ndarray:
+    """normalise(v_i + v_p), p the question memory i replies to (its own vector when none)."""
+    import numpy as np
+
+    present = partners >= 0
+    if not present.any():
+        return own
+    matrix, _ = index.vector_matrix(partners[present].tolist())
+    mixed = own.astype(np.float32, copy=True)
+    mixed[present] += matrix
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (mixed / norms).astype(np.float32)
+
+
+def paired_bm25(own: np.ndarray, partner_scores: np.ndarray, partners: np.ndarray) -> np.ndarray:
+    """A memory's BM25 plus that of the question it replies to (`partner_scores` aligned with
+    `partners`)."""
+    import numpy as np
+
+    return (own + np.where(partners >= 0, partner_scores, 0)).astype(np.float32)
 
 
 def vectors_with_context(
@@ -193,7 +252,12 @@ def score_table(
         "session": session_values[table.session_of[keep]],
         "when": _closeness(analysis, table.created[keep]),
         "meta_bm25": bm25["meta"][keep],
+        "pair_semantic": (table.paired @ query)[keep],
     }
+    partners = table.partners[keep]
+    rows = np.where(partners >= 0, table.rows(partners.tolist()), -1)
+    partner_scores = np.where(rows >= 0, bm25["text"][np.maximum(rows, 0)], 0)
+    raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
     return _finish(table.iids[keep].tolist(), raw, exact=True, asks=table.asks[keep])
 
 
@@ -218,6 +282,7 @@ def score_pool(
     inside = (records["created"] >= between[0]) & (records["created"] < between[1])
     wanted, records = wanted[inside], records[inside]
     own, mixed = vectors_with_context(index, wanted, records["near"])
+    partners = adjacency_partners(index, wanted, records)
     sessions = records["session"]
     codes = [int(code) for code in np.unique(sessions[sessions > 0])]
     by_session = index.sessions.scores(analysis.bm25_query, len(codes), within=codes)
@@ -233,5 +298,8 @@ def score_pool(
         ),
         "when": _closeness(analysis, records["created"]),
         "meta_bm25": np.asarray([bm25["meta"].get(i, 0.0) for i in kept], dtype=np.float32),
+        "pair_semantic": paired_vectors(index, own, partners) @ query,
     }
+    partner_scores = np.asarray([bm25["text"].get(int(p), 0.0) for p in partners], dtype=np.float32)
+    raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
     return _finish(kept, raw, exact=False, asks=records["asks"].astype(np.float32))
