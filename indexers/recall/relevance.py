@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..memorytable import name_code
+from ..memorytable import CONTEXT, name_code
 from ..questions import MOSTLY
 from .interface import RecallIndex, ScoringTable
 
@@ -88,13 +88,18 @@ def adjacency_partners(index: RecallIndex, iids: np.ndarray, records: np.ndarray
         (theirs["created"] < mine) | ((theirs["created"] == mine) & (near < iids[:, None]))
     )
     before = earlier.sum(axis=1)  # the neighbours before it come first in `near`
-    rows, previous = np.arange(len(iids)), np.maximum(before - 1, 0)
-    replies = (
-        (before > 0)
-        & (theirs["speaker"][rows, previous] != records["speaker"])
-        & (theirs["asks"][rows, previous] > 0)
-    )
-    partners[replies] = near[rows, previous][replies]
+    rows = np.arange(len(iids))
+    # walk back over the memory's own consecutive messages (a reply split into several) to
+    # the last turn by another speaker
+    for back in range(1, min(CONTEXT, near.shape[1]) + 1):
+        at = np.maximum(before - back, 0)
+        other = (before >= back) & (theirs["speaker"][rows, at] != records["speaker"])
+        found = other & (partners < 0) & (theirs["asks"][rows, at] > 0)
+        partners[found] = near[rows, at][found]
+        stop = other | (before < back)
+        if stop.all():
+            break
+        before = np.where(stop, 0, before)  # a stopped memory looks no further
     return partners
 
 
