@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when",
              "meta_bm25", "pair_semantic", "pair_bm25")  # fmt: skip
+PAIRED = ("pair_semantic", "pair_bm25")  # computed only for a profile that weighs one
 TEXTUAL = ("semantic", "bm25", "context_semantic", "context_bm25", "pair_semantic", "pair_bm25")
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
@@ -228,9 +229,10 @@ def demote_questions(scored: Scored, strength: float) -> None:
 
 def score_table(
     index: RecallIndex, table: ScoringTable, analysis: QueryAnalysis, query: np.ndarray,
-    mask: np.ndarray,
+    mask: np.ndarray, pairs: bool = True,
 ) -> Scored:  # fmt: skip
-    """Every memory in the table (where `mask` holds) scored; normalised over those."""
+    """Every memory in the table (where `mask` holds) scored; normalised over those. Without
+    `pairs` (a profile that does not weigh them) the pair components are left 0."""
     import numpy as np
 
     n = len(table)
@@ -257,12 +259,15 @@ def score_table(
         "session": session_values[table.session_of[keep]],
         "when": _closeness(analysis, table.created[keep]),
         "meta_bm25": bm25["meta"][keep],
-        "pair_semantic": (table.paired @ query)[keep],
     }
-    partners = table.partners[keep]
-    rows = np.where(partners >= 0, table.rows(partners.tolist()), -1)
-    partner_scores = np.where(rows >= 0, bm25["text"][np.maximum(rows, 0)], 0)
-    raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
+    if pairs:
+        partners = table.partners[keep]
+        rows = np.where(partners >= 0, table.rows(partners.tolist()), -1)
+        partner_scores = np.where(rows >= 0, bm25["text"][np.maximum(rows, 0)], 0)
+        raw["pair_semantic"] = (table.paired @ query)[keep]
+        raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
+    else:
+        raw["pair_semantic"] = raw["pair_bm25"] = np.zeros(len(keep), dtype=np.float32)
     return _finish(table.iids[keep].tolist(), raw, exact=True, asks=table.asks[keep])
 
 
@@ -273,12 +278,13 @@ def score_pool(
     query: np.ndarray,
     bm25: dict[str, dict[int, float]],
     between: tuple[int, int],
+    pairs: bool = True,
 ) -> Scored:
     """Candidates from a pool, those created in [start, end) scored and normalised over the
     pool (large archives).
 
     `bm25` holds the BM25 scores of the best matches on each field ("text", "context",
-    "meta"); a candidate below them counts 0 there.
+    "meta"); a candidate below them counts 0 there. Without `pairs` the pair components are 0.
     """
     import numpy as np
 
@@ -287,7 +293,6 @@ def score_pool(
     inside = (records["created"] >= between[0]) & (records["created"] < between[1])
     wanted, records = wanted[inside], records[inside]
     own, mixed = vectors_with_context(index, wanted, records["near"])
-    partners = adjacency_partners(index, wanted, records)
     sessions = records["session"]
     codes = [int(code) for code in np.unique(sessions[sessions > 0])]
     by_session = index.sessions.scores(analysis.bm25_query, len(codes), within=codes)
@@ -303,8 +308,14 @@ def score_pool(
         ),
         "when": _closeness(analysis, records["created"]),
         "meta_bm25": np.asarray([bm25["meta"].get(i, 0.0) for i in kept], dtype=np.float32),
-        "pair_semantic": paired_vectors(index, own, partners) @ query,
     }
-    partner_scores = np.asarray([bm25["text"].get(int(p), 0.0) for p in partners], dtype=np.float32)
-    raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
+    if pairs:
+        partners = adjacency_partners(index, wanted, records)
+        partner_scores = np.asarray(
+            [bm25["text"].get(int(p), 0.0) for p in partners], dtype=np.float32
+        )
+        raw["pair_semantic"] = paired_vectors(index, own, partners) @ query
+        raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
+    else:
+        raw["pair_semantic"] = raw["pair_bm25"] = np.zeros(len(kept), dtype=np.float32)
     return _finish(kept, raw, exact=False, asks=records["asks"].astype(np.float32))
