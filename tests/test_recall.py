@@ -663,3 +663,15 @@ def test_a_reply_is_paired_with_the_question_it_answers(hashed: Memdir) -> None:
     )
     reply = next(c for c in result.results if c.id == ids_[1])
     assert reply.components["pair_semantic"] > reply.components["semantic"]
+
+
+def test_bench_delivery_takes_weights_and_refuses_unknown_ones(tmp_path: Path, cli) -> None:
+    """`bench delivery --weight NAME=VALUE` lays weights over the default profile of the
+    scratch memdirs (the report names them), refused as for `bench locomo` when recall does
+    not weigh the name."""
+    path = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+    done = cli("bench", "delivery", str(path), "--json", "--weight", "pair_semantic=1")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["weights"] == {"pair_semantic": 1.0}
+    wrong = cli("bench", "delivery", str(path), "--weight", "loudness=1")
+    assert wrong.code != 0 and "not COMPONENT=NUMBER" in wrong.err and "Traceback" not in wrong.err
