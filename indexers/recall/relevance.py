@@ -1,4 +1,4 @@
-"""Relevance: the seven normalised components recall blends (docs/RECALL.md).
+"""Relevance: the components recall blends (docs/RECALL.md).
 
 For each memory i (speaker-prefixed text when it came from a conversation):
   semantic          cosine(q, v_i)
@@ -13,10 +13,11 @@ For each memory i (speaker-prefixed text when it came from a conversation):
   pair_semantic     cosine(q, normalise(v_i + v_p)), p = the question the memory replies to
   pair_bm25         BM25 of the memory's text plus that of the question it replies to
 The question a memory replies to (an adjacency pair, the conversational unit): the turn just
-before it in its session, when another speaker said that one and it asks something. A memory
-that replies to none has its own cosine and BM25 there.
+before it in its session, when another speaker said that one and it asks something, the
+replier's own earlier messages walked over (within ±2). A memory that replies to none has its
+own cosine and BM25 there; both are computed only for a profile that weighs one (`PAIRED`).
 Each but speaker and when is min-max normalised over the scope. Then a memory that is mostly
-questions (questions.py) has its four text components (`TEXTUAL`) lowered by the profile's
+questions (questions.py) has its text components (`TEXTUAL`) lowered by the profile's
 `questions` weight: they are × (1 − questions). The scope is the whole archive while it is small
 (`exact_below` memories, default 20,000: every memory is scored, from an in-process table), and
 a candidate pool above that (the top of FAISS, of both Tantivy fields, lexical matches).
@@ -72,9 +73,10 @@ def build_table(index: RecallIndex) -> ScoringTable:
 
 
 def adjacency_partners(index: RecallIndex, iids: np.ndarray, records: np.ndarray) -> np.ndarray:
-    """The question each memory replies to, as an iid (-1 for none): the turn just before it in
-    its session, when another speaker said that one and it asks something (`asks` > 0).
-    Neighbours come in session order in `near`, the memory itself left out."""
+    """The question each memory replies to, as an iid (-1 for none): the last turn before it in
+    its session by another speaker, past the memory's own earlier messages (at most CONTEXT
+    back), when that turn asks something (`asks` > 0). Neighbours come in session order in
+    `near`, the memory itself left out."""
     import numpy as np
 
     near = records["near"]
