@@ -675,3 +675,18 @@ def test_bench_delivery_takes_weights_and_refuses_unknown_ones(tmp_path: Path, c
     assert json.loads(done.out)["weights"] == {"pair_semantic": 1.0}
     wrong = cli("bench", "delivery", str(path), "--weight", "loudness=1")
     assert wrong.code != 0 and "not COMPONENT=NUMBER" in wrong.err and "Traceback" not in wrong.err
+
+
+def test_pool_scope_pairs_a_reply_like_the_exact_scope(tmp_path: Path) -> None:
+    """With the pair components weighed, the pool scope (partners from the memory table, the
+    question's BM25 from the pool's hits) scores them as the exact scope does."""
+    pairs = {"profiles": {"default": {"pair_semantic": 1, "pair_bm25": 1}}}
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    query = "is Sam taking the train to Lisbon?"
+    exact = run(chat_memdir(tmp_path / "exact", **pairs), query, now, k=5)
+    pooled = run(chat_memdir(tmp_path / "pool", exact_below=0, **pairs), query, now, k=5)
+    assert [c.memory.text for c in pooled.results] == [c.memory.text for c in exact.results]
+    for mine, theirs in zip(exact.results, pooled.results, strict=True):
+        assert mine.components == pytest.approx(theirs.components, abs=1e-5)
+    reply = next(c for c in exact.results if c.memory.text.startswith("Sam: Flying"))
+    assert reply.components["pair_semantic"] != pytest.approx(reply.components["semantic"])
