@@ -24,6 +24,7 @@ COMPONENTS = {
     "sem": "semantic", "bm25": "bm25", "ctx·sem": "context_semantic", "ctx·bm25": "context_bm25",
     "spk": "speaker", "sess": "session", "when": "when", "meta": "meta_bm25", "aff": "affect",
     "deg": "degree", "rec": "recency", "imp": "importance", "kw": "keyword", "use": "use",
+    "pair·sem": "pair_semantic", "pair·bm25": "pair_bm25",
 }  # fmt: skip
 
 

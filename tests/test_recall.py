@@ -623,3 +623,70 @@ def test_spreading_activation_brings_linked_memories_along(cli, tmp_path: Path) 
     assert 0 < stage["rows"][0]["activation"] <= 0.5 * 2  # half the seed's score, at most
     explained = run("recall", "where is my allotment plot?", "--explain", "--no-record")
     assert f"{plot} resonates" in explained
+
+
+def test_a_reply_is_paired_with_the_question_it_answers(hashed: Memdir) -> None:
+    """The adjacency pair (relevance.adjacency_partners): a turn's partner is the turn before it
+    by another speaker when that one asks something, found across the turn's own earlier
+    messages (a reply sent in two); a turn after a statement, or after its own speaker, has
+    none. With pair_semantic weighted, the reply that names none of the question's words
+    outranks the question and a turn that repeats them."""
+    from memdir.indexers.recall.relevance import build_table
+
+    ids_ = chat(hashed, "s1", [
+        ("ann", "Which instrument did you learn as a child?"),  # 0 asks
+        ("bo", "The cello, nine years of it"),  # 1 replies to 0
+        ("bo", "and some piano later"),  # 2 replies to 0 too (a reply in two messages)
+        ("ann", "I never learned one"),  # 3 after bo's statement: none
+        ("ann", "My child will learn an instrument at school soon"),  # 4 after ann: none
+        ("bo", "That will be great"),  # 5 after a statement: none
+    ], T0)  # fmt: skip
+    index = MemoryIndex(hashed)
+    index.update()
+    try:
+        table = build_table(index)
+        by_id = index.catalog.memories_by_id(ids_)
+        iid = [by_id[i].iid for i in ids_]
+        partner = dict(zip(table.iids.tolist(), table.partners.tolist(), strict=True))
+        assert [partner[i] for i in iid] == [-1, iid[0], iid[0], -1, -1, -1]
+    finally:
+        index.close()
+    query = "Which instrument did Bo learn as a child?"
+    now = T0 + timedelta(days=1)
+    plain = ids(run(hashed, query, now))
+    assert plain.index(ids_[1]) > plain.index(ids_[4])  # the words win without the pair
+    paired = configure(hashed, recall={"profiles": {"default": {"pair_semantic": 4}}})
+    result = run(paired, query, now)
+    ranked = ids(result)
+    assert max(ranked.index(ids_[1]), ranked.index(ids_[2])) < min(
+        ranked.index(ids_[4]), ranked.index(ids_[5])
+    )
+    reply = next(c for c in result.results if c.id == ids_[1])
+    assert reply.components["pair_semantic"] > reply.components["semantic"]
+
+
+def test_bench_delivery_takes_weights_and_refuses_unknown_ones(tmp_path: Path, cli) -> None:
+    """`bench delivery --weight NAME=VALUE` lays weights over the default profile of the
+    scratch memdirs (the report names them), refused as for `bench locomo` when recall does
+    not weigh the name."""
+    path = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+    done = cli("bench", "delivery", str(path), "--json", "--weight", "pair_semantic=1")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["weights"] == {"pair_semantic": 1.0}
+    wrong = cli("bench", "delivery", str(path), "--weight", "loudness=1")
+    assert wrong.code != 0 and "not COMPONENT=NUMBER" in wrong.err and "Traceback" not in wrong.err
+
+
+def test_pool_scope_pairs_a_reply_like_the_exact_scope(tmp_path: Path) -> None:
+    """With the pair components weighed, the pool scope (partners from the memory table, the
+    question's BM25 from the pool's hits) scores them as the exact scope does."""
+    pairs = {"profiles": {"default": {"pair_semantic": 1, "pair_bm25": 1}}}
+    now = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    query = "is Sam taking the train to Lisbon?"
+    exact = run(chat_memdir(tmp_path / "exact", **pairs), query, now, k=5)
+    pooled = run(chat_memdir(tmp_path / "pool", exact_below=0, **pairs), query, now, k=5)
+    assert [c.memory.text for c in pooled.results] == [c.memory.text for c in exact.results]
+    for mine, theirs in zip(exact.results, pooled.results, strict=True):
+        assert mine.components == pytest.approx(theirs.components, abs=1e-5)
+    reply = next(c for c in exact.results if c.memory.text.startswith("Sam: Flying"))
+    assert reply.components["pair_semantic"] != pytest.approx(reply.components["semantic"])

@@ -379,7 +379,7 @@ def run(
     comparisons = list(compare or [])
     arms: list[str | None] = [profile]
     if weights:
-        settings = _with_weights(settings, base, weights)
+        settings = with_weights(settings, base, weights)
     for number, comparison in enumerate(comparisons):
         name = f"{VARIANT}-{number + 1}"
         arms.append(name)
@@ -474,7 +474,7 @@ def compared(
     }
 
 
-def _with_weights(
+def with_weights(
     scratch: dict[str, Any], profile: str, weights: dict[str, float]
 ) -> dict[str, Any]:
     """The scratch memdirs' settings with `weights` laid over the profile's recall.profiles."""
@@ -503,4 +503,4 @@ def _with_variant(
     laid = {**PROFILES.get(chosen, PROFILES["default"]), **custom}
     if comparison.profile is None:
         laid.update(weights)
-    return _with_weights(scratch, name, {**laid, **comparison.weights})
+    return with_weights(scratch, name, {**laid, **comparison.weights})

@@ -191,18 +191,31 @@ def delivery(
             help="Write one JSON line per question (top 10, block, scores) to this file.",
         ),
     ] = None,  # fmt: skip
+    weight: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--weight",
+            metavar="NAME=VALUE",
+            help="Change one weight of the default profile (repeatable), as for bench locomo.",
+        ),
+    ] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """What the per-prompt hook delivers (`memdir context` for every question): answered,
     silent with the answer in recall's top 10, noise share and tokens, per file and category.
 
-    Example: memdir bench delivery ../shared/bench/locomo/locomo-dev.json --json
+    Example: memdir bench delivery ../shared/bench/locomo/locomo-dev.json --json;
+    memdir bench delivery FILE --weight pair_semantic=1 (a profile variant)
     """
     from memdir.cli.bench.delivery import run
+    from memdir.cli.bench.locomo import weight_overrides, with_weights
 
+    weights = weight_overrides(weight or [])
+    settings = with_weights({}, "default", weights) if weights else None
     rows: list[dict[str, Any]] | None = [] if per_question is not None else None
     with progress_bar() as advance:
-        report = run(files, limit, budget, progress=advance, per_question=rows)
+        report = run(files, limit, budget, settings, progress=advance, per_question=rows)
+    report["weights"] = weights
     if per_question is not None and rows is not None:
         write_lines(per_question, rows)
     if json_:

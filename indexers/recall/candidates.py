@@ -15,7 +15,7 @@ from memdir.archive_format.visibility import exposure, present
 
 from ..catalog import CatalogMemory
 from .options import RecallOptions
-from .relevance import RELEVANCE, Scored, demote_questions, score_pool, score_table
+from .relevance import PAIRED, RELEVANCE, Scored, demote_questions, score_pool, score_table
 from .result import Candidate, Stage, Trace
 from .score import blend, relevance_weight
 
@@ -89,11 +89,12 @@ def _score_scope(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray
     """Score the scope and put its shortlist into the pool."""
     table = index.scoring_table()
     channels: dict[int, str] = {}  # how each came in: by the pool's indexes, or "scored"
+    pairs = any(weights.get(name, 0.0) for name in PAIRED)  # else left 0: they cost a product
     if table is not None:
         mask = table.created <= int(now.timestamp())
-        scored = score_table(index, table, analysis, vector, mask)
+        scored = score_table(index, table, analysis, vector, mask, pairs)
     else:
-        scored, channels = _score_pool(index, analysis, vector, now, options)
+        scored, channels = _score_pool(index, analysis, vector, now, options, pairs)
     demote_questions(scored, weights.get("questions", 0.0))
     shortlist = _shortlist(scored, weights, options)
     memories = index.catalog.memories_by_iid(shortlist)
@@ -104,7 +105,7 @@ def _score_scope(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray
 
 
 def _score_pool(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray, now: datetime,
-                options: RecallOptions) -> tuple[Scored, dict[int, str]]:  # fmt: skip
+                options: RecallOptions, pairs: bool) -> tuple[Scored, dict[int, str]]:  # fmt: skip
     """A large archive's scope: the top of each index, and the channel each memory came by."""
     size = 2 * shortlist_size(options)
     # as in the exact scope, memories from after `now` are not scored (Tantivy searches only
@@ -134,7 +135,7 @@ def _score_pool(index: RecallIndex, analysis: QueryAnalysis, vector: np.ndarray,
         found.setdefault(iid, "lexical")
     for iid in windowed:
         found.setdefault(iid, "time window")
-    scored = score_pool(index, list(found), analysis, vector, bm25, (start, end))
+    scored = score_pool(index, list(found), analysis, vector, bm25, (start, end), pairs)
     return scored, found
 
 

@@ -33,6 +33,8 @@ class ScoringTable:
     vectors: np.ndarray
     context: np.ndarray
     row_of_iid: np.ndarray  # iid → row, -1 when not in the table
+    partners: np.ndarray  # the iid of the question each memory replies to (-1: none)
+    paired: np.ndarray  # normalise(v_i + v_partner), for pair_semantic
 
     def __len__(self) -> int:
         return len(self.iids)

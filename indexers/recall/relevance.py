@@ -1,4 +1,4 @@
-"""Relevance: the seven normalised components recall blends (docs/RECALL.md).
+"""Relevance: the components recall blends (docs/RECALL.md).
 
 For each memory i (speaker-prefixed text when it came from a conversation):
   semantic          cosine(q, v_i)
@@ -10,8 +10,14 @@ For each memory i (speaker-prefixed text when it came from a conversation):
   when              closeness to the query's time window: 1 inside, falling linearly to 0 at
                     the window's length (at least a week) outside; 0 without a window
   meta_bm25         BM25 of the memory's meta-memory fields (intent, rationale, evidence)
+  pair_semantic     cosine(q, normalise(v_i + v_p)), p = the question the memory replies to
+  pair_bm25         BM25 of the memory's text plus that of the question it replies to
+The question a memory replies to (an adjacency pair, the conversational unit): the turn just
+before it in its session, when another speaker said that one and it asks something, the
+replier's own earlier messages walked over (within ±2). A memory that replies to none has its
+own cosine and BM25 there; both are computed only for a profile that weighs one (`PAIRED`).
 Each but speaker and when is min-max normalised over the scope. Then a memory that is mostly
-questions (questions.py) has its four text components (`TEXTUAL`) lowered by the profile's
+questions (questions.py) has its text components (`TEXTUAL`) lowered by the profile's
 `questions` weight: they are × (1 − questions). The scope is the whole archive while it is small
 (`exact_below` memories, default 20,000: every memory is scored, from an in-process table), and
 a candidate pool above that (the top of FAISS, of both Tantivy fields, lexical matches).
@@ -24,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..memorytable import name_code
+from ..memorytable import CONTEXT, name_code
 from ..questions import MOSTLY
 from .interface import RecallIndex, ScoringTable
 
@@ -34,8 +40,9 @@ if TYPE_CHECKING:
     from .query import QueryAnalysis
 
 RELEVANCE = ("semantic", "bm25", "context_semantic", "context_bm25", "speaker", "session", "when",
-             "meta_bm25")  # fmt: skip
-TEXTUAL = ("semantic", "bm25", "context_semantic", "context_bm25")
+             "meta_bm25", "pair_semantic", "pair_bm25")  # fmt: skip
+PAIRED = ("pair_semantic", "pair_bm25")  # computed only for a profile that weighs one
+TEXTUAL = ("semantic", "bm25", "context_semantic", "context_bm25", "pair_semantic", "pair_bm25")
 CENTRE_WEIGHT = 2.0
 BM25_DEPTH = 2000
 
@@ -46,6 +53,7 @@ def build_table(index: RecallIndex) -> ScoringTable:
     iids = np.asarray(index.catalog.searchable_iids(), dtype=np.int64)
     records = index.memory_table.get(iids)
     vectors, context = vectors_with_context(index, iids, records["near"])
+    partners = adjacency_partners(index, iids, records)
     session_keys, session_of = np.unique(records["session"], return_inverse=True)
     row_of_iid = np.full(int(iids.max()) + 1 if len(iids) else 0, -1, dtype=np.int64)
     row_of_iid[iids] = np.arange(len(iids))
@@ -59,7 +67,66 @@ def build_table(index: RecallIndex) -> ScoringTable:
         vectors=vectors,
         context=context,
         row_of_iid=row_of_iid,
+        partners=partners,
+        paired=paired_vectors(index, vectors, partners),
     )
+
+
+def adjacency_partners(index: RecallIndex, iids: np.ndarray, records: np.ndarray) -> np.ndarray:
+    """The question each memory replies to, as an iid (-1 for none): the last turn before it in
+    its session by another speaker, past the memory's own earlier messages (at most CONTEXT
+    back), when that turn asks something (`asks` > 0). Neighbours come in session order in
+    `near`, the memory itself left out."""
+    import numpy as np
+
+    near = records["near"]
+    partners = np.full(len(iids), -1, dtype=np.int64)
+    valid = near >= 0
+    if not valid.any():
+        return partners
+    known = np.unique(near[valid])
+    theirs = index.memory_table.get(known)[np.searchsorted(known, np.where(valid, near, known[0]))]
+    mine = records["created"][:, None]
+    earlier = valid & (
+        (theirs["created"] < mine) | ((theirs["created"] == mine) & (near < iids[:, None]))
+    )
+    before = earlier.sum(axis=1)  # the neighbours before it come first in `near`
+    rows = np.arange(len(iids))
+    # walk back over the memory's own consecutive messages (a reply split into several) to
+    # the last turn by another speaker
+    for back in range(1, min(CONTEXT, near.shape[1]) + 1):
+        at = np.maximum(before - back, 0)
+        other = (before >= back) & (theirs["speaker"][rows, at] != records["speaker"])
+        found = other & (partners < 0) & (theirs["asks"][rows, at] > 0)
+        partners[found] = near[rows, at][found]
+        stop = other | (before < back)
+        if stop.all():
+            break
+        before = np.where(stop, 0, before)  # a stopped memory looks no further
+    return partners
+
+
+def paired_vectors(index: RecallIndex, own: np.ndarray, partners: np.ndarray) -> np.ndarray:
+    """normalise(v_i + v_p), p the question memory i replies to (its own vector when none)."""
+    import numpy as np
+
+    present = partners >= 0
+    if not present.any():
+        return own
+    matrix, _ = index.vector_matrix(partners[present].tolist())
+    mixed = own.astype(np.float32, copy=True)
+    mixed[present] += matrix
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (mixed / norms).astype(np.float32)
+
+
+def paired_bm25(own: np.ndarray, partner_scores: np.ndarray, partners: np.ndarray) -> np.ndarray:
+    """A memory's BM25 plus that of the question it replies to (`partner_scores` aligned with
+    `partners`)."""
+    import numpy as np
+
+    return (own + np.where(partners >= 0, partner_scores, 0)).astype(np.float32)
 
 
 def vectors_with_context(
@@ -164,9 +231,10 @@ def demote_questions(scored: Scored, strength: float) -> None:
 
 def score_table(
     index: RecallIndex, table: ScoringTable, analysis: QueryAnalysis, query: np.ndarray,
-    mask: np.ndarray,
+    mask: np.ndarray, pairs: bool = True,
 ) -> Scored:  # fmt: skip
-    """Every memory in the table (where `mask` holds) scored; normalised over those."""
+    """Every memory in the table (where `mask` holds) scored; normalised over those. Without
+    `pairs` (a profile that does not weigh them) the pair components are left 0."""
     import numpy as np
 
     n = len(table)
@@ -194,6 +262,14 @@ def score_table(
         "when": _closeness(analysis, table.created[keep]),
         "meta_bm25": bm25["meta"][keep],
     }
+    if pairs:
+        partners = table.partners[keep]
+        rows = np.where(partners >= 0, table.rows(partners.tolist()), -1)
+        partner_scores = np.where(rows >= 0, bm25["text"][np.maximum(rows, 0)], 0)
+        raw["pair_semantic"] = (table.paired @ query)[keep]
+        raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
+    else:
+        raw["pair_semantic"] = raw["pair_bm25"] = np.zeros(len(keep), dtype=np.float32)
     return _finish(table.iids[keep].tolist(), raw, exact=True, asks=table.asks[keep])
 
 
@@ -204,12 +280,13 @@ def score_pool(
     query: np.ndarray,
     bm25: dict[str, dict[int, float]],
     between: tuple[int, int],
+    pairs: bool = True,
 ) -> Scored:
     """Candidates from a pool, those created in [start, end) scored and normalised over the
     pool (large archives).
 
     `bm25` holds the BM25 scores of the best matches on each field ("text", "context",
-    "meta"); a candidate below them counts 0 there.
+    "meta"); a candidate below them counts 0 there. Without `pairs` the pair components are 0.
     """
     import numpy as np
 
@@ -234,4 +311,13 @@ def score_pool(
         "when": _closeness(analysis, records["created"]),
         "meta_bm25": np.asarray([bm25["meta"].get(i, 0.0) for i in kept], dtype=np.float32),
     }
+    if pairs:
+        partners = adjacency_partners(index, wanted, records)
+        partner_scores = np.asarray(
+            [bm25["text"].get(int(p), 0.0) for p in partners], dtype=np.float32
+        )
+        raw["pair_semantic"] = paired_vectors(index, own, partners) @ query
+        raw["pair_bm25"] = paired_bm25(raw["bm25"], partner_scores, partners)
+    else:
+        raw["pair_semantic"] = raw["pair_bm25"] = np.zeros(len(kept), dtype=np.float32)
     return _finish(kept, raw, exact=False, asks=records["asks"].astype(np.float32))
