@@ -79,16 +79,9 @@ def token_path(handle: Handle) -> Path:
 
 def ensure_token(handle: Handle, rotate: bool = False) -> tuple[str, bool]:
     """The page's token (the MCP token's mechanism, in its own file), made when missing."""
-    from memdir.archive_format.atomic import write_bytes
-    from memdir.usecases.mcp_token import read_token
+    from memdir.usecases.mcp_token import ensure_token_at
 
-    path = token_path(handle)
-    token = None if rotate else read_token(path)
-    if token is not None:
-        return token, False
-    token = secrets.token_urlsafe(32)
-    write_bytes(path, [f"{token}\n".encode("ascii")], mode=0o600)
-    return token, True
+    return ensure_token_at(token_path(handle), rotate)
 
 
 def _derived(token: str, purpose: str) -> str:

@@ -32,7 +32,12 @@ def read_token(path: Path) -> str | None:
 
 def ensure_token(memdir: Memdir, rotate: bool = False) -> tuple[str, bool]:
     """The token (a new one when there is none or `rotate`), and whether it was just made."""
-    path = token_path(memdir)
+    return ensure_token_at(token_path(memdir), rotate)
+
+
+def ensure_token_at(path: Path, rotate: bool = False) -> tuple[str, bool]:
+    """The token kept in `path` (0600; made when there is none, or anew with `rotate`), and
+    whether it was just made: the MCP transport's and the web page's, each in its own file."""
     token = None if rotate else read_token(path)
     if token is not None:
         return token, False
