@@ -156,6 +156,25 @@ def test_secrets_stay_home_forgets_reach_every_clone_and_no_guess_is_confirmed(
     assert safe(report, "17", "guesses a redacted event's id confirms") == 0
 
 
+def test_the_confirmation_rate_answers_camas_question(report: dict[str, Any]) -> None:
+    """18: a user who answers with care lets no wrong guess through at any rate, and keeps as
+    many right guesses as it answers; one who confirms whatever it is asked lets wrong guesses
+    through from the first rate on (docs/SAFETY.md, "What the numbers say")."""
+    from memdir.cli.bench.safety.confirmation import RATES
+
+    detail = report["details"]["confirmation"]
+    assert detail["careful_user_never_lets_a_wrong_guess_through"] is True
+    kept = [safe(report, "18", f"careful user answers {rate:.0%}: right guesses kept")
+            for rate in RATES]  # fmt: skip
+    assert kept[0] == 0 and kept == sorted(kept) and kept[-1] >= 0.75
+    careless = [safe(report, "18", f"careless user answers {rate:.0%}: wrong guesses held")
+                for rate in RATES]  # fmt: skip
+    assert careless[0] == 0 and all(wrong > 0 for wrong in careless[1:])
+    assert detail["careless_first_rate_with_a_wrong_guess_known"] == RATES[1]
+    # without the safeguard a wrong guess is known at once, whoever answers
+    assert _metric(report, "18", "careful user answers 0%: wrong")["unrestricted"] > 0
+
+
 # each safeguard beats its ablation ------------------------------------------------------------
 HEADLINES = (
     ("1", "false in recall top-5, after TTL"),
@@ -186,6 +205,7 @@ HEADLINES = (
     ("16", "files of a clone holding forgotten text"),
     ("17", "guesses a forgotten memory's tombstone confirms"),
     ("17", "guesses a redacted event's id confirms"),
+    ("18", "careful user answers 50%: wrong guesses held as known"),
 )
 
 

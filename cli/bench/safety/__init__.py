@@ -38,6 +38,7 @@ from .adversarial import adversarial
 from .agent_writes import agent_writes
 from .amplification import amplification
 from .clones import clones
+from .confirmation import confirmation
 from .corrections import corrections
 from .derivation import derivation
 from .drift import drift
@@ -60,7 +61,7 @@ def run(
     """Run the experiments; returns what `memdir bench safety --json` prints."""
     began = time.perf_counter()
     rng = random.Random(seed)
-    seeds = [rng.randrange(2**32) for _ in range(14)]
+    seeds = [rng.randrange(2**32) for _ in range(15)]
     metrics: list[Metric] = []
     details: dict[str, Any] = {}
     # tmpfs when there is one: the shelves fsync every append, which only costs time here
@@ -87,6 +88,7 @@ def run(
                 ("clones", lambda: clones(lab, random.Random(seeds[13]))),
             ]  # fmt: skip
             steps += leftovers.experiments(lab, seed)  # 14, 16, 17: secrets, forget, guessed ids
+            steps.append(("confirmation", lambda: confirmation(lab, random.Random(seeds[14]))))
             for number, (name, step) in enumerate(steps, start=1):
                 if progress:
                     progress("experiments", number - 1, len(steps))

@@ -172,7 +172,7 @@ def as_fact(sections: dict[str, list[str]]) -> list[str]:
     return [
         text
         for name, texts in sections.items()
-        if name in ("hard_facts", "standing", "teachings", "threads")
+        if name in ("hard_facts", "standing", "upcoming", "teachings", "threads")
         for text in texts
     ]
 
