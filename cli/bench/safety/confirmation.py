@@ -49,7 +49,8 @@ def confirmation(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, 
                 index = lab.index(memdir)
                 lifecycle.expire(memdir, day30)
                 wake = as_fact(lab.wake(memdir, day30))
-                kept, wrong_known = [], []
+                kept: list[bool] = []
+                wrong_known: list[bool] = []
                 for key, question, _, _ in ATTRIBUTES:
                     text, is_right = guesses[key]
                     grounded = lab.grounded(index, question, day30, arm)
