@@ -690,3 +690,28 @@ def test_pool_scope_pairs_a_reply_like_the_exact_scope(tmp_path: Path) -> None:
         assert mine.components == pytest.approx(theirs.components, abs=1e-5)
     reply = next(c for c in exact.results if c.memory.text.startswith("Sam: Flying"))
     assert reply.components["pair_semantic"] != pytest.approx(reply.components["semantic"])
+
+
+def test_the_cama_profile_min_max_normalises_its_components(tmp_path: Path) -> None:
+    """CAMA scores each component min-max normalised over the candidates (docs/RECALL.md §4):
+    the lowest 0, the highest 1, the value before kept as NAME_raw, and the score the blend of
+    the normalised values — so --explain's sum still adds up."""
+    memdir = configure(fresh(tmp_path), embedder={"kind": "hashing"})
+    for n, text in enumerate(("The heron nests by the lake", "A heron flew over the lake",
+                              "The lake froze in January", "Bread rises overnight")):  # fmt: skip
+        lifecycle.teach(memdir, text, T0 - timedelta(days=10 * n))
+    result = run(memdir, "heron by the lake", T0 + timedelta(hours=1), profile="cama", k=10)
+    rows = next(s for s in result.stages if s.name == Stage.SCORE).rows
+    assert len(rows) >= 3
+    for name in ("semantic", "recency"):
+        values = [row[name] for row in rows]
+        assert min(values) == 0.0 and max(values) == 1.0, (name, values)
+    weights = {"semantic": 0.45, "affect": 0.25, "degree": 0.15, "recency": 0.15}
+    for row in rows:
+        blended = sum(weight * row[name] for name, weight in weights.items()) / 0.45
+        decay = 1 - 0.1 * (1 - row["decay"])
+        assert row["score"] == pytest.approx(blended * decay * row["weight"], abs=1e-9)
+    raw = {c.id: c.raw for c in result.results}
+    assert all("semantic_raw" in values for values in raw.values())
+    plain = run(memdir, "heron by the lake", T0 + timedelta(hours=1), profile="anima", k=10)
+    assert not any("semantic_raw" in c.raw for c in plain.results)  # other profiles: as they were

@@ -37,9 +37,11 @@ PROFILES: dict[str, dict[str, float]] = {
         **_DEFAULT, "semantic": 3.0, "bm25": 0.75, "context_semantic": 0.75,
         "context_bm25": 0.75, "speaker": 2.0, "session": 0.5, "when": 3.0, "importance": 0.0,
     },
-    # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days).
+    # CAMA's blend: 0.45 semantic, 0.25 affect, 0.15 relational degree, 0.15 recency (30 days),
+    # each component min-max normalised over the candidates, as CAMA scores them.
     "cama": {
         "semantic": 0.45, "affect": 0.25, "degree": 0.15, "recency": 0.15, "half_life_days": 30.0,
+        "minmax": 1.0,
     },
     # ANIMA's blend: 0.60 similarity, 0.25 importance, 0.15 recency, keyword boost up to 0.15.
     "anima": {

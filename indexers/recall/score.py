@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
 PRIORS = ("affect", "degree", "recency", "importance", "keyword", "use")
 WEIGHTED = RELEVANCE + PRIORS
-# profile entries that are no blended component: the recency prior's default half-life, and
-# how much a memory that is mostly questions loses of its text components (relevance.py)
-PARAMETERS = ("half_life_days", "questions")
+# profile entries that are no blended component: the recency prior's default half-life, how
+# much a memory that is mostly questions loses of its text components (relevance.py), and
+# `minmax` (1: each weighted component min-max normalised over the candidates, as CAMA does)
+PARAMETERS = ("half_life_days", "questions", "minmax")
 HARD_FACT = 1.0  # added to a hard fact's score: the current memory for a key the query names
 
 
@@ -139,6 +140,8 @@ def rank(candidates: list[Candidate], weights: dict[str, float],
          settings: DecaySettings) -> tuple[list[Candidate], Trace]:  # fmt: skip
     """Score every candidate (its provenance weight already set) and sort them, best first."""
     scale = relevance_weight(weights)
+    if weights.get("minmax"):
+        normalise(candidates, [name for name in WEIGHTED if weights.get(name)])
     for candidate in candidates:
         score = blend(candidate.components, weights, WEIGHTED) / scale
         score *= multiplier(candidate.components["decay"], settings)
@@ -149,6 +152,20 @@ def rank(candidates: list[Candidate], weights: dict[str, float],
         candidate.score = score
     ranked = sorted(candidates, key=lambda c: (-c.score, c.memory.iid))
     return ranked, Trace(Stage.SCORE, [_score_row(c) for c in ranked])
+
+
+def normalise(candidates: list[Candidate], names: list[str]) -> None:
+    """CAMA's min-max normalisation: each of the components `names` rescaled to 0..1 over the
+    candidates (the lowest 0, the highest 1), the value before kept in `raw` as NAME_raw; a
+    component every candidate has alike is left as it is."""
+    for name in names:
+        values = [candidate.components.get(name, 0.0) for candidate in candidates]
+        low, high = min(values, default=0.0), max(values, default=0.0)
+        if high <= low:
+            continue
+        for candidate, value in zip(candidates, values, strict=True):
+            candidate.raw[f"{name}_raw"] = value
+            candidate.components[name] = (value - low) / (high - low)
 
 
 def _score_row(candidate: Candidate) -> dict[str, Any]:
