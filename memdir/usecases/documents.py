@@ -62,7 +62,13 @@ DECISION_LIMIT = 5  # contradiction candidates and stale hard facts a briefing l
 PEOPLE_LIMIT = 6  # people in wake's People section (the latest changed first)
 PERSON_FIELDS = 3  # fields shown per person besides their aliases
 SELF_FIELDS = 8  # fields of the self notes in wake's Self section
-SILENT_WHEN_EMPTY = ("self", "upcoming")  # sections wake leaves out, rather than say they are empty
+SILENT_WHEN_EMPTY = ("self", "upcoming")
+# wake's first section, CAMA's core (`memdir core`): these three, under one heading
+CORE_SECTIONS = ("self", "hard_facts", "standing")
+CORE_HEADING = [
+    "",
+    "## Core (what defines the person)",
+]  # sections wake leaves out, rather than say they are empty
 DREAM_AUTHOR = "memdir"  # who writes dream's summaries (docs/CONTINUITY.md, Dream)
 DONE = {"confirm": "confirmed", "reject": "rejected", "expire": "expired"}
 
@@ -683,11 +689,12 @@ def wake(
         used = _cost(header)
     kept: dict[str, list[str]] = {}
     kept_items: dict[str, list[dict[str, Any]]] = {}
+    used += _cost(CORE_HEADING)  # held for the core's heading; given back if no part of it fits
     for name in WAKE_PRIORITY:
         section = briefing.sections[name]
         if name in SILENT_WHEN_EMPTY and not section.items:
             continue
-        lines = ["", f"## {section.title}"]
+        lines = ["", f"{'###' if name in CORE_SECTIONS else '##'} {section.title}"]
         if _cost(lines) + used > limit:
             continue
         body = section.lines or [f"_{section.empty}_"]
@@ -709,14 +716,14 @@ def wake(
         kept[name] = lines + chosen
         kept_items[name] = section.items[: len([c for c in chosen if c.startswith("- ")])]
         used += _cost(kept[name])
-    body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+    body_lines = _body(kept)
     left_out = _left_out(briefing, kept, _cost(header + body_lines), limit)
     while left_out and kept and _cost(header + body_lines + left_out) > limit:
         # the note that whole sections were left out matters more than the last kept one
         last = next(name for name in reversed(WAKE_PRIORITY) if name in kept)
         kept.pop(last)
         kept_items.pop(last, None)
-        body_lines = [line for name in WAKE_ORDER if name in kept for line in kept[name]]
+        body_lines = _body(kept)
         left_out = _left_out(briefing, kept, _cost(header + body_lines), limit)
     if _cost(header + body_lines + left_out) <= limit:  # a budget too small for any note
         body_lines += left_out
@@ -730,6 +737,19 @@ def wake(
         for name in WAKE_ORDER
     }
     return Wake(markdown, estimate_tokens(markdown), limit, sections, briefing.header_data)
+
+
+def _body(kept: dict[str, list[str]]) -> list[str]:
+    """The kept sections in wake's order, the core's parts under the core's heading."""
+    lines: list[str] = []
+    for name in WAKE_ORDER:
+        if name not in kept:
+            continue
+        if name in CORE_SECTIONS and not any(part in kept for part in CORE_SECTIONS[
+                :CORE_SECTIONS.index(name)]):  # fmt: skip
+            lines += CORE_HEADING
+        lines += kept[name]
+    return lines
 
 
 def _left_out(briefing: Briefing, kept: dict[str, list[str]], used: int, limit: int) -> list[str]:
