@@ -71,6 +71,34 @@ def print_drift(report: dict[str, Any]) -> None:
     print_table(DRIFT_COLUMNS, rows)
 
 
+EVOLUTION_COLUMNS = (
+    Column("month"),
+    Column("written", right=True),
+    Column("taught", right=True),
+    Column("inferred", right=True),
+    Column("confirmed", right=True),
+    Column("rejected", right=True),
+    Column("expired", right=True),
+    Column("superseded", right=True),
+    Column("forgotten", right=True),
+    Column("links", right=True),
+    Column("live", right=True),
+    Column("churn", right=True),
+)
+
+
+def print_evolution(report: dict[str, Any]) -> None:
+    """The evolution report as one table, a month a row."""
+    rows = [
+        (m["month"], *(str(m[name]) for name in ("written", "teachings", "inferences",
+                                                 "confirmed", "rejected", "expired",
+                                                 "superseded", "forgotten", "links")),
+         str(m["live_at_end"]), "—" if m["churn"] is None else f"{m['churn']:.0%}")
+        for m in report["months"]
+    ]  # fmt: skip
+    print_table(EVOLUTION_COLUMNS, rows)
+
+
 def print_provenance(report: dict[str, Any]) -> None:
     """The provenance report as one table: every inference, then each month, type, author."""
     rows = []
@@ -339,6 +367,12 @@ def register(app: typer.Typer) -> None:
             typer.Option("--drift", help="Affect and type drift per month: mean valence and "
                          "arousal, the strongest emotion, the mix of types and how far it moved."),
         ] = False,
+        evolution: Annotated[
+            bool,
+            typer.Option("--evolution", help="How the memdir changed per month: written, "
+                         "confirmed, rejected, expired, superseded, forgotten, links, the live "
+                         "memories at the month's end and the churn."),
+        ] = False,
         now: context.NowOpt = None,
         json_: context.JsonOpt = False,
     ) -> None:  # fmt: skip
@@ -347,11 +381,24 @@ def register(app: typer.Typer) -> None:
         Example: memdir stats --json
         Example: memdir stats --provenance
         Example: memdir stats --drift
+        Example: memdir stats --evolution
         """
         memdir = context.open_memdir(ctx)
         view = load_view(memdir, context.now(ctx, now))
-        if provenance and drift:
-            raise BadInputError("--provenance and --drift are two reports", hint="ask for one")
+        if provenance + drift + evolution > 1:
+            raise BadInputError("--provenance, --drift and --evolution are three reports",
+                                hint="ask for one")  # fmt: skip
+        if evolution:
+            from memdir.usecases.analytics import evolution as analyse_evolution
+
+            changed = analyse_evolution(view)
+            if json_:
+                emit_json({"evolution": changed})
+            elif not changed["months"]:
+                note("no memory yet")
+            else:
+                print_evolution(changed)
+            return
         if drift:
             from memdir.indexers.affect import load_annotator
             from memdir.usecases.analytics import drift as analyse_drift

@@ -1,4 +1,5 @@
-"""Provenance and drift analytics (`memdir stats --provenance`, `memdir stats --drift`).
+"""Provenance, drift and evolution analytics (`memdir stats --provenance`, `--drift`,
+`--evolution`).
 
 Provenance: what became of the assistant's inferences — confirmed, rejected, expired or still
 pending — by month, type and author, with the median time from an inference to the user's
@@ -10,6 +11,13 @@ memories' mean valence and arousal, their strongest Plutchik emotion, and their 
 month's mix from the month before and from the whole. Only memories every surface may show
 count (normal visibility, not rejected or forgotten): an average over private or sealed ones
 would summarise them. Affect is what the user gave, else the configured annotator's.
+
+Evolution (Cerememory's evolution metrics): how the memdir changed, per month (UTC) — memories
+written (by source), confirmed, rejected, expired, superseded (in the month of what replaced
+them) and forgotten, links added, the live memories at the month's end and the churn (the
+month's rejections, expiries, supersedes and forgets over the memories live at its start).
+Counts only, from the fold at *now*: a forgotten memory counts as written in its month and as
+forgotten in its tombstone's, and by no source (its tombstone keeps none).
 
 CAMA's research question is what confirmation rate the epistemic safeguard needs: these are
 the numbers it is asked about. A forgotten inference is not counted (its tombstone keeps no
@@ -143,3 +151,54 @@ def drift(view: ArchiveView, annotator: Any) -> dict[str, Any]:
             "type_drift_from_whole": round(js_divergence(mix, whole), 4),
         })  # fmt: skip
     return {"months": rows, "memories": len(everything), "types": whole}
+
+
+EVOLUTION = ("written", "teachings", "inferences", "observations", "derived", "confirmed",
+             "rejected", "expired", "superseded", "forgotten", "links")  # fmt: skip
+
+
+def evolution(view: ArchiveView) -> dict[str, Any]:
+    """The per-month report (the module doc): counts, live at the end, churn."""
+    months: dict[str, Counter[str]] = {}
+    lost: dict[str, int] = {}  # month -> memories that stopped being live in it
+
+    def add(at: str | None, what: str, ends_life: bool = False) -> None:
+        if not at:
+            return
+        month = at[:7]
+        months.setdefault(month, Counter())[what] += 1
+        if ends_life:
+            lost[month] = lost.get(month, 0) + 1
+
+    states = list(view)
+    created = {state.id: state.created for state in states}
+    for state in states:
+        add(state.created, "written")
+        memory = state.memory
+        if memory is not None:
+            add(state.created, {"teaching": "teachings", "inference": "inferences",
+                                "observation": "observations"}.get(memory.source, "derived"))  # fmt: skip
+        for event in state.events:
+            if event.op == "confirm":
+                add(event.at, "confirmed")
+            elif event.op == "link" and event.to:
+                add(event.at, "links")
+        if state.status == "rejected" and state.decision is not None:
+            add(state.decision.at, "rejected", ends_life=True)
+        elif state.status == "expired" and memory is not None:
+            swept = next((e.at for e in state.events if e.op == "expire"), None)
+            add(swept or memory.expires, "expired", ends_life=True)
+        elif state.status == "superseded" and state.superseded_by:
+            add(created.get(state.superseded_by), "superseded", ends_life=True)
+        elif state.status == "forgotten":
+            add(state.forgotten_at, "forgotten", ends_life=True)
+    live, report = 0, []
+    for month in sorted(months):
+        counts = months[month]
+        at_start = live
+        live += counts["written"] - lost.get(month, 0)
+        ended = lost.get(month, 0)
+        report.append({"month": month, **{name: counts[name] for name in EVOLUTION},
+                       "live_at_end": live,
+                       "churn": round(ended / at_start, 4) if at_start else None})  # fmt: skip
+    return {"months": report, "live": sum(1 for state in states if state.live)}
