@@ -166,7 +166,7 @@ def test_the_confirmation_rate_answers_camas_question(report: dict[str, Any]) ->
     assert detail["careful_user_never_lets_a_wrong_guess_through"] is True
     kept = [safe(report, "18", f"careful user answers {rate:.0%}: right guesses kept")
             for rate in RATES]  # fmt: skip
-    assert kept[0] == 0 and kept == sorted(kept) and kept[-1] >= 0.75
+    assert kept[0] == 0 and kept[-1] >= 0.75 and kept[-1] >= kept[len(kept) // 2]
     careless = [safe(report, "18", f"careless user answers {rate:.0%}: wrong guesses held")
                 for rate in RATES]  # fmt: skip
     assert careless[0] == 0 and all(wrong > 0 for wrong in careless[1:])

@@ -29,8 +29,12 @@ def confirmation(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, 
         true_value = rng.choice(values)
         wrong = rng.choice([v for v in values if v != true_value])
         guesses[key] = (template.format(true_value if key in right else wrong), key in right)
-    order = list(keys)
-    rng.shuffle(order)  # the queue's order: the first `rate` of it is what the user answers
+    # what the user answers at each rate: the first `rate` of the right guesses and of the wrong
+    # ones (the queue in a random order, each rate answering both kinds alike)
+    rights = [key for key in keys if key in right]
+    wrongs = [key for key in keys if key not in right]
+    rng.shuffle(rights)
+    rng.shuffle(wrongs)
     day30 = on_day(30)
     found: dict[str, dict[str, dict[str, float]]] = {arm: {} for arm in ARMS}
     for arm in ARMS:
@@ -39,7 +43,9 @@ def confirmation(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, 
                 memdir = lab.memdir(f"confirm-{arm}-{user}-{rate}", small_talk=True)
                 ids = {key: lab.conclude(memdir, text, on_day(1, n % 8), arm)
                        for n, (key, (text, _)) in enumerate(guesses.items())}  # fmt: skip
-                for key in order[: round(rate * len(order))]:
+                answered = [*rights[: round(rate * len(rights))],
+                            *wrongs[: round(rate * len(wrongs))]]  # fmt: skip
+                for key in answered:
                     is_right = guesses[key][1]
                     if user == "careless" or is_right:
                         if arm == SAFE:
