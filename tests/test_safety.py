@@ -223,7 +223,7 @@ def test_relevance_is_not_traded_for_safety(report: dict[str, Any]) -> None:
 def test_deterministic_report_shape(report: dict[str, Any]) -> None:
     assert report["seed"] == 0 and report["sessions"] == SESSIONS
     numbers = {row["experiment"].split()[0] for row in report["metrics"]}
-    assert numbers == {str(number) for number in range(1, 18)}
+    assert numbers == {str(number) for number in range(1, 19)}
     assert all(row["note"] is not None for row in report["metrics"])
 
 
