@@ -16,22 +16,27 @@ from memdir.archive_format.memdir import Memdir
 USES_FILE = "uses.json"
 
 
-def count(memdir: Memdir) -> dict[str, list[int]]:
-    """memory id → [deliveries, uses], from every recall line of the shelf."""
+def via_lines(memdir: Memdir) -> list[dict[str, Any]]:
+    """Every recall line of the shelf that says what surfaced it (`via`: context or use)."""
+    return [item.data for item in shelf.read_all(memdir.recall_shelf)
+            if item.data and item.data.get("kind") == "recall"
+            and item.data.get("via") in ("context", "use")]  # fmt: skip
+
+
+def count(lines: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """memory id → [deliveries, uses], from recall lines with a `via`."""
     counts: dict[str, list[int]] = {}
-    for item in shelf.read_all(memdir.recall_shelf):
-        line: dict[str, Any] | None = item.data
-        if not line or line.get("kind") != "recall" or line.get("via") not in ("context", "use"):
-            continue
+    for line in lines:
         slot = 0 if line["via"] == "context" else 1
         for memory_id in line["memories"]:
             counts.setdefault(memory_id, [0, 0])[slot] += 1
     return counts
 
 
-def refresh(memdir: Memdir) -> dict[str, list[int]]:
-    """Count again and write `.memdir/uses.json` (a cache: no fsync)."""
-    counts = count(memdir)
+def refresh(memdir: Memdir, lines: list[dict[str, Any]] | None = None) -> dict[str, list[int]]:
+    """Count again (from `lines` when the caller has read them) and write `.memdir/uses.json`
+    (a cache: no fsync)."""
+    counts = count(via_lines(memdir) if lines is None else lines)
     memdir.cache_dir.mkdir(parents=True, exist_ok=True)
     data = json.dumps(counts, sort_keys=True, separators=(",", ":")).encode()
     write_bytes(memdir.cache_dir / USES_FILE, [data], durable=False)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memdir.archive_format import journal, lifecycle, shelf
+from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
@@ -66,17 +66,13 @@ class HealReport:
                 "used": self.used, "pairs": self.pairs}  # fmt: skip
 
 
-def _deliveries(
-    memdir: Memdir, since: datetime, until: datetime
-) -> list[tuple[datetime, list[str]]]:
+def _deliveries(lines: list[dict[str, Any]], since: datetime,
+                until: datetime) -> list[tuple[datetime, list[str]]]:  # fmt: skip
     """The per-prompt block's deliveries (recall lines via context) in [since, until]."""
     found = []
-    for item in shelf.read_all(memdir.recall_shelf):
-        line = item.data
-        if not line or line.get("kind") != "recall" or line.get("via") != "context":
-            continue
+    for line in lines:
         at = parse_time(line["at"])
-        if since <= at <= until:
+        if line["via"] == "context" and since <= at <= until:
             found.append((at, list(line["memories"])))
     return sorted(found, key=lambda pair: pair[0])
 
@@ -95,10 +91,14 @@ def heal(memdir: Memdir, now: datetime, dry_run: bool = False) -> HealReport:
     if not replies:
         return report
     window = timedelta(minutes=PAIR_MINUTES)
-    deliveries = _deliveries(memdir, replies[0].moment - window, replies[-1].moment)
+    from memdir.indexers import uses
+
+    lines = uses.via_lines(memdir)  # read once: the deliveries, and the counts after
+    deliveries = _deliveries(lines, replies[0].moment - window, replies[-1].moment)
     # only the delivered memories are folded (through the id cache), not the whole archive
     view = lifecycle.view_of(memdir, {m for _, ids in deliveries for m in ids}, now)
     new = {turn.id for turn in replies}
+    rehearsed: list[list[str]] = []  # the memories of each `via: use` line this run writes
     previous: dict[str, datetime] = {}  # session -> its last assistant turn so far
     for turn in turns:
         if turn.role != "assistant":
@@ -127,12 +127,11 @@ def heal(memdir: Memdir, now: datetime, dry_run: bool = False) -> HealReport:
         report.pairs.append({"turn": turn.id, "at": turn.at, "delivered": list(texts),
                              "used": chosen})  # fmt: skip
         if chosen and not dry_run:
+            rehearsed.append(chosen)
             lifecycle.record_recall(memdir, chosen, turn.moment, "memdir",
                                     f"used in a reply ({len(chosen)})", via="use")  # fmt: skip
     if not dry_run:
-        from memdir.indexers import uses
-
         with memdir.lock():
             write_yaml(state_path, {"last": format_time(replies[-1].moment)})
-        uses.refresh(memdir)
+        uses.refresh(memdir, lines + [{"via": "use", "memories": m} for m in rehearsed])
     return report
