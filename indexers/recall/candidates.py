@@ -67,7 +67,7 @@ def gather(
 def _shown_text(candidate: Candidate, options: RecallOptions) -> str:
     """A pool member's text for --explain, or why it is withheld: the pool comes before the
     filters, and --explain (also through MCP) must not show what the filters would drop
-    (the filters mask by status too: policy.mask_pool)."""
+    (the filters mask by status too: policy.masked_pool)."""
     line = candidate.memory.line
     exposed = exposure(line.get("visibility", "normal"))
     text = present("recall", candidate.memory.text, None, line.get("visibility", "normal"),

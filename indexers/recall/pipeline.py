@@ -60,12 +60,9 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
 
     vector = index.embedder.embed([analysis.dense_query])[0]
-    pool, trace = candidates.gather(index, analysis, vector, now, options, settings.weights)
-    traces.append(trace)
-
+    pool, pooled = candidates.gather(index, analysis, vector, now, options, settings.weights)
     survivors, screened, decayed = _admit(index, pool, analysis, now, options, settings)
-    policy.mask_pool(traces[-1], pool, options)
-    traces += [screened, decayed]
+    traces += [policy.masked_pool(pooled, pool, options), screened, decayed]
     ranked, trace = score.rank(survivors, settings.weights, settings.decay)
     traces.append(trace)
     ranked, trace = _activate(index, ranked, analysis, now, options, settings)

@@ -51,21 +51,24 @@ def screen(
     return survivors, trace
 
 
-def mask_pool(pool_trace: Trace, pool: list[Candidate], options: RecallOptions) -> None:
-    """Once the filters know each candidate's status, --explain's candidate pool masks the text
-    of those recall may not show (visibility.py) or that belong to another persona."""
+def masked_pool(pool_trace: Trace, pool: list[Candidate], options: RecallOptions) -> Trace:
+    """The candidate pool's trace as --explain shows it, once the filters know each candidate's
+    status: the text of those recall may not show (visibility.py) or that belong to another
+    persona masked. A new trace; the pool stage's own is left as it was."""
     by_id = {candidate.id: candidate for candidate in pool}
+    rows = []
     for row in pool_trace.rows:
         candidate = by_id.get(row["id"])
-        if candidate is None or row["text"].startswith("["):
-            continue
-        line = candidate.memory.line
-        shown = present("recall", candidate.memory.text, candidate.status,
-                        line.get("visibility", "normal"), asked=options.asked)  # fmt: skip
-        if shown is None:
-            row["text"] = f"[{candidate.status}]"
-        elif (candidate.dropped or "").startswith("persona"):
-            row["text"] = "[another persona]"
+        if candidate is not None and not row["text"].startswith("["):
+            line = candidate.memory.line
+            shown = present("recall", candidate.memory.text, candidate.status,
+                            line.get("visibility", "normal"), asked=options.asked)  # fmt: skip
+            if shown is None:
+                row = {**row, "text": f"[{candidate.status}]"}
+            elif (candidate.dropped or "").startswith("persona"):
+                row = {**row, "text": "[another persona]"}
+        rows.append(row)
+    return Trace(pool_trace.name, rows, list(pool_trace.notes))
 
 
 def weigh(candidates: list[Candidate], provisional_weight: float) -> None:
