@@ -91,3 +91,11 @@ class LifecycleError(MemdirError):
     """A lifecycle transition that the provenance rules forbid (e.g. confirming a teaching)."""
 
     status = ExitStatus.BAD_INPUT
+
+
+class DamagedCacheError(MemdirError):
+    """A file of the derived cache (`.memdir/`) cannot be read: damaged, cut short or foreign.
+    Nothing stored is lost; the index heals by discarding the cache and rebuilding it from the
+    shelves (indexers/storage.py: heal). Seen by a user only when it cannot be rebuilt."""
+
+    status = ExitStatus.FAILED

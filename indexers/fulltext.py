@@ -52,7 +52,7 @@ class TantivyIndex:
     def __init__(self, path: Path) -> None:
         import tantivy
 
-        from memdir.archive_format.errors import MemdirError
+        from memdir.archive_format.errors import DamagedCacheError, MemdirError
 
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,11 @@ class TantivyIndex:
                     "without one)",
                 ) from None
             if "schema does not match" not in str(error):
-                raise
+                # a meta file or segment damaged, cut short or deleted: the cache heals
+                raise DamagedCacheError(
+                    f"full-text index {path.name}: {error}",
+                    hint="it is rebuilt from the shelves: `memdir index --rebuild`",
+                ) from None
             # Written by another memdir version. It is a cache: start it empty; the catalog's
             # document count no longer matches, so the next update rebuilds it.
             self.wipe(path)

@@ -10,9 +10,9 @@ they read it (`needs_update()` is cheap), so results never lag the shelves.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memdir.archive_format.lock import WriterLock
 
@@ -23,6 +23,8 @@ from .updater import IndexUpdater, Progress, UpdateReport
 
 if TYPE_CHECKING:
     import numpy as np
+
+T = TypeVar("T")
 
 __all__ = ["Hit", "MemoryIndex", "Progress", "UpdateReport"]
 
@@ -114,14 +116,28 @@ class MemoryIndex(IndexStorage):
         return self.updater.reannotate()
 
     # reading --------------------------------------------------------------------------------
+    def answer(self, ask: Callable[[], T]) -> T:
+        """`ask()` over the index; when it finds a part of the cache damaged (a memory table
+        pointing past the vectors), the index is discarded, rebuilt from the shelves (one
+        notice) and asked once more. A read-only index cannot heal: the error stands."""
+        try:
+            return ask()
+        except Exception as error:
+            if self.read_only or not self.heal(error):
+                raise
+        self.__dict__.pop("updater", None)
+        self.__dict__.pop("reader", None)
+        self.updater.update(rebuild=True)
+        return ask()
+
     def search(self, query: str, k: int = 10, field: str = "text") -> list[Hit]:
         """Full-text search (BM25) on `field` (text, intent, rationale, evidence or meta for
         all three) with highlighted snippets."""
-        return self.reader.search(query, k, field)
+        return self.answer(lambda: self.reader.search(query, k, field))
 
     def similar(self, query: str, k: int = 10) -> list[Hit]:
         """Vector search only: the memories closest in meaning to the query."""
-        return self.reader.similar(query, k)
+        return self.answer(lambda: self.reader.similar(query, k))
 
     def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top-k (iid, cosine) over the base index and the delta, skipping unsearchable ones."""

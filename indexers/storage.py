@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memdir.archive_format.errors import DamagedCacheError
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import VectorSettings
 
@@ -300,7 +301,7 @@ class IndexStorage:
     def heal(self, error: BaseException) -> bool:
         """After `error` from the index: when it means a damaged cache, discard the index and
         reopen an empty catalog (the caller then rebuilds); False for any other error."""
-        if not unreadable(error):
+        if not (unreadable(error) or isinstance(error, DamagedCacheError)):
             return False
         self.discard(f"the index under {self.root} is damaged ({error})")
         self.catalog = self.parts.catalog()

@@ -76,7 +76,10 @@ class VectorFile:
         if self._map is None or self._map_key != key or len(self._map) < rows:
             count = stat.st_size // self.row_bytes
             if count < rows:
-                raise IndexError(f"vector row {rows - 1} beyond the end of {self.path}")
+                from memdir.archive_format.errors import DamagedCacheError
+
+                # the memory table points past the store: one of the two is damaged
+                raise DamagedCacheError(f"vector row {rows - 1} beyond the end of {self.path}")
             self._map = np.memmap(self.path, dtype=np.float32, mode="r", shape=(count, self.dim))
             self._map_key = key
         return self._map

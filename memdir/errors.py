@@ -4,6 +4,7 @@ the exit status (`.status`) the command line ends with, a one-line `.message` an
 from memdir.archive_format.errors import (
     AmbiguousIdError,
     BadInputError,
+    DamagedCacheError,
     ExitStatus,
     FormatError,
     LifecycleError,
@@ -17,6 +18,7 @@ from memdir.archive_format.errors import (
 __all__ = [
     "AmbiguousIdError",
     "BadInputError",
+    "DamagedCacheError",
     "ExitStatus",
     "FormatError",
     "LifecycleError",

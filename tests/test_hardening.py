@@ -246,6 +246,43 @@ def test_a_damaged_cache_is_rebuilt_with_a_notice(filled: Memdir, cli, how: str,
     assert cli("--dir", str(filled.root), "verify").code == 0
 
 
+@pytest.mark.parametrize("how", ["random", "empty", "delete"])
+@pytest.mark.parametrize("part", ["meta.json", ".managed.json", "segment"])
+def test_a_damaged_full_text_index_is_rebuilt(filled: Memdir, cli, part: str, how: str) -> None:
+    """Both Tantivy indexes (memories and sessions): a meta file or a segment damaged, cut to
+    nothing or deleted heals on the next command, with a notice and no traceback. (This
+    memdir's sessions index holds no segment.)"""
+    for folder in ("tantivy",) if part == "segment" else ("tantivy", "sessions"):
+        assert cli("--dir", str(filled.root), "index").code == 0
+        (directory,) = (filled.cache_dir / "index").glob(f"{folder}-*")
+        path = directory / part if part != "segment" else sorted(directory.glob("*.term"))[0]
+        if how == "delete":
+            path.unlink()
+        else:
+            path.write_bytes(os.urandom(4096) if how == "random" else b"")
+        for command in (("recall", "coffee", "--no-record"), ("search", "coffee")):
+            done = cli("--dir", str(filled.root), *command)
+            assert done.code == 0 and "Traceback" not in done.err, (folder, done)
+            assert "coffee" in done.out, (folder, done)
+    assert cli("--dir", str(filled.root), "verify").code == 0
+
+
+def test_a_memory_table_pointing_past_the_vectors_is_rebuilt(filled: Memdir, cli) -> None:
+    import numpy as np
+
+    from memdir.indexers.memorytable import record_type
+
+    assert cli("--dir", str(filled.root), "index").code == 0
+    (table,) = (filled.cache_dir / "index").glob("memories-*.table")
+    records = np.memmap(table, dtype=record_type(), mode="r+")
+    records["row"][:] = 10**6  # every memory's vector row beyond the store's end
+    records.flush()
+    del records
+    done = cli("--dir", str(filled.root), "recall", "coffee", "--no-record")
+    assert done.code == 0 and "Traceback" not in done.err, done
+    assert "coffee" in done.out and "damaged" in done.err, done
+
+
 def test_a_full_disk_is_one_line_naming_the_file(filled: Memdir) -> None:
     """RLIMIT_FSIZE stands in for a full file system: a write past it fails with EFBIG."""
     size = filled.memory_shelf.stat().st_size

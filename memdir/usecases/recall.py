@@ -63,7 +63,7 @@ def recall(
             index = fresh_index(memdir, progress)
         elif index.needs_update():
             index.update(progress)
-        result = run_recall(index, query, now, options)
+        result = index.answer(lambda: run_recall(index, query, now, options))
     finally:
         if index is not None:
             index.close()
