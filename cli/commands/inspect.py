@@ -509,8 +509,9 @@ def _statuses(given: list[str] | None) -> set[str]:
 
 
 def register(app: typer.Typer) -> None:
-    for command in (show, log, links):
-        app.command()(command)
+    app.command()(show)
+    app.command()(log)
+    app.command()(links)
     app.command("list")(list_command)
-    for command in (stats, verify):
-        app.command()(command)
+    app.command()(stats)
+    app.command()(verify)
