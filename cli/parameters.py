@@ -16,6 +16,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Options of more than one command module (--json and --now, which every command has, are in
 # context.py; a module's own options stand at its top).
+# the memory a command is about
+MemoryIdArg = Annotated[
+    str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
+]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 TranscriptOpt = Annotated[

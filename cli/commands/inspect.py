@@ -19,7 +19,7 @@ from memdir.words import counted
 
 from .. import context
 from ..layout import Column, flat, width, wrap
-from ..parameters import LimitAlias, moment
+from ..parameters import LimitAlias, MemoryIdArg, moment
 from ..render import emit_json, note, print_fields, print_table
 
 LIST_COLUMNS = (
@@ -38,7 +38,6 @@ def _right_aligned(first: str, *counts: str) -> tuple[Column, ...]:
     return (Column(first), *(Column(name, right=True) for name in counts))
 
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")]
 PROVENANCE_COLUMNS = _right_aligned(
     "group", "n", "confirmed", "rejected", "expired", "pending", "median decision"
 )
@@ -208,7 +207,7 @@ def resolved(
 
 def show(
     ctx: typer.Context,
-    memory_id: IdArg,
+    memory_id: MemoryIdArg,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -236,7 +235,7 @@ def show(
 
 def log(
     ctx: typer.Context,
-    memory_id: IdArg,
+    memory_id: MemoryIdArg,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -258,7 +257,7 @@ def log(
 
 def links(
     ctx: typer.Context,
-    memory_id: IdArg,
+    memory_id: MemoryIdArg,
     depth: Annotated[int, typer.Option("--depth", help="How many links away to go (1-5).")] = 2,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,

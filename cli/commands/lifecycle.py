@@ -21,7 +21,7 @@ from memdir.usecases.provenance import refuse_turn_forget, user  # noqa: F401 (r
 from memdir.words import counted
 
 from .. import context, parameters
-from ..parameters import SessionOpt, VisibilityOpt
+from ..parameters import MemoryIdArg, SessionOpt, VisibilityOpt
 from ..render import emit_json, note
 from .attachments import AttachOpt, report_skipped
 
@@ -74,9 +74,6 @@ QuoteOpt = Annotated[
         help="The user's words deciding it, quoted from the journal (needed when an assistant "
         "runs memdir: MEMDIR_ACTOR=assistant or an agent harness's shell).",
     ),
-]
-MemoryIdArg = Annotated[
-    str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
 ]
 
 
