@@ -455,68 +455,26 @@ def check(
     no digest covers yet is a dream stopped in between (killed, a full disk), which the next
     dream completes by reusing it — given `notes`, it is said there, not counted a problem.
     """
-    found: list[str] = []
-    turns: dict[str, dict[str, Any]] = {}
-    digests: list[tuple[str, dict[str, Any]]] = []
-    forgotten: set[str] = set()
-    checked = 0
-    for path in journal_files(memdir):
-        blob = path.read_bytes()
-        for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
-            if not raw.strip():
-                continue
-            checked += 1
-            where = f"journal/{path.name}:{number}"
-            try:
-                line = shelf.decode_line(raw, where)
-            except FormatError as error:
-                found.append(error.message)
-                continue
-            problems = line_problems(line, JOURNAL_KINDS)
-            if problems:
-                found.extend(f"{where}: {problem}" for problem in problems)
-                continue
-            if line["kind"] == "tombstone":
-                forgotten.add(line["id"])
-                continue
-            if content_id(line["id"][0], line) != line["id"]:
-                found.append(f"{where}: {line['id']} does not match its content (edited by hand?)")
-            if line["kind"] == "turn":
-                turns[line["id"]] = line
-            else:
-                digests.append((where, line))
-        torn = shelf.torn_tail(path)
-        if torn:
-            found.append(f"journal/{path.name}: torn last line ({torn} bytes without a newline)")
-    for turn_id in sorted(forgotten & turns.keys()):
+    lines = _journal_lines(memdir)
+    found = lines.problems
+    forgotten = lines.forgotten
+    for turn_id in sorted(forgotten & lines.turns.keys()):
         found.append(f"{turn_id} is forgotten but its text is back in the journal (a merge?); "
                      f"`memdir journal forget {turn_id}` removes it")  # fmt: skip
-    for where, digest in digests:
+    for where, digest in lines.digests:
         named = {*digest["turns"], *digest.get("withheld", ())} & forgotten
         if named:
             found.append(f"{where}: digest of forgotten turn {sorted(named)[0]}: its summary "
                          "may quote it")  # fmt: skip
-    turns = {turn_id: line for turn_id, line in turns.items() if turn_id not in forgotten}
+    turns = {turn_id: line for turn_id, line in lines.turns.items() if turn_id not in forgotten}
     backlinked: dict[str, set[str]] = {}
-    for where, digest in digests:
-        for field_name in ("memory", "promoted"):
-            memory_id = digest.get(field_name)
-            if memory_id and memory_id not in known:
-                found.append(f"{where}: digest names unknown memory {memory_id}")
-        for turn_id in (*digest["turns"], *digest.get("withheld", ())):
-            if turn_id not in turns:
-                found.append(f"{where}: digest names unknown turn {turn_id}")
-        for memory_id in (digest.get("memory"), digest.get("promoted")):
-            if not memory_id:
-                continue
-            for turn_id in digest["turns"]:
-                backlinked.setdefault(memory_id, set()).add(turn_id)
-            summary = memories.get(memory_id)
-            linked = {link["to"] for link in (summary or {}).get("links", ())}
-            missing = [turn_id for turn_id in digest["turns"] if turn_id not in linked]
-            if summary is not None and missing:
-                found.append(f"{where}: {memory_id} does not link back to {missing[0]}")
-    digested = {t for _, digest in digests for t in (*digest["turns"], *digest.get("withheld", ()))}
+    for where, digest in lines.digests:
+        found.extend(_digest_problems(where, digest, memories, known, turns, backlinked))
+    digested = {
+        turn_id
+        for _, digest in lines.digests
+        for turn_id in (*digest["turns"], *digest.get("withheld", ()))
+    }
     for memory_id, line in memories.items():
         uncommitted = notes is not None and _awaits_digest(line, digested)
         for link in line.get("links", ()):
@@ -533,7 +491,86 @@ def check(
         if uncommitted and notes is not None:
             notes.append(f"{memory_id}: a dream stopped before writing its digest; the next "
                          "`memdir dream` or `memdir sleep` completes it")  # fmt: skip
-    return checked, found, set(turns) | forgotten
+    return lines.checked, found, set(turns) | forgotten
+
+
+@dataclass
+class _JournalLines:
+    """The journal files' valid lines by kind, for `check`, with the problems of single lines."""
+
+    checked: int
+    problems: list[str]
+    turns: dict[str, dict[str, Any]]
+    digests: list[tuple[str, dict[str, Any]]]
+    forgotten: set[str]
+
+
+def _journal_lines(memdir: Memdir) -> _JournalLines:
+    """Every journal line decoded and checked on its own (schema, id against content)."""
+    lines = _JournalLines(0, [], {}, [], set())
+    for path in journal_files(memdir):
+        blob = path.read_bytes()
+        for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
+            if not raw.strip():
+                continue
+            lines.checked += 1
+            where = f"journal/{path.name}:{number}"
+            try:
+                line = shelf.decode_line(raw, where)
+            except FormatError as error:
+                lines.problems.append(error.message)
+                continue
+            problems = line_problems(line, JOURNAL_KINDS)
+            if problems:
+                lines.problems.extend(f"{where}: {problem}" for problem in problems)
+                continue
+            if line["kind"] == "tombstone":
+                lines.forgotten.add(line["id"])
+                continue
+            if content_id(line["id"][0], line) != line["id"]:
+                lines.problems.append(
+                    f"{where}: {line['id']} does not match its content (edited by hand?)"
+                )
+            if line["kind"] == "turn":
+                lines.turns[line["id"]] = line
+            else:
+                lines.digests.append((where, line))
+        torn = shelf.torn_tail(path)
+        if torn:
+            lines.problems.append(
+                f"journal/{path.name}: torn last line ({torn} bytes without a newline)"
+            )
+    return lines
+
+
+def _digest_problems(
+    where: str,
+    digest: dict[str, Any],
+    memories: dict[str, dict[str, Any]],
+    known: set[str],
+    turns: dict[str, dict[str, Any]],
+    backlinked: dict[str, set[str]],
+) -> list[str]:
+    """A digest's unknown memories and turns, and summaries that do not link back to its
+    turns; records in `backlinked` which turns each of its memories is a digest of."""
+    found = []
+    for field_name in ("memory", "promoted"):
+        memory_id = digest.get(field_name)
+        if memory_id and memory_id not in known:
+            found.append(f"{where}: digest names unknown memory {memory_id}")
+    for turn_id in (*digest["turns"], *digest.get("withheld", ())):
+        if turn_id not in turns:
+            found.append(f"{where}: digest names unknown turn {turn_id}")
+    for memory_id in (digest.get("memory"), digest.get("promoted")):
+        if not memory_id:
+            continue
+        backlinked.setdefault(memory_id, set()).update(digest["turns"])
+        summary = memories.get(memory_id)
+        linked = {link["to"] for link in (summary or {}).get("links", ())}
+        missing = [turn_id for turn_id in digest["turns"] if turn_id not in linked]
+        if summary is not None and missing:
+            found.append(f"{where}: {memory_id} does not link back to {missing[0]}")
+    return found
 
 
 def _awaits_digest(line: dict[str, Any], digested: set[str]) -> bool:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
+from typing import Any
 
 from .errors import LockedError
 from .paths import open_fd
@@ -103,12 +103,7 @@ class WriterLock:
                 raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         key = str(self.path)
         fd, depth = _held[key]
         try:

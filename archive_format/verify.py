@@ -70,10 +70,61 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
     for path in memdir.shelves():
         located.extend(_lines(path, report))
     report.lines = len(located)
-    memories: dict[str, dict[str, Any]] = {}
-    tombstones: set[str] = set()
-    events: list[tuple[str, dict[str, Any]]] = []
-    recalls: list[tuple[str, dict[str, Any]]] = []
+    shelves = _sort_lines(located, report)
+    known = set(shelves.memories) | shelves.tombstones
+    report.problems.extend(_event_problems(shelves, known))
+    report.problems.extend(
+        f"{where}: recall lists unknown memory {memory_id}"
+        for where, recalled in shelves.recalls
+        for memory_id in recalled["memories"]
+        if memory_id not in known
+    )
+    report.warnings.extend(_conflicting_decisions(shelves.events))
+    report.warnings.extend(
+        f"teaching {memory_id} quotes journal turn {turn_id} (via {channel}), which no agent "
+        "harness recorded: a process of this user could have written it; `memdir review` lists it"
+        for memory_id, turn_id, channel in unvouched_teachings(memdir, shelves.memories.values())
+    )
+    report.problems.extend(_memory_problems(shelves, known))
+    found, warned = attachments.problems(
+        memdir, _attachment_links(shelves.memories, shelves.tombstones, shelves.events)
+    )
+    report.problems.extend(found)
+    report.warnings.extend(warned)
+    checked, found, turns = journal.check(memdir, shelves.memories, known, report.notes)
+    report.lines += checked
+    report.problems.extend(found)
+    forgotten = shelves.tombstones | journal.forgotten_turns(memdir)
+    report.problems.extend(_derived_mentions(memdir, forgotten))
+    report.problems.extend(
+        f"{where}: link to unknown journal turn {event['to']}"
+        for where, event in shelves.events
+        if event["op"] == "link"
+        and str(event.get("to", "")).startswith("t-")
+        and event["to"] not in turns
+    )
+    _check_state(memdir, report)
+    _check_surroundings(memdir, report)
+    return report
+
+
+@dataclass
+class _Shelves:
+    """The shelves' valid lines by kind, as verify goes on to check them against each other."""
+
+    memories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tombstones: set[str] = field(default_factory=set)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    recalls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+_NOT_ITS_CONTENT = "does not match its content (edited by hand?)"
+
+
+def _sort_lines(located: list[tuple[str, dict[str, Any]]], report: Report) -> _Shelves:
+    """Each line checked on its own (schema, id against content), then filed by kind; a memory
+    or event id found in more than one place is a warning (the copies count once)."""
+    shelves = _Shelves()
     seen: dict[str, list[str]] = {}
     for where, line in located:
         found = line_problems(line)
@@ -82,99 +133,93 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             continue
         kind = line["kind"]
         if kind == "memory":
-            if content_id("m", line) != line["id"]:
-                report.problems.append(
-                    f"{where}: {line['id']} does not match its content (edited by hand?)"
-                )
-            elif line["id"] in memories and memories[line["id"]] != line:
-                report.problems.append(
-                    f"{where}: {line['id']} appears twice with different content"
-                )
-            _seen(seen, line["id"], where)
-            memories.setdefault(line["id"], line)
-            impossible = impossible_line(line)
-            if impossible:
-                report.problems.append(
-                    f"{where}: {line['id']} is {impossible} (ignored: the fold and recall leave "
-                    "it out)"
-                )
+            report.problems.extend(_memory_line_problems(where, line, shelves.memories))
+            seen.setdefault(line["id"], []).append(where)
+            shelves.memories.setdefault(line["id"], line)
         elif kind == "event":
             if not line.get("redacted") and content_id("e", line) != line["id"]:
-                report.problems.append(
-                    f"{where}: {line['id']} does not match its content (edited by hand?)"
-                )
-            _seen(seen, line["id"], where)
-            events.append((where, line))
+                report.problems.append(f"{where}: {line['id']} {_NOT_ITS_CONTENT}")
+            seen.setdefault(line["id"], []).append(where)
+            shelves.events.append((where, line))
         elif kind == "recall":
             if content_id("r", line) != line["id"]:
-                report.problems.append(
-                    f"{where}: {line['id']} does not match its content (edited by hand?)"
-                )
-            recalls.append((where, line))
+                report.problems.append(f"{where}: {line['id']} {_NOT_ITS_CONTENT}")
+            shelves.recalls.append((where, line))
         else:
-            tombstones.add(line["id"])
+            shelves.tombstones.add(line["id"])
     report.warnings.extend(
         f"{memory_id} appears {len(places)} times ({', '.join(places)}): the copies count "
         "once; `memdir sync` drops them"
         for memory_id, places in seen.items()
         if len(places) > 1
     )
-    known = set(memories) | tombstones
-    for where, event in events:
-        if event["op"] == "link" and event.get("to") == event["target"]:
-            report.problems.append(f"{where}: {event['target']} links to itself")
+    return shelves
+
+
+def _memory_line_problems(
+    where: str, line: dict[str, Any], memories: dict[str, dict[str, Any]]
+) -> list[str]:
+    """A memory line against its id and an earlier line of that id, and whether it can be."""
+    found = []
+    if content_id("m", line) != line["id"]:
+        found.append(f"{where}: {line['id']} {_NOT_ITS_CONTENT}")
+    elif line["id"] in memories and memories[line["id"]] != line:
+        found.append(f"{where}: {line['id']} appears twice with different content")
+    impossible = impossible_line(line)
+    if impossible:
+        found.append(
+            f"{where}: {line['id']} is {impossible} (ignored: the fold and recall leave it out)"
+        )
+    return found
+
+
+def _event_problems(shelves: _Shelves, known: set[str]) -> list[str]:
+    """Events whose target or linked memory is unknown, self-links, impossible confirms and
+    confirms of what is not an inference."""
+    found = []
+    for where, event in shelves.events:
         target = event["target"]
+        if event["op"] == "link" and event.get("to") == target:
+            found.append(f"{where}: {target} links to itself")
         if target not in known:
-            report.problems.append(
-                f"{where}: event {event['id']} refers to unknown memory {target}"
-            )
+            found.append(f"{where}: event {event['id']} refers to unknown memory {target}")
             continue
         if event["op"] == "confirm":
             impossible = impossible_line(event)
             if impossible:
-                report.problems.append(
+                found.append(
                     f"{where}: {target}: {impossible} (ignored: the fold leaves the confirm out)"
                 )
-            if target in memories and memories[target]["source"] != "inference":
-                report.problems.append(f"{where}: confirm of {target}, which is not an inference")
-        if (
-            event["op"] == "link"
-            and str(event.get("to", "")).startswith("m-")
-            and event["to"] not in known
-        ):
-            report.problems.append(f"{where}: link from {target} to unknown memory {event['to']}")
-    for where, recalled in recalls:
-        for memory_id in recalled["memories"]:
-            if memory_id not in known:
-                report.problems.append(f"{where}: recall lists unknown memory {memory_id}")
-    report.warnings.extend(_conflicting_decisions(events))
-    report.warnings.extend(
-        f"teaching {memory_id} quotes journal turn {turn_id} (via {channel}), which no agent "
-        "harness recorded: a process of this user could have written it; `memdir review` lists it"
-        for memory_id, turn_id, channel in unvouched_teachings(memdir, memories.values())
-    )
-    for memory_id, memory in memories.items():
-        if memory_id in tombstones:
-            report.problems.append(
+            memory = shelves.memories.get(target)
+            if memory is not None and memory["source"] != "inference":
+                found.append(f"{where}: confirm of {target}, which is not an inference")
+        to = str(event.get("to", ""))
+        if event["op"] == "link" and to.startswith("m-") and to not in known:
+            found.append(f"{where}: link from {target} to unknown memory {to}")
+    return found
+
+
+def _memory_problems(shelves: _Shelves, known: set[str]) -> list[str]:
+    """Forgotten memories whose text is back, and memory lines' links to themselves or to
+    unknown memories."""
+    found = []
+    for memory_id, memory in shelves.memories.items():
+        if memory_id in shelves.tombstones:
+            found.append(
                 f"{memory_id} is forgotten but its text is back in a shelf (a merge?); "
                 "the next write or `memdir sync` removes it"
             )
         for link in memory.get("links", ()):
             if link["to"] == memory_id:
-                report.problems.append(f"{memory_id}: links to itself")
+                found.append(f"{memory_id}: links to itself")
             elif link["to"].startswith("m-") and link["to"] not in known:
-                report.problems.append(f"{memory_id}: link to unknown memory {link['to']}")
-    found, warned = attachments.problems(memdir, _attachment_links(memories, tombstones, events))
-    report.problems.extend(found)
-    report.warnings.extend(warned)
-    checked, found, turns = journal.check(memdir, memories, known, report.notes)
-    report.lines += checked
-    report.problems.extend(found)
-    report.problems.extend(_derived_mentions(memdir, tombstones | journal.forgotten_turns(memdir)))
-    for where, event in events:
-        if event["op"] == "link" and str(event.get("to", "")).startswith("t-"):
-            if event["to"] not in turns:
-                report.problems.append(f"{where}: link to unknown journal turn {event['to']}")
+                found.append(f"{memory_id}: link to unknown memory {link['to']}")
+    return found
+
+
+def _check_state(memdir: Memdir, report: Report) -> None:
+    """The state folder: the notes' and islands' lines against their schemas, the YAML files
+    readable."""
     for name, kind in (("notes.jsonl", "note"), ("islands.jsonl", "island")):
         path = memdir.state_dir / name
         if path.is_file():
@@ -188,6 +233,11 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
             read_yaml(state_file)
         except FormatError as error:
             report.problems.append(error.message)
+
+
+def _check_surroundings(memdir: Memdir, report: Report) -> None:
+    """What lies around the records: secrets in tracked files, missing git rules, leftovers of
+    interrupted writes and stray files, quarantined torn lines."""
     report.problems.extend(
         f"{where}: a secret turn or sealed memory in a file git tracks (a sync would push it "
         "in plain text; `memdir sync` moves it to the git-ignored journal/secret.jsonl or "
@@ -212,7 +262,6 @@ def verify(memdir: Memdir, history: bool = False) -> Report:
     if memdir.quarantine_dir.is_dir():
         for item in sorted(memdir.quarantine_dir.iterdir()):
             report.notes.append(f"quarantined torn line kept in {item.relative_to(memdir.root)}")
-    return report
 
 
 def _attachment_links(
@@ -237,10 +286,6 @@ def _attachment_links(
         if ids:
             found[memory_id] = (ids, memory.get("visibility") == "sealed")
     return found
-
-
-def _seen(seen: dict[str, list[str]], line_id: str, where: str) -> None:
-    seen.setdefault(line_id, []).append(where)
 
 
 def _derived_mentions(memdir: Memdir, forgotten: set[str]) -> list[str]:

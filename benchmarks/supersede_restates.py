@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from memdir.indexers import distill
+from memdir.indexers import distill, text
 from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "restates-pairs.jsonl"
@@ -27,7 +27,9 @@ def before(older: str, older_label: str | None, newer: str, newer_label: str | N
     """The rule before issue 26: any dropped content word restates; one cosine threshold."""
     if distill._ADDITION.search(newer):
         return False
-    negation = bool(distill.NEGATION.search(older)) != bool(distill.NEGATION.search(newer))
+    negation = bool(text.RESTATEMENT_NEGATION.search(older)) != bool(
+        text.RESTATEMENT_NEGATION.search(newer)
+    )
     restated = negation or bool(distill._content(older) - distill._content(newer))
     return (cosine >= distill.SUPERSEDE_COSINE and restated
             and distill.same_subject(newer, newer_label, older, older_label))  # fmt: skip

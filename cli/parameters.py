@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
@@ -15,6 +16,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Options of more than one command module (--json and --now, which every command has, are in
 # context.py; a module's own options stand at its top).
+# the memory a command is about
+MemoryIdArg = Annotated[
+    str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
+]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 TranscriptOpt = Annotated[
@@ -33,6 +38,29 @@ IncludeExpiredOpt = Annotated[
 IncludePrivateOpt = Annotated[
     bool, typer.Option("--include-private", help="Also private memories.")
 ]
+
+
+# The bearer token of a served surface (memdir mcp --http, memdir ui): print it, replace it.
+ShowTokenOpt = Annotated[
+    bool, typer.Option("--show-token", help="Print the bearer token and exit.")
+]
+RotateTokenOpt = Annotated[
+    bool,
+    typer.Option("--rotate-token", help="Replace the bearer token (the old one stops working)."),
+]
+
+
+def print_token(path: Path, rotate: bool) -> None:
+    """--show-token and --rotate-token: the token kept in `path` (a new one with `rotate`, which
+    stderr then names) on stdout."""
+    from memdir.usecases.mcp_token import ensure_token_at
+
+    from .render import note
+
+    token, _ = ensure_token_at(path, rotate)
+    if rotate:
+        note(f"new bearer token in {path}")
+    typer.echo(token)
 
 
 # `--limit`, the old spelling of a count on `list`: still accepted, no longer shown

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
+from .text import AFFECT_NEGATORS
+
 PLUTCHIK = ("joy", "trust", "fear", "surprise", "sadness", "disgust", "anger", "anticipation")
 
 #: How arousing each emotion is (Russell's circumplex, coarsely): 1 high, 0.5 mid, 0 low.
@@ -54,37 +56,6 @@ RESONANCE_VA_WEIGHT = 0.5
 #: Words after a negator that are negated, unless a clause boundary comes first.
 NEGATION_SCOPE = 3
 
-_NEGATORS = frozenset(
-    {
-        "not",
-        "no",
-        "never",
-        "nor",
-        "neither",
-        "nothing",
-        "nobody",
-        "none",
-        "nowhere",
-        "without",
-        "cannot",
-        "cant",
-        "dont",
-        "doesnt",
-        "didnt",
-        "isnt",
-        "arent",
-        "wasnt",
-        "werent",
-        "wont",
-        "wouldnt",
-        "couldnt",
-        "shouldnt",
-        "havent",
-        "hasnt",
-        "hadnt",
-        "aint",
-    }
-)
 _CLAUSE_BREAKS = frozenset({".", ",", ";", ":", "!", "?", "but", "however"})
 
 #: Common chat forms missing from the NRC lexicon, mapped to the NRC headword whose emotions
@@ -252,7 +223,7 @@ def _lookup(word: str, lexicon: Mapping[str, tuple[str, ...]]) -> tuple[str, ...
 
 
 def _is_negator(word: str) -> bool:
-    return word in _NEGATORS or word.endswith("n't")
+    return word in AFFECT_NEGATORS or word.endswith("n't")
 
 
 def tokenize(text: str) -> list[str]:

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from .text import RESTATEMENT_NEGATION
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -140,11 +142,6 @@ def subject(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-NEGATION = re.compile(
-    r"\b(not|no|never|none|nothing|no longer|any ?more|stopped|quit|cannot|can't|don't|"
-    r"doesn't|didn't|isn't|wasn't|aren't|won't|dont|doesnt|didnt|isnt|wasnt|wont)\b",
-    re.IGNORECASE,
-)
 _ADDITION = re.compile(r"\b(also|too|as well|another|besides|in addition|especially)\b", re.I)
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*", re.I)
 _FILLER = frozenset(
@@ -184,7 +181,7 @@ def restates(older: str, newer: str) -> bool:
     change ("moved from Rome to Milan", "retired from the bakery")."""
     if _ADDITION.search(newer):
         return False
-    if bool(NEGATION.search(older)) != bool(NEGATION.search(newer)):
+    if bool(RESTATEMENT_NEGATION.search(older)) != bool(RESTATEMENT_NEGATION.search(newer)):
         return True
     dropped = _content(older) - _content(newer)
     return bool(dropped) and (not dropped <= _RELATION_VERBS or bool(_CHANGE.search(newer)))

@@ -21,7 +21,6 @@ import importlib.util
 import json
 import math
 import os
-import re
 import threading
 import urllib.error
 import urllib.request
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.archive_format.errors import BadInputError, MemdirError
+
+from .text import WORD
 
 if TYPE_CHECKING:
     import numpy as np
@@ -728,9 +729,6 @@ def _add_bias_gelu(values: np.ndarray, bias: np.ndarray) -> None:
         block *= num
 
 
-_WORD_PATTERN = re.compile(r"\w+", re.UNICODE)
-
-
 class HashingEmbedder:
     """Lexical fallback: word unigrams and bigrams hashed into signed buckets, L2-normalised.
 
@@ -750,7 +748,7 @@ class HashingEmbedder:
 
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            words = _WORD_PATTERN.findall(str(text).lower())
+            words = WORD.findall(str(text).lower())
             features = words + [
                 f"{first} {second}" for first, second in zip(words, words[1:], strict=False)
             ]

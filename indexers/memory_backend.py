@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -34,11 +33,11 @@ from .backends import (
     typed_links,
 )
 from .names import addressed_names, aliases
+from .text import WORD as _WORD
 
 if TYPE_CHECKING:
     import numpy as np
 
-_WORD = re.compile(r"\w+")
 _BM25_K1, _BM25_B = 1.2, 0.75
 
 

@@ -17,7 +17,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from memdir.archive_format import attachments
@@ -692,16 +691,11 @@ class _IndexLock(WriterLock):
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         try:
-            self.shared.__exit__(exc_type, exc, traceback)
+            self.shared.__exit__(*exc_info)
         finally:
-            super().__exit__(exc_type, exc, traceback)
+            super().__exit__(*exc_info)
 
 
 def _speaker_code(line: dict[str, Any]) -> int:

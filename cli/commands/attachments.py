@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from memdir.cli import context
+from memdir.cli.parameters import MemoryIdArg
 from memdir.cli.render import emit_json, note, print_fields
 
 AttachOpt = Annotated[
@@ -36,9 +37,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def attach(
         ctx: typer.Context,
-        memory_id: Annotated[
-            str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
-        ],
+        memory_id: MemoryIdArg,
         files: Annotated[
             list[Path], typer.Argument(metavar="FILE...", help="The files to attach.")
         ],
@@ -66,9 +65,7 @@ def register(app: typer.Typer) -> None:
     @app.command("attachments")
     def list_attachments(
         ctx: typer.Context,
-        memory_id: Annotated[
-            str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
-        ],
+        memory_id: MemoryIdArg,
         json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:

@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .. import context
 from ..render import console, emit_json
 from .index import progress_bar
+
+if TYPE_CHECKING:
+    from memdir.indexers.index import Progress
+
+# the options of more than one benchmark
+WeightOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--weight",
+        metavar="NAME=VALUE",
+        help="Change one weight of the profile (repeatable), e.g. --weight session=0.25.",
+    ),
+]
+PerQuestionOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--per-question",
+        dir_okay=False,
+        help="Write one JSON line per question (what recall found for it, and its scores) to "
+        "this file.",
+    ),
+]
 
 bench_app = typer.Typer(help="Benchmarks run through memdir's own pipeline.", no_args_is_help=True)
 
@@ -26,14 +50,7 @@ def locomo(
     decay: Annotated[
         bool, typer.Option("--decay", help="Let decay lower old memories (off: no rehearsals).")
     ] = False,
-    per_question: Annotated[
-        Path | None,
-        typer.Option(
-            "--per-question",
-            dir_okay=False,
-            help="Write one JSON line per question (ranks, results, components) to this file.",
-        ),
-    ] = None,
+    per_question: PerQuestionOpt = None,
     postgres: Annotated[
         str | None,
         typer.Option(
@@ -42,14 +59,7 @@ def locomo(
             help="Build each sample's index on this PostgreSQL server (index.backend: postgres).",
         ),
     ] = None,
-    weight: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--weight",
-            metavar="NAME=VALUE",
-            help="Change one weight of the profile (repeatable), e.g. --weight session=0.25.",
-        ),
-    ] = None,
+    weight: WeightOpt = None,
     settings_file: Annotated[
         Path | None,
         typer.Option(
@@ -77,7 +87,7 @@ def locomo(
         int, typer.Option("--resamples", min=100, help="Bootstrap resamples of a comparison.")
     ] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
-    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_: context.JsonOpt = False,
 ) -> None:
     """Turn-level recall@k on LoCoMo-style conversations, no LLM, through `memdir recall`:
     each file's figures (overall, per category, per chat), and pooled over all of them when
@@ -99,13 +109,9 @@ def locomo(
     weights = weight_overrides(weight or [])
     comparisons = [comparison(spec, resamples, seed) for spec in compare or []]
 
-    rows: list[dict[str, Any]] | None = [] if per_question is not None else None
-    with progress_bar() as advance:
-        report = run(files, profile, limit, advance, decay=decay, per_question=rows,
-                     settings=scratch, sleep=sleep, weights=weights,
-                     compare=comparisons)  # fmt: skip
-    if per_question is not None and rows is not None:
-        write_lines(per_question, rows)
+    report = measured(per_question, lambda advance, rows: run(
+        files, profile, limit, advance, decay=decay, per_question=rows, settings=scratch,
+        sleep=sleep, weights=weights, compare=comparisons))  # fmt: skip
     if json_:
         emit_json(report)
         return
@@ -162,13 +168,24 @@ def comparison_table(title: str, comparison: dict[str, Any]) -> Any:
     return table
 
 
-def write_lines(path: Path, rows: list[dict[str, Any]]) -> None:
-    """`--per-question`: one JSON object per line, keys in a stable order, replaced atomically."""
+def measured(
+    per_question: Path | None,
+    measure: Callable[[Progress, list[dict[str, Any]] | None], dict[str, Any]],
+) -> dict[str, Any]:
+    """A benchmark's report, run under a progress bar; with `--per-question`, the rows it
+    collects written to that file, one JSON object per line, replaced atomically."""
     import json
 
     from memdir.archive_format.atomic import write_text
 
-    write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    rows: list[dict[str, Any]] | None = [] if per_question is not None else None
+    with progress_bar() as advance:
+        report = measure(advance, rows)
+    if per_question is not None and rows is not None:
+        write_text(
+            per_question, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        )
+    return report
 
 
 @bench_app.command("delivery")
@@ -183,23 +200,9 @@ def delivery(
     budget: Annotated[
         int | None, typer.Option("--budget", min=1, help="The context block's token budget.")
     ] = None,
-    per_question: Annotated[
-        Path | None,
-        typer.Option(
-            "--per-question",
-            dir_okay=False,
-            help="Write one JSON line per question (top 10, block, scores) to this file.",
-        ),
-    ] = None,  # fmt: skip
-    weight: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--weight",
-            metavar="NAME=VALUE",
-            help="Change one weight of the default profile (repeatable), as for bench locomo.",
-        ),
-    ] = None,
-    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    per_question: PerQuestionOpt = None,
+    weight: WeightOpt = None,
+    json_: context.JsonOpt = False,
 ) -> None:
     """What the per-prompt hook delivers (`memdir context` for every question): answered,
     silent with the answer in recall's top 10, noise share and tokens, per file and category.
@@ -212,12 +215,9 @@ def delivery(
 
     weights = weight_overrides(weight or [])
     settings = with_weights({}, "default", weights) if weights else None
-    rows: list[dict[str, Any]] | None = [] if per_question is not None else None
-    with progress_bar() as advance:
-        report = run(files, limit, budget, settings, progress=advance, per_question=rows)
+    report = measured(per_question, lambda advance, rows: run(
+        files, limit, budget, settings, progress=advance, per_question=rows))  # fmt: skip
     report["weights"] = weights
-    if per_question is not None and rows is not None:
-        write_lines(per_question, rows)
     if json_:
         emit_json(report)
         return
@@ -247,7 +247,7 @@ def safety(
     sessions: Annotated[
         int, typer.Option("--sessions", min=10, help="Simulated sessions (experiments 2, 5, 6).")
     ] = 100,
-    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_: context.JsonOpt = False,
 ) -> None:
     """False memories, corrections, adversarial insertion, affective amplification, write
     discipline and drift: each metric with the safeguards on and in an unrestricted ablation.

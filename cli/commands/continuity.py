@@ -12,6 +12,7 @@ from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
 from memdir.cli.layout import Column, flat, width, wrap
+from memdir.cli.parameters import MemoryIdArg
 from memdir.cli.render import console, emit_json, note, print_table
 from memdir.words import counted
 
@@ -55,9 +56,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def decay(
         ctx: typer.Context,
-        memory_id: Annotated[
-            str, typer.Argument(metavar="ID", help="The memory (a prefix will do).")
-        ],
+        memory_id: MemoryIdArg,
         json_: context.JsonOpt = False,
         now: context.NowOpt = None,
     ) -> None:

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex, Progress
 
+# `--recompute` of the derived labels (distill, annotate): every memory's, not only new ones
+RecomputeOpt = Annotated[
+    bool, typer.Option("--recompute", help="Derive them again for every memory, not only new ones.")
+]
 HIT_COLUMNS = (Column("id", ident=True), Column("score", right=True), Column("text", text=True))
 AFFECT_COLUMNS = (
     Column("id", ident=True), Column("valence"), Column("arousal"), Column("annotator", drop=1),
@@ -208,9 +212,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def distill(
         ctx: typer.Context,
-        recompute: Annotated[
-            bool, typer.Option("--recompute", help="Distil every memory again.")
-        ] = False,
+        recompute: RecomputeOpt = False,
         json_: context.JsonOpt = False,
     ) -> None:
         """Derived labels for memories the user did not label: type, importance, temporal
@@ -250,9 +252,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def annotate(
         ctx: typer.Context,
-        recompute: Annotated[
-            bool, typer.Option("--recompute", help="Re-derive every annotation.")
-        ] = False,
+        recompute: RecomputeOpt = False,
         json_: context.JsonOpt = False,
     ) -> None:
         """Affect annotations (valence, arousal, Plutchik chord) of the memories.

@@ -19,7 +19,7 @@ from memdir.words import counted
 
 from .. import context
 from ..layout import Column, flat, width, wrap
-from ..parameters import LimitAlias, moment
+from ..parameters import LimitAlias, MemoryIdArg, moment
 from ..render import emit_json, note, print_fields, print_table
 
 LIST_COLUMNS = (
@@ -31,15 +31,15 @@ LIST_COLUMNS = (
     Column("text", text=True),
 )
 LOG_COLUMNS = (Column("at"), Column("what"), Column("detail", text=True))
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="An id or a unique prefix.")]
-PROVENANCE_COLUMNS = (
-    Column("group"),
-    Column("n", right=True),
-    Column("confirmed", right=True),
-    Column("rejected", right=True),
-    Column("expired", right=True),
-    Column("pending", right=True),
-    Column("median decision", right=True),
+
+
+def _right_aligned(first: str, *counts: str) -> tuple[Column, ...]:
+    """A report's columns: a label, then counts aligned right."""
+    return (Column(first), *(Column(name, right=True) for name in counts))
+
+
+PROVENANCE_COLUMNS = _right_aligned(
+    "group", "n", "confirmed", "rejected", "expired", "pending", "median decision"
 )
 
 
@@ -71,19 +71,19 @@ def print_drift(report: dict[str, Any]) -> None:
     print_table(DRIFT_COLUMNS, rows)
 
 
-EVOLUTION_COLUMNS = (
-    Column("month"),
-    Column("written", right=True),
-    Column("taught", right=True),
-    Column("inferred", right=True),
-    Column("confirmed", right=True),
-    Column("rejected", right=True),
-    Column("expired", right=True),
-    Column("superseded", right=True),
-    Column("forgotten", right=True),
-    Column("links", right=True),
-    Column("live", right=True),
-    Column("churn", right=True),
+EVOLUTION_COLUMNS = _right_aligned(
+    "month",
+    "written",
+    "taught",
+    "inferred",
+    "confirmed",
+    "rejected",
+    "expired",
+    "superseded",
+    "forgotten",
+    "links",
+    "live",
+    "churn",
 )
 
 
@@ -205,287 +205,312 @@ def resolved(
     return view.resolve(memory_id), view
 
 
+def show(
+    ctx: typer.Context,
+    memory_id: MemoryIdArg,
+    json_: context.JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """Show one memory and its current status.
+
+    Example: memdir show m-3f9a --json
+    """
+    state, view = resolved(ctx, memory_id, now)
+    data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
+    if state.memory is not None and data.get("text") == state.memory.text:
+        from memdir.archive_format.attachments import linked
+
+        if linked(state.links):  # what is attached (a masked memory lists nothing)
+            from memdir.usecases.attachments import brief
+
+            data["attachments"] = brief(context.open_memdir(ctx), state)
+    distilled = _distilled(context.open_memdir(ctx), state)
+    if distilled is not None:
+        data["distilled"] = distilled
+    if json_:
+        emit_json(data)
+        return
+    print_fields(data, skip=("events",))
+
+
+def log(
+    ctx: typer.Context,
+    memory_id: MemoryIdArg,
+    json_: context.JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """A memory's whole history: when it was written, every event, what it became.
+
+    Example: memdir log m-3f9a
+    """
+    state, view = resolved(ctx, memory_id, now)
+    steps = history(state, view.incoming(state.id))
+    text = state.text_on("log")
+    if json_:
+        emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
+        return
+    for line in wrap(f"{state.id}  now {state.status}: {flat(text)}", width()):
+        typer.echo(line)
+    rows = [(step["at"] or "", step["what"] or "", step["detail"] or "") for step in steps]
+    print_table(LOG_COLUMNS, rows, header=False)
+
+
+def links(
+    ctx: typer.Context,
+    memory_id: MemoryIdArg,
+    depth: Annotated[int, typer.Option("--depth", help="How many links away to go (1-5).")] = 2,
+    json_: context.JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """A memory's neighbourhood over its typed links, both ways, up to --depth hops: what
+    spreading activation walks. Private and sealed memories are masked, forgotten ones gone.
+
+    Example: memdir links m-3f9a --depth 2
+    """
+    from memdir.usecases.links import neighbourhood
+
+    found = neighbourhood(context.open_memdir(ctx), memory_id, context.now(ctx, now), depth)
+    if json_:
+        emit_json(found)
+        return
+    for node in found["memories"]:
+        marker = visibility.marker(node["status"], node.get("visibility") or "normal")
+        typer.echo(f"{'  ' * node['depth']}{node['id']}  {marker or node['status']}  "
+                   f"{flat(node['text'] or '')}".rstrip())  # fmt: skip
+    for edge in found["links"]:
+        typer.echo(f"{edge['from']} -{edge['type']}-> {edge['to']}")
+
+
+def list_command(
+    ctx: typer.Context,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            help="Status to show (repeatable), or 'all'. Default: the live ones (durable, provisional).",
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option("--source", help="teaching | inference | observation | derived."),
+    ] = None,
+    type_: Annotated[str | None, typer.Option("--type", help="TYPE or TYPE:subtype.")] = None,
+    persona: Annotated[
+        str | None, typer.Option("--persona", help="Only memories visible to this persona.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Created at or after this time: ISO, or 2d, 6h back."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", help="Created at or before this time: ISO, or 2d, 6h back."),
+    ] = None,
+    k: Annotated[
+        int | None, typer.Option("--k", "-k", min=1, help="At most this many (newest first).")
+    ] = None,
+    limit: LimitAlias = None,
+    json_: context.JsonOpt = False,
+    now: context.NowOpt = None,
+) -> None:
+    """List memories, newest first.
+
+    Example: memdir list --status provisional --status expired --json
+    """
+    wanted = _statuses(status)
+    moment_now = context.now(ctx, now)
+    start, end = moment(since, moment_now, "--since"), moment(until, moment_now, "--until")
+    view = load_view(context.open_memdir(ctx), moment_now)
+    chosen = [s for s in view if _matches(s, wanted, source, type_, persona, start, end)
+              and s.text_on("list", wanted) is not None]  # fmt: skip
+    chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
+    most = k or limit
+    chosen = chosen[:most] if most else chosen
+    if json_:
+        emit_json([state.shown_on("list", wanted) for state in chosen])
+        return
+    rows = [
+        (
+            state.id,
+            state.created[:16].replace("T", " "),
+            state.status,
+            state.memory.source if state.memory else "—",
+            (state.memory.type_label or "") if state.memory else "",
+            flat(state.text_on("list", wanted) if state.memory else None),
+        )
+        for state in chosen
+    ]
+    print_table(LIST_COLUMNS, rows, context.open_memdir(ctx))
+    note(counted(len(chosen), "memory"))
+
+
+def stats(
+    ctx: typer.Context,
+    provenance: Annotated[
+        bool,
+        typer.Option("--provenance", help="What became of the inferences: confirmation, "
+                     "rejection and expiry rates by month, type and author, and the median "
+                     "time to the user's decision."),
+    ] = False,
+    drift: Annotated[
+        bool,
+        typer.Option("--drift", help="Affect and type drift per month: mean valence and "
+                     "arousal, the strongest emotion, the mix of types and how far it moved."),
+    ] = False,
+    evolution: Annotated[
+        bool,
+        typer.Option("--evolution", help="How the memdir changed per month: written, "
+                     "confirmed, rejected, expired, superseded, forgotten, links, the live "
+                     "memories at the month's end and the churn."),
+    ] = False,
+    now: context.NowOpt = None,
+    json_: context.JsonOpt = False,
+) -> None:  # fmt: skip
+    """Counts by status, source and store, and the size of the files.
+
+    Example: memdir stats --json
+    Example: memdir stats --provenance
+    Example: memdir stats --drift
+    Example: memdir stats --evolution
+    """
+    memdir = context.open_memdir(ctx)
+    view = load_view(memdir, context.now(ctx, now))
+    if provenance + drift + evolution > 1:
+        raise BadInputError("--provenance, --drift and --evolution are three reports",
+                            hint="ask for one")  # fmt: skip
+    if evolution:
+        _evolution_report(view, json_)
+    elif drift:
+        _drift_report(memdir, view, json_)
+    elif provenance:
+        _provenance_report(view, json_)
+    else:
+        _counts_report(memdir, view, json_)
+
+
+def _evolution_report(view: ArchiveView, json_: bool) -> None:
+    from memdir.usecases.analytics import evolution as analyse_evolution
+
+    changed = analyse_evolution(view)
+    if json_:
+        emit_json({"evolution": changed})
+    elif not changed["months"]:
+        note("no memory yet")
+    else:
+        print_evolution(changed)
+
+
+def _drift_report(memdir: Memdir, view: ArchiveView, json_: bool) -> None:
+    from memdir.indexers.affect import load_annotator
+    from memdir.usecases.analytics import drift as analyse_drift
+
+    name = memdir.settings.affect.annotator
+    found = analyse_drift(view, None if name == "none" else load_annotator(name))
+    if json_:
+        emit_json({"drift": found})
+    elif not found["months"]:
+        note("no memory every surface may show yet")
+    else:
+        print_drift(found)
+
+
+def _provenance_report(view: ArchiveView, json_: bool) -> None:
+    from memdir.usecases.analytics import provenance as analyse
+
+    report = analyse(view)
+    if json_:
+        emit_json({"provenance": report})
+    else:
+        print_provenance(report)
+
+
+def _counts_report(memdir: Memdir, view: ArchiveView, json_: bool) -> None:
+    """stats without a report option: counts by status, source and store, shelf sizes."""
+    data = {
+        "memdir": str(memdir.root),
+        "memories": len(view),
+        "status": dict(Counter(state.status for state in view)),
+        "source": dict(Counter(s.memory.source for s in view if s.memory)),
+        "store": dict(Counter(s.memory.store for s in view if s.memory)),
+        "events": sum(len(state.events) for state in view),
+        "shelf_bytes": {path.name: path.stat().st_size for path in memdir.shelves()},
+    }
+    if json_:
+        emit_json(data)
+        return
+    typer.echo(f"memdir    {data['memdir']}")
+    typer.echo(f"memories  {data['memories']}  (events {data['events']})")
+    for group in ("status", "source", "store"):
+        counts = data[group]
+        assert isinstance(counts, dict)
+        typer.echo(
+            f"{group:<9} " + ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+        )
+
+
+def verify(
+    ctx: typer.Context,
+    history: bool = typer.Option(
+        False, "--history", help="Also report shelf lines git once had that are now gone."
+    ),
+    fix: bool = typer.Option(
+        False, "--fix", help="Remove temporary files left by writers that were killed."
+    ),
+    json_: context.JsonOpt = False,
+) -> None:
+    """Check the memdir (read-only): schemas, ids, references, provenance, git rules.
+
+    Exits 0 when clean, 1 with the list of problems otherwise; warnings do not fail it.
+
+    Example: memdir verify --history || echo "needs attention"
+    """
+    memdir = context.open_memdir(ctx, lenient=True)
+    if fix:
+        from memdir.archive_format.verify import fix_leftovers
+
+        for path in fix_leftovers(memdir):
+            note(f"removed {path.relative_to(memdir.root)} (an interrupted write)")
+    report = verify_memdir(memdir, history=history)
+    if json_:
+        emit_json(
+            {
+                "clean": report.clean,
+                "problems": report.problems,
+                "warnings": report.warnings,
+                "notes": report.notes,
+                "lines": report.lines,
+            }
+        )
+    else:
+        for problem in report.problems:
+            typer.echo(f"problem: {problem}")
+        for warning in report.warnings:
+            typer.echo(f"warning: {warning}")
+        for item in report.notes:
+            note(item)
+        note(f"{counted(report.lines, 'line')} checked, {counted(len(report.problems), 'problem')}")
+    if not report.clean:
+        raise typer.Exit(int(ExitStatus.PROBLEMS))
+
+
+def _statuses(given: list[str] | None) -> set[str]:
+    """The statuses --status names (the live ones when none is given; `all` is every one)."""
+    wanted = set(given or LIVE_STATUSES)
+    if "all" in wanted:
+        wanted = set(STATUSES)
+    unknown = wanted - set(STATUSES)
+    if unknown:
+        raise BadInputError(
+            f"unknown status {sorted(unknown)[0]!r}",
+            hint=f"use one of {', '.join(STATUSES)}, all",
+        )
+    return wanted
+
+
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def show(
-        ctx: typer.Context,
-        memory_id: IdArg,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
-        """Show one memory and its current status.
-
-        Example: memdir show m-3f9a --json
-        """
-        state, view = resolved(ctx, memory_id, now)
-        data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
-        if state.memory is not None and data.get("text") == state.memory.text:
-            from memdir.archive_format.attachments import linked
-
-            if linked(state.links):  # what is attached (a masked memory lists nothing)
-                from memdir.usecases.attachments import brief
-
-                data["attachments"] = brief(context.open_memdir(ctx), state)
-        distilled = _distilled(context.open_memdir(ctx), state)
-        if distilled is not None:
-            data["distilled"] = distilled
-        if json_:
-            emit_json(data)
-            return
-        print_fields(data, skip=("events",))
-
-    @app.command()
-    def log(
-        ctx: typer.Context,
-        memory_id: IdArg,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
-        """A memory's whole history: when it was written, every event, what it became.
-
-        Example: memdir log m-3f9a
-        """
-        state, view = resolved(ctx, memory_id, now)
-        steps = history(state, view.incoming(state.id))
-        text = state.text_on("log")
-        if json_:
-            emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
-            return
-        for line in wrap(f"{state.id}  now {state.status}: {flat(text)}", width()):
-            typer.echo(line)
-        rows = [(step["at"] or "", step["what"] or "", step["detail"] or "") for step in steps]
-        print_table(LOG_COLUMNS, rows, header=False)
-
-    @app.command()
-    def links(
-        ctx: typer.Context,
-        memory_id: IdArg,
-        depth: Annotated[int, typer.Option("--depth", help="How many links away to go (1-5).")] = 2,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
-        """A memory's neighbourhood over its typed links, both ways, up to --depth hops: what
-        spreading activation walks. Private and sealed memories are masked, forgotten ones gone.
-
-        Example: memdir links m-3f9a --depth 2
-        """
-        from memdir.usecases.links import neighbourhood
-
-        found = neighbourhood(context.open_memdir(ctx), memory_id, context.now(ctx, now), depth)
-        if json_:
-            emit_json(found)
-            return
-        for node in found["memories"]:
-            marker = visibility.marker(node["status"], node.get("visibility") or "normal")
-            typer.echo(f"{'  ' * node['depth']}{node['id']}  {marker or node['status']}  "
-                       f"{flat(node['text'] or '')}".rstrip())  # fmt: skip
-        for edge in found["links"]:
-            typer.echo(f"{edge['from']} -{edge['type']}-> {edge['to']}")
-
-    @app.command("list")
-    def list_command(
-        ctx: typer.Context,
-        status: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--status",
-                help="Status to show (repeatable), or 'all'. Default: the live ones (durable, provisional).",
-            ),
-        ] = None,
-        source: Annotated[
-            str | None,
-            typer.Option("--source", help="teaching | inference | observation | derived."),
-        ] = None,
-        type_: Annotated[str | None, typer.Option("--type", help="TYPE or TYPE:subtype.")] = None,
-        persona: Annotated[
-            str | None, typer.Option("--persona", help="Only memories visible to this persona.")
-        ] = None,
-        since: Annotated[
-            str | None,
-            typer.Option("--since", help="Created at or after this time: ISO, or 2d, 6h back."),
-        ] = None,
-        until: Annotated[
-            str | None,
-            typer.Option("--until", help="Created at or before this time: ISO, or 2d, 6h back."),
-        ] = None,
-        k: Annotated[
-            int | None, typer.Option("--k", "-k", min=1, help="At most this many (newest first).")
-        ] = None,
-        limit: LimitAlias = None,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
-        """List memories, newest first.
-
-        Example: memdir list --status provisional --status expired --json
-        """
-        wanted = set(status or LIVE_STATUSES)
-        if "all" in wanted:
-            wanted = set(STATUSES)
-        unknown = wanted - set(STATUSES)
-        if unknown:
-            raise BadInputError(
-                f"unknown status {sorted(unknown)[0]!r}",
-                hint=f"use one of {', '.join(STATUSES)}, all",
-            )
-        moment_now = context.now(ctx, now)
-        start, end = moment(since, moment_now, "--since"), moment(until, moment_now, "--until")
-        view = load_view(context.open_memdir(ctx), moment_now)
-        chosen = [s for s in view if _matches(s, wanted, source, type_, persona, start, end)
-                  and s.text_on("list", wanted) is not None]  # fmt: skip
-        chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
-        most = k or limit
-        chosen = chosen[:most] if most else chosen
-        if json_:
-            emit_json([state.shown_on("list", wanted) for state in chosen])
-            return
-        rows = [
-            (
-                state.id,
-                state.created[:16].replace("T", " "),
-                state.status,
-                state.memory.source if state.memory else "—",
-                (state.memory.type_label or "") if state.memory else "",
-                flat(state.text_on("list", wanted) if state.memory else None),
-            )
-            for state in chosen
-        ]
-        print_table(LIST_COLUMNS, rows, context.open_memdir(ctx))
-        note(counted(len(chosen), "memory"))
-
-    @app.command()
-    def stats(
-        ctx: typer.Context,
-        provenance: Annotated[
-            bool,
-            typer.Option("--provenance", help="What became of the inferences: confirmation, "
-                         "rejection and expiry rates by month, type and author, and the median "
-                         "time to the user's decision."),
-        ] = False,
-        drift: Annotated[
-            bool,
-            typer.Option("--drift", help="Affect and type drift per month: mean valence and "
-                         "arousal, the strongest emotion, the mix of types and how far it moved."),
-        ] = False,
-        evolution: Annotated[
-            bool,
-            typer.Option("--evolution", help="How the memdir changed per month: written, "
-                         "confirmed, rejected, expired, superseded, forgotten, links, the live "
-                         "memories at the month's end and the churn."),
-        ] = False,
-        now: context.NowOpt = None,
-        json_: context.JsonOpt = False,
-    ) -> None:  # fmt: skip
-        """Counts by status, source and store, and the size of the files.
-
-        Example: memdir stats --json
-        Example: memdir stats --provenance
-        Example: memdir stats --drift
-        Example: memdir stats --evolution
-        """
-        memdir = context.open_memdir(ctx)
-        view = load_view(memdir, context.now(ctx, now))
-        if provenance + drift + evolution > 1:
-            raise BadInputError("--provenance, --drift and --evolution are three reports",
-                                hint="ask for one")  # fmt: skip
-        if evolution:
-            from memdir.usecases.analytics import evolution as analyse_evolution
-
-            changed = analyse_evolution(view)
-            if json_:
-                emit_json({"evolution": changed})
-            elif not changed["months"]:
-                note("no memory yet")
-            else:
-                print_evolution(changed)
-            return
-        if drift:
-            from memdir.indexers.affect import load_annotator
-            from memdir.usecases.analytics import drift as analyse_drift
-
-            name = memdir.settings.affect.annotator
-            found = analyse_drift(view, None if name == "none" else load_annotator(name))
-            if json_:
-                emit_json({"drift": found})
-            elif not found["months"]:
-                note("no memory every surface may show yet")
-            else:
-                print_drift(found)
-            return
-        if provenance:
-            from memdir.usecases.analytics import provenance as analyse
-
-            report = analyse(view)
-            if json_:
-                emit_json({"provenance": report})
-            else:
-                print_provenance(report)
-            return
-        data = {
-            "memdir": str(memdir.root),
-            "memories": len(view),
-            "status": dict(Counter(state.status for state in view)),
-            "source": dict(Counter(s.memory.source for s in view if s.memory)),
-            "store": dict(Counter(s.memory.store for s in view if s.memory)),
-            "events": sum(len(state.events) for state in view),
-            "shelf_bytes": {path.name: path.stat().st_size for path in memdir.shelves()},
-        }
-        if json_:
-            emit_json(data)
-            return
-        typer.echo(f"memdir    {data['memdir']}")
-        typer.echo(f"memories  {data['memories']}  (events {data['events']})")
-        for group in ("status", "source", "store"):
-            counts = data[group]
-            assert isinstance(counts, dict)
-            typer.echo(
-                f"{group:<9} "
-                + ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
-            )
-
-    @app.command()
-    def verify(
-        ctx: typer.Context,
-        history: bool = typer.Option(
-            False, "--history", help="Also report shelf lines git once had that are now gone."
-        ),
-        fix: bool = typer.Option(
-            False, "--fix", help="Remove temporary files left by writers that were killed."
-        ),
-        json_: context.JsonOpt = False,
-    ) -> None:
-        """Check the memdir (read-only): schemas, ids, references, provenance, git rules.
-
-        Exits 0 when clean, 1 with the list of problems otherwise; warnings do not fail it.
-
-        Example: memdir verify --history || echo "needs attention"
-        """
-        memdir = context.open_memdir(ctx, lenient=True)
-        if fix:
-            from memdir.archive_format.verify import fix_leftovers
-
-            for path in fix_leftovers(memdir):
-                note(f"removed {path.relative_to(memdir.root)} (an interrupted write)")
-        report = verify_memdir(memdir, history=history)
-        if json_:
-            emit_json(
-                {
-                    "clean": report.clean,
-                    "problems": report.problems,
-                    "warnings": report.warnings,
-                    "notes": report.notes,
-                    "lines": report.lines,
-                }
-            )
-        else:
-            for problem in report.problems:
-                typer.echo(f"problem: {problem}")
-            for warning in report.warnings:
-                typer.echo(f"warning: {warning}")
-            for item in report.notes:
-                note(item)
-            note(
-                f"{counted(report.lines, 'line')} checked, {counted(len(report.problems), 'problem')}"
-            )
-        if not report.clean:
-            raise typer.Exit(int(ExitStatus.PROBLEMS))
+    app.command()(show)
+    app.command()(log)
+    app.command()(links)
+    app.command("list")(list_command)
+    app.command()(stats)
+    app.command()(verify)

@@ -21,7 +21,7 @@ from memdir.usecases.provenance import refuse_turn_forget, user  # noqa: F401 (r
 from memdir.words import counted
 
 from .. import context, parameters
-from ..parameters import SessionOpt, VisibilityOpt
+from ..parameters import MemoryIdArg, SessionOpt, VisibilityOpt
 from ..render import emit_json, note
 from .attachments import AttachOpt, report_skipped
 
@@ -74,9 +74,6 @@ QuoteOpt = Annotated[
         help="The user's words deciding it, quoted from the journal (needed when an assistant "
         "runs memdir: MEMDIR_ACTOR=assistant or an agent harness's shell).",
     ),
-]
-MemoryIdArg = Annotated[
-    str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
 ]
 
 
@@ -149,23 +146,26 @@ def refuse_deciding_link(actor: provenance.Actor, link_type: str) -> None:
         )
 
 
-def with_attachments(
+def store(
     memdir: Memdir,
     files: list[Path] | None,
     fields: dict[str, Any],
     write: Callable[[list[dict[str, str]]], tuple[str, str | None]],
-) -> tuple[str, str | None]:
-    """Write a memory, with `--attach`'s files stored first and linked from its line (under one
-    hold of the writer lock); without files, just the write."""
-    if not files:
-        return write([])
-    from memdir.usecases import attachments
+) -> None:
+    """Write a memory and print its id (and what the write said on stderr), with `--attach`'s
+    files stored first and linked from its line (under one hold of the writer lock)."""
+    if files:
+        from memdir.usecases import attachments
 
-    written, done = attachments.stored_together(
-        memdir, files, str(fields.get("visibility") or "normal"), write
-    )
-    report_skipped(list(done))
-    return written
+        (written, message), done = attachments.stored_together(
+            memdir, files, str(fields.get("visibility") or "normal"), write
+        )
+        report_skipped(list(done))
+    else:
+        written, message = write([])
+    if message:
+        note(message)
+    typer.echo(written)
 
 
 def register(app: typer.Typer) -> None:
@@ -203,10 +203,7 @@ def register(app: typer.Typer) -> None:
             result = lifecycle.teach(memdir, body, moment, user(by), **options)
             return result.id, None if result.added else f"already stored as {result.id}"
 
-        written, message = with_attachments(memdir, attach, fields, write)
-        if message:
-            note(message)
-        typer.echo(written)
+        store(memdir, attach, fields, write)
 
     @app.command()
     @parameters.group("fields", memory_options)
@@ -245,10 +242,7 @@ def register(app: typer.Typer) -> None:
             result = lifecycle.infer(memdir, body, moment, lifetime, by, **options)
             return result.id, None if result.added else f"already stored as {result.id}"
 
-        written, message = with_attachments(memdir, attach, fields, write)
-        if message:
-            note(message)
-        typer.echo(written)
+        store(memdir, attach, fields, write)
 
     @app.command()
     def confirm(

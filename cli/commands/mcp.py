@@ -9,6 +9,7 @@ import typer
 from memdir.archive_format import clock
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context
+from memdir.cli.parameters import RotateTokenOpt, ShowTokenOpt, print_token
 from memdir.cli.render import note
 
 DEFAULT_HOST = "127.0.0.1"
@@ -46,15 +47,8 @@ def register(app: typer.Typer) -> None:
                 "defaults to 127.0.0.1); clients must send the bearer token.",
             ),
         ] = None,
-        show_token: Annotated[
-            bool, typer.Option("--show-token", help="Print the HTTP bearer token and exit.")
-        ] = False,
-        rotate_token: Annotated[
-            bool,
-            typer.Option(
-                "--rotate-token", help="Replace the HTTP bearer token (the old one stops working)."
-            ),
-        ] = False,
+        show_token: ShowTokenOpt = False,
+        rotate_token: RotateTokenOpt = False,
     ) -> None:
         """Serve this memdir over MCP to Claude Desktop, Claude Code, Codex, Cursor…: over
         stdio, or with --http over streamable HTTP on loopback with a bearer token (made on
@@ -76,10 +70,7 @@ def register(app: typer.Typer) -> None:
         if not (show_token or rotate_token) or http is not None:  # the token needs no SDK
             require("mcp", "memdir mcp")
         if show_token or rotate_token:
-            token, _ = ensure_token(memdir, rotate=rotate_token)
-            if rotate_token:
-                note(f"new bearer token in {token_path(memdir)}")
-            typer.echo(token)
+            print_token(token_path(memdir), rotate_token)
             if http is None:
                 return
         window = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,7 +11,7 @@ from memdir.archive_format.errors import ExitStatus
 from memdir.cli import context
 from memdir.words import counted
 
-from .watch import log_to_file
+from .watch import LogOpt, log_to_file
 
 
 def register(app: typer.Typer) -> None:
@@ -22,10 +21,7 @@ def register(app: typer.Typer) -> None:
         status: Annotated[
             bool, typer.Option("--status", help="Say whether the service runs, and exit.")
         ] = False,
-        log: Annotated[
-            Path | None,
-            typer.Option("--log", help="Append log lines to this file instead of stderr."),
-        ] = None,
+        log: LogOpt = None,
         no_watch: Annotated[
             bool, typer.Option("--no-watch", help="Do not keep the indexes fresh in between.")
         ] = False,

@@ -8,6 +8,7 @@ import typer
 
 from memdir.archive_format.errors import BadInputError
 from memdir.cli import context
+from memdir.cli.parameters import RotateTokenOpt, ShowTokenOpt, print_token
 from memdir.cli.render import note
 
 
@@ -36,12 +37,8 @@ def register(app: typer.Typer) -> None:
             typer.Option("--allow-origin", help="An Origin that may write, e.g. "
                          "https://memory.example (repeatable; the proxy's)."),
         ] = None,
-        show_token: Annotated[
-            bool, typer.Option("--show-token", help="Print the API's bearer token and exit.")
-        ] = False,
-        rotate_token: Annotated[
-            bool, typer.Option("--rotate-token", help="Replace the token (signs everyone out).")
-        ] = False,
+        show_token: ShowTokenOpt = False,
+        rotate_token: RotateTokenOpt = False,
     ) -> None:  # fmt: skip
         """A local web page over this memdir: review, recall explained, a memory, the
         timeline, links and health, with a JSON API under it (docs/HTTP.md).
@@ -66,10 +63,7 @@ def register(app: typer.Typer) -> None:
         if not (show_token or rotate_token):  # the token needs no server
             require("ui", "memdir ui")
         if show_token or rotate_token:
-            token, _ = ensure_token(handle, rotate=rotate_token)
-            if rotate_token:
-                note(f"new token in {token_path(handle)}")
-            typer.echo(token)
+            print_token(token_path(handle), rotate_token)
             return
         _, made = ensure_token(handle)
         if made:

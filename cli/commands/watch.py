@@ -11,6 +11,11 @@ import typer
 
 from memdir.cli import context
 
+# `--log`, of the daemons (watch, serve): the file log_to_file sends their log lines to
+LogOpt = Annotated[
+    Path | None, typer.Option("--log", help="Append log lines to this file instead of stderr.")
+]
+
 
 def log_to_file(path: Path) -> None:
     """Send memdir's log lines to `path` (appending, with timestamps) instead of stderr."""
@@ -26,10 +31,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def watch(
         ctx: typer.Context,
-        log: Annotated[
-            Path | None,
-            typer.Option("--log", help="Append log lines to this file instead of stderr."),
-        ] = None,
+        log: LogOpt = None,
         debounce: Annotated[
             float | None,
             typer.Option(

@@ -33,14 +33,13 @@ index alone; later commits leave that to autovacuum.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from ..backends import META_FIELDS, TEXT_FIELDS, Document, Iids, Span, TextHit
+from ..text import WORD as _WORDS
 from .database import Database
 
-_WORDS = re.compile(r"\w+")
 FIELD_CODES = {field: code for code, field in enumerate(TEXT_FIELDS)}  # postings' `field`
 _LENGTHS = {field: f"{field}_length" for field in TEXT_FIELDS}  # the documents' columns
 K1, B = 1.2, 0.75

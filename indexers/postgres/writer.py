@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-from types import TracebackType
 from typing import Any
 
 from memdir.archive_format.errors import LockedError, MemdirError
@@ -55,12 +54,7 @@ class AdvisoryLock:
         self._depth += 1
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         self._depth -= 1
         if self._depth == 0:
             self._release()

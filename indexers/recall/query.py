@@ -22,24 +22,12 @@ from typing import Any
 
 from memdir.archive_format.clock import format_time
 
+from ..text import QUERY_STOP_WORDS
 from .timewindow import TimeWindow, find_time_window
 
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been
-    before being below between both but by can can't cannot could couldn't did didn't do does
-    doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
-    having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll
-    i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
-    not of off on once only or other ought our ours ourselves out over own same shan't she she'd
-    she'll she's should shouldn't so some such than that that's the their theirs them themselves
-    then there there's these they they'd they'll they're they've this those through to too under
-    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
-    where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
-    you're you've your yours yourself yourselves ever also""".split()
-)
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
-_NOT_NAMES = STOP_WORDS | {"tell", "remind", "remember", "please", "yes", "ok"}
+_NOT_NAMES = QUERY_STOP_WORDS | {"tell", "remind", "remember", "please", "yes", "ok"}
 NEGATIVE_QUERY = -0.5
 
 
@@ -93,7 +81,7 @@ def names_in(query: str) -> list[str]:
 def bm25_terms(query: str) -> str:
     """The query's words without stop words (all of them when nothing else is left)."""
     tokens = _TOKEN.findall(query)
-    kept = [token for token in tokens if token.lower() not in STOP_WORDS]
+    kept = [token for token in tokens if token.lower() not in QUERY_STOP_WORDS]
     return " ".join(kept or tokens)
 
 

@@ -38,6 +38,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 from memdir.archive_format.settings import DreamSettings
 from memdir.archive_format.visibility import summary_visibility
+from memdir.indexers.text import CONVERSATION_STOP_WORDS
 from memdir.usecases.provenance import normalise, own_words
 
 log = logging.getLogger("memdir")
@@ -48,17 +49,6 @@ SUMMARY_LINK = journal.SUMMARY_LINK
 PROMOTED_LINK = "promoted-from"
 ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing done down during each
-    even ever every few for from further get got had has have having he her here hers him his
-    how i if in into is it its itself just know let like made make many may me might more most
-    much must my no nor not now of off oh ok okay on once one only or other our ours out over
-    own really right said same say see she should so some still such sure than thank thanks
-    that the their them then there these they thing things think this those though through to
-    too under until up us very want was way we well were what when where which while who whom
-    why will with would yeah yes yet you your yours going gonna today tomorrow yesterday""".split()
-)
 # Common words that recur in any conversation without being what it is about.
 GENERIC = frozenset(
     """about after again almost already always another anything around away back before best
@@ -81,7 +71,9 @@ def maintenance_lock(memdir: Memdir, timeout: float | None = None) -> WriterLock
 
 def words(text: str) -> set[str]:
     """Content words: lower case, no stop words, longer than two characters."""
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS}
+    return {
+        w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in CONVERSATION_STOP_WORDS
+    }
 
 
 @dataclass

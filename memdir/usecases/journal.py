@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,6 +15,7 @@ from memdir.archive_format.errors import BadInputError, LifecycleError
 from memdir.archive_format.journal import Entry, Turn
 from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
+from memdir.indexers.text import JOURNAL_SEARCH_STOP_WORDS, WORD
 from memdir.usecases import documents
 
 log = logging.getLogger("memdir")
@@ -200,11 +200,6 @@ def search_turns(memdir: Memdir, query: str, now: datetime, limit: int = 20,
             for turn, text, found in shown[:limit]]  # fmt: skip
 
 
-_WORDS = re.compile(r"\w+")
-_STOP = frozenset("a an and are at be did do for i in is it me my of on or the to was what "
-                  "when where who with you".split())  # fmt: skip
-
-
 def _may_hold(text: str, wanted: set[str]) -> bool:
     """False when an ASCII text holds none of the words, even as part of a word: most turns
     are, and this spares them the word split (half of a search's time on a large journal)."""
@@ -221,5 +216,5 @@ def search_terms(text: str) -> set[str]:
     plain = unicodedata.normalize("NFKD", text.lower())
     plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
     words = {word[:-1] if len(word) > 3 and word.endswith("s") else word
-             for word in _WORDS.findall(plain)}  # fmt: skip
-    return words - _STOP
+             for word in WORD.findall(plain)}  # fmt: skip
+    return words - JOURNAL_SEARCH_STOP_WORDS

@@ -33,7 +33,6 @@ What it cannot decide it refuses, and the reply tells the assistant to ask the u
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,11 +45,10 @@ from memdir.archive_format.fold import MemoryState
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import McpSettings
+from memdir.indexers.text import QUOTE_NEGATORS, QUOTE_WORD, fold
 from memdir.usecases import quote_guard
 
 DEFAULT_WINDOW = McpSettings().quote_window  # the default of mcp.quote_window, declared once
-_WORD = re.compile(r"\w+(?:'\w+)*")
-_QUOTES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "“": '"', "”": '"'})
 
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
@@ -69,11 +67,10 @@ def own_words(text: str) -> str:
 
 def normalise(text: str) -> str:
     """Words only, case-folded: the form quotes are compared in."""
-    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-    return " ".join(_WORD.findall(folded))
+    return " ".join(QUOTE_WORD.findall(fold(text)))
 
 
-POLARITY = quote_guard.NEGATORS  # what turns a quote's meaning, declared once
+POLARITY = QUOTE_NEGATORS  # what turns a quote's meaning, declared once (indexers/text.py)
 _POLARITY_PHRASES = re.compile(r"\b(?:no longer|any more|used to)\b")
 _CLAUSE = re.compile(r"[.!?;:,\n()\[\]—–]+|\s-+\s|\b(?:but|although|though|however|whereas)\b")
 
@@ -98,12 +95,12 @@ class Quoted:
 
 def _clauses(text: str) -> list[tuple[list[str], bool]]:
     """The turn's own words as clauses (their words, and whether their sentence asks)."""
-    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    folded = fold(text)
     found: list[tuple[list[str], bool]] = []
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", folded):
         asks = sentence.rstrip().endswith("?")
         for clause in _CLAUSE.split(sentence):
-            found.append((_WORD.findall(clause), asks))
+            found.append((QUOTE_WORD.findall(clause), asks))
     return [(words, asks) for words, asks in found if words]
 
 

@@ -24,7 +24,7 @@ The rules, in the order they are applied (`judge`):
      "/s", "jk", "lol", an eye-roll emoji, …).
 2. *Negation and its scope.* Idioms that hold a negative word without negating anything
    (`NOT_NEGATING`: "no doubt", "not only", "no problem", …) are read as plain words first.
-   A negator (`NEGATORS`) or a denying frame (`DENYING`: "it is false that", "it's a lie
+   A negator (`QUOTE_NEGATORS`) or a denying frame (`DENYING`: "it is false that", "it's a lie
    that", "I never said", …) in the quote's clause but outside the quote turns its meaning:
    "like tea" out of "I don't like tea" says nothing the user said.
 3. *The operation itself, in the quoted words.*
@@ -51,26 +51,20 @@ The rules, in the order they are applied (`judge`):
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+from memdir.indexers.text import CONVERSATION_STOP_WORDS, QUOTE_NEGATORS, QUOTE_WORD, fold
 
 OPERATIONS = ("teach", "people", "self", "confirm", "reject", "forget", "link", "show")
 ASSERTING = ("teach", "people", "self")
 
-_QUOTES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "“": '"', "”": '"'})
-_WORD = re.compile(r"\w+(?:'\w+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # clause boundaries: punctuation, dashes, and the conjunctions that start a new claim
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]—–]+|\s-+\s")
 CONTRAST = frozenset("but although though however whereas except yet only".split())
 
-# the lexicons, stated as such -----------------------------------------------------------------
-NEGATORS = frozenset(
-    """not no never none nobody nothing neither nor without cannot hardly barely formerly
-    stopped quit n't don't doesn't didn't isn't aren't wasn't weren't won't
-    wouldn't can't couldn't shouldn't haven't hasn't hadn't mustn't ain't dont doesnt didnt
-    isnt arent wasnt werent wont wouldnt cant couldnt shouldnt havent hasnt hadnt""".split()
-)
+# the lexicons, stated as such (the negators, QUOTE_NEGATORS, with the other word lists in
+# indexers/text.py) --------------------------------------------------------------------------
 # phrases that negate as one ("no longer" is one negation, not two)
 NEGATING_PHRASES = ("no longer", "used to")
 # frames that deny the proposition they introduce
@@ -184,13 +178,9 @@ class Verdict:
 ACCEPT = Verdict(True)
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-
-
 def words_of(text: str) -> list[str]:
     """The words of `text`, case-folded, typographic apostrophes made plain."""
-    return _WORD.findall(_fold(text))
+    return QUOTE_WORD.findall(fold(text))
 
 
 def _phrase_in(phrases: tuple[str, ...] | frozenset[str], flat: str) -> list[str]:
@@ -214,7 +204,7 @@ def negations(words: list[str]) -> int:
     for phrase in NEGATING_PHRASES:
         flat = flat.replace(f" {phrase} ", " <neg> ")
     return sum(1 for word in flat.split()
-               if word == "<neg>" or word in NEGATORS or word.endswith("n't"))  # fmt: skip
+               if word == "<neg>" or word in QUOTE_NEGATORS or word.endswith("n't"))  # fmt: skip
 
 
 def _denying_frame(words: list[str]) -> list[str]:
@@ -225,14 +215,12 @@ def content_words(text: str) -> set[str]:
     """The content words of `text` as stems: plural and possessive endings removed, then stop
     words (dream's), 'user'/'assistant' and words of two letters left out, and each cut to
     its first `STEM` letters ("allergy" and "allergic" are one word)."""
-    from memdir.usecases.dream import STOPWORDS
-
     stems = set()
     for word in words_of(text):
         word = word.removesuffix("'s")
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
-        if len(word) > 2 and word not in STOPWORDS and word not in META_WORDS:
+        if len(word) > 2 and word not in CONVERSATION_STOP_WORDS and word not in META_WORDS:
             if not word.endswith("n't"):
                 stems.add(word[:STEM])
     return stems
@@ -250,14 +238,14 @@ def sentences(turn: str) -> list[Sentence]:
     """The turn as sentences, each with its clauses, in word positions of the whole turn."""
     found: list[Sentence] = []
     position = 0
-    for piece in _SENTENCE_END.split(_fold(turn)):
-        said = _WORD.findall(piece)
+    for piece in _SENTENCE_END.split(fold(turn)):
+        said = QUOTE_WORD.findall(piece)
         if not said:
             continue
         clauses = []
         for part in _CLAUSE_BREAK.split(piece):
             current: list[str] = []
-            for word in _WORD.findall(part):
+            for word in QUOTE_WORD.findall(part):
                 if word in CONTRAST and current:
                     clauses.append(current)
                     current = []
@@ -325,7 +313,7 @@ def places(turn: str, quote: str) -> list[Place]:
 # the frames -----------------------------------------------------------------------------------
 def sarcastic(turn: str) -> str:
     """A sarcasm or joke marker anywhere in the turn, or ''."""
-    folded = _fold(turn)
+    folded = fold(turn)
     for sign in SARCASM_SIGNS:
         if sign in folded:
             return sign
@@ -457,7 +445,7 @@ def _denial(words: list[str]) -> bool:
             earlier = plain[max(0, index - 2) : index]
             if phrase not in ("no", "nope", "nah", "not true", "not right", "not correct",
                               "that's not", "that is not", "isn't", "not so", "not me") and (
-                set(earlier) & NEGATORS
+                set(earlier) & QUOTE_NEGATORS
             ):  # fmt: skip
                 continue
             return True
@@ -544,7 +532,7 @@ def refers(
     characters), share at least min(2, n) of its n content words, or the operation's object is
     a non-empty part of it."""
     flat = " ".join(words)
-    mentioned = _ID_MENTION.findall(_fold(raw) if raw else flat)
+    mentioned = _ID_MENTION.findall(fold(raw) if raw else flat)
     if memory_id and any(memory_id.startswith(found) and len(found) >= 6 for found in mentioned):
         return True
     wanted = content_words(memory)

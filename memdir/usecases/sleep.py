@@ -30,7 +30,8 @@ from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import add_links, expire, load_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
-from memdir.indexers.distill import CHANGE_COSINE, NEGATION, SUPERSEDE_COSINE
+from memdir.indexers.distill import CHANGE_COSINE, SUPERSEDE_COSINE
+from memdir.indexers.text import RESTATEMENT_NEGATION
 from memdir.usecases import documents
 from memdir.usecases.dream import DreamReport, dream, maintenance_lock, words
 from memdir.usecases.healer import HealReport, heal
@@ -137,7 +138,7 @@ def decay_summary(
 
 def _opposed(a_text: str, b_text: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
     """One says no where the other does not, or their valences clearly disagree."""
-    if bool(NEGATION.search(a_text)) != bool(NEGATION.search(b_text)):
+    if bool(RESTATEMENT_NEGATION.search(a_text)) != bool(RESTATEMENT_NEGATION.search(b_text)):
         return True
     va, vb = float(a.get("valence") or 0.0), float(b.get("valence") or 0.0)
     return va * vb < 0 and min(abs(va), abs(vb)) >= MIN_INTENSITY

@@ -19,7 +19,7 @@ from memdir.archive_format import journal, lifecycle, people
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.records import author_is_user
 
-from .harness import ARMS, OPEN, SAFE, Lab, Measure, Metric, compare
+from .harness import ARMS, OPEN, SAFE, Lab, Measure, Metric, compare, escapes
 
 SHELLS = {SAFE: {"CLAUDECODE": "1"}, OPEN: {"MEMDIR_ACTOR": "user"}}
 HOOKS = {SAFE: {"CLAUDECODE": "1", "MEMDIR_ACTOR": "user"}, OPEN: {"MEMDIR_ACTOR": "user"}}
@@ -77,8 +77,7 @@ def agent_writes(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, 
             _hook(lab, memdir, now, hook, event)
             run("teach", payload)
             escaped["payload piped into the hook"] = _taught(memdir, now, payload)
-        found[arm] = {"escapes": sum(escaped.values()), "commands": len(escaped),
-                      "escaped": sorted(name for name, done in escaped.items() if done)}  # fmt: skip
+        found[arm] = escapes(escaped, "commands")
     metrics = compare(
         "13 agent writes",
         found,

@@ -26,7 +26,7 @@ from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line, new_event, new_memory
 
-from .harness import ARMS, SAFE, Lab, Measure, Metric, compare
+from .harness import ARMS, SAFE, Lab, Measure, Metric, compare, escapes
 from .user import START
 
 HANG_SECONDS = 3.0  # how long either arm gets against the remote that never answers
@@ -146,8 +146,7 @@ def clones(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
         if arm != SAFE:
             _git(memdir.root, "merge", "--abort")
         escaped["a remote that never answers hangs"] = _hangs(lab, arm)
-        found[arm] = {"escapes": sum(escaped.values()), "attacks": len(escaped),
-                      "escaped": sorted(name for name, done in escaped.items() if done)}  # fmt: skip
+        found[arm] = escapes(escaped, "attacks")
     metrics = compare(
         "15 crafted clones",
         found,

@@ -62,6 +62,13 @@ class Measure:
     note: str = ""
 
 
+def escapes(escaped: Mapping[str, bool], attempts: str) -> dict[str, Any]:
+    """One arm's result of an attack experiment from what each attempt did (True: it got
+    through): how many got through, how many there were (named `attempts`), which."""
+    return {"escapes": sum(escaped.values()), attempts: len(escaped),
+            "escaped": sorted(name for name, done in escaped.items() if done)}  # fmt: skip
+
+
 def compare(
     experiment: str, found: Mapping[str, Mapping[str, Any]], *rows: Measure
 ) -> list[Metric]:
