@@ -161,9 +161,10 @@ def catch_up(memdir: Memdir) -> None:
     """Before any command answers, a read included: re-apply the forgets a plain `git pull`
     (or any merge) brought back, so that no shelf, ring or generated document this machine
     shows still holds forgotten text. Free when nothing changed; otherwise it takes the writer
-    lock briefly, as a writer does (`writing`: its holder re-applies them). A busy lock means another command holds it and
-    re-applies them itself; a memdir this process may not write (a mounted backup) is left as
-    it is, with a warning (the fold still hides the forgotten memories)."""
+    lock briefly, as a writer does (`writing`: its holder re-applies them). A busy lock means
+    another command holds it and re-applies them itself; a memdir this process may not write
+    (a mounted backup) is left as it is, with a warning (the fold still hides the forgotten
+    memories)."""
     if not memdir.shelves_dir.is_dir() or not pending(memdir):
         return
     cache = memdir.cache_dir
