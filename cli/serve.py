@@ -382,7 +382,7 @@ class Service:
         from memdir.cli.main import failure
         from memdir.cli.render import emit
 
-        out = io.StringIO()
+        out, bug = io.StringIO(), None
         with self._stderr.captured() as err:
             try:
                 served, values = parsed(call.command, call.args)
@@ -392,7 +392,9 @@ class Service:
                 status, text = failure(error)
                 err.write(text)
                 if status == ExitStatus.FAILED and not isinstance(error, MemdirError):
-                    log.error("request failed: %s %s", call.command, call.args, exc_info=error)
+                    bug = error
+        if bug is not None:  # to the service's log, not to the client (the capture has ended)
+            log.error("request failed: %s %s", call.command, call.args, exc_info=bug)
         with self._counting:
             self.requests += 1
         return {"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()}
