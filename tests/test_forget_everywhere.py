@@ -319,3 +319,20 @@ def test_the_writer_lock_itself_is_only_a_lock(md: Memdir) -> None:
         assert outer.outermost and SECRET_WORDS not in md.memory_shelf.read_text()
         with writing(md) as inner:
             assert not inner.outermost
+
+
+def test_every_writer_takes_the_writer_lock_through_writing() -> None:
+    """No module takes the memdir's writer lock but through `tombstones.writing` (so none can
+    write without re-applying the tombstones first): `writing` is the one place it is taken."""
+    import re
+
+    repo = Path(__file__).parents[1]
+    sources = {path.resolve() for folder in ("archive_format", "indexers", "cli", "memdir")
+               for path in (repo / folder).rglob("*.py")}  # fmt: skip
+    taking = sorted(
+        f"{path.relative_to(repo.resolve())}: {line.strip()}"
+        for path in sources
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"\b(memdir|md|archive)\.lock\(", line)
+    )
+    assert taking == ["archive_format/tombstones.py: with memdir.lock(timeout) as lock:"]
