@@ -32,6 +32,7 @@ from . import atomic
 from .errors import BadInputError, NotFoundError
 from .memdir import Memdir
 from .records import canonical_json
+from .tombstones import writing
 from .validate import line_problems
 
 LINK_TYPE = "attachment"  # the link from a memory to an attachment id
@@ -160,7 +161,7 @@ def store(
     if not re.fullmatch(r"[a-z0-9]{1,10}", ext):
         ext = "bin"
     place = folder(memdir, visibility)
-    with memdir.lock():
+    with writing(memdir):
         place.mkdir(parents=True, exist_ok=True)
         existing = [p for p in place.glob(f"{sha256}.*") if CONTENT.fullmatch(p.name)]
         if not existing:

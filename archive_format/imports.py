@@ -18,6 +18,7 @@ from .errors import BadInputError, LifecycleError
 from .memdir import Memdir
 from .rewrite import Lines, rewrite
 from .state import read_yaml, write_yaml
+from .tombstones import writing
 from .validate import JOURNAL_KINDS
 
 CHANNEL_PREFIX = "import:"
@@ -54,7 +55,7 @@ def remove_source(memdir: Memdir, source: str) -> int:
     wanted = channel(source)
     needle = json.dumps(wanted).encode("utf-8")
     removed = 0
-    with memdir.lock():
+    with writing(memdir):
         files = sorted(memdir.journal_dir.glob("*.jsonl"))
         plans: list[tuple[Lines, list[bytes], int]] = []
         dropped_ids: set[str] = set()

@@ -22,6 +22,7 @@ from .errors import BadInputError, LifecycleError, NotFoundError
 from .fold import ArchiveView
 from .memdir import Memdir
 from .records import content_id, encode_line
+from .tombstones import writing
 from .validate import line_problems
 
 KIND = "island"
@@ -120,7 +121,7 @@ def create(memdir: Memdir, name: str, about: str | None, now: datetime, by: str)
         about = " ".join(about.split())
         if not about or len(about) > MAX_ABOUT:
             raise BadInputError(f"--about must be 1–{MAX_ABOUT} characters")
-    with memdir.lock():
+    with writing(memdir):
         if name in read(memdir):
             raise LifecycleError(
                 f"an island named {name!r} already exists",
@@ -137,7 +138,7 @@ def change(memdir: Memdir, name: str, ids: list[str], op: str, view: ArchiveView
     from an island; returns the full ids. A forgotten memory cannot be added."""
     if not ids:
         raise BadInputError("no memory ids given", hint="e.g. memdir island add trips m-1a2b")
-    with memdir.lock():
+    with writing(memdir):
         island = known(memdir, name)
         name = _name(name)
         current = set(members(island, view))
@@ -156,7 +157,7 @@ def change(memdir: Memdir, name: str, ids: list[str], op: str, view: ArchiveView
 
 def drop(memdir: Memdir, name: str, now: datetime, by: str) -> None:
     """Drop an island (its lines stay: the fold leaves it out); its memories are untouched."""
-    with memdir.lock():
+    with writing(memdir):
         known(memdir, name)
         shelf.append(islands_path(memdir), [_line(format_time(now), "drop", _name(name), by)],
                      memdir.quarantine_dir)  # fmt: skip

@@ -31,6 +31,7 @@ from .memdir import Memdir
 from .records import LineRecord, Tombstone, content_id, encode_line
 from .rewrite import Lines, rewrite
 from .settings import JournalSettings
+from .tombstones import writing
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 
 ROLES = ("user", "assistant", "tool")
@@ -297,7 +298,7 @@ def add_turns(memdir: Memdir, turns: Iterable[Turn]) -> list[tuple[Turn, bool]]:
     """Append turns (skipping those already in the journal); returns each with `added`."""
     batch = list(turns)
     results: list[tuple[Turn, bool]] = []
-    with memdir.lock():
+    with writing(memdir):
         present = idcache.open_cache(memdir).turns_present(turn.id for turn in batch)
         payload: dict[Path, list[bytes]] = {}
         for turn in batch:
@@ -315,7 +316,7 @@ def add_turns(memdir: Memdir, turns: Iterable[Turn]) -> list[tuple[Turn, bool]]:
 def add_digests(memdir: Memdir, digests: Iterable[Digest]) -> None:
     """Append digest lines (caller holds the writer lock in a dream)."""
     payload = [encode_line(digest.to_line()) for digest in digests]
-    with memdir.lock():
+    with writing(memdir):
         shelf.append(digests_path(memdir), payload, memdir.quarantine_dir)
 
 
@@ -411,7 +412,7 @@ def write_entry(
     stamp = at.replace("-", "").replace(":", "")
     path = entries_dir(memdir) / f"{stamp}-{kind}-{digest}.md"
     document = "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n\n" + body + "\n"
-    with memdir.lock():
+    with writing(memdir):
         write_text(path, document)
     return Entry(path, at, author, kind, body)
 

@@ -38,6 +38,7 @@ from .records import (
     new_memory,
     new_nonce,
 )
+from .tombstones import writing
 from .validate import line_problems
 
 log = logging.getLogger("memdir")
@@ -211,7 +212,7 @@ def write_memory(memdir: Memdir, memory: Memory, now: datetime) -> WriteResult:
             "an inference is written by the assistant, not the user",
             hint="store what the user said with `memdir teach`",
         )
-    with memdir.lock():
+    with writing(memdir):
         existing = _find_live_duplicate(memdir, memory, now, idcache.open_cache(memdir))
         if existing:
             return WriteResult(existing, False)
@@ -255,7 +256,7 @@ def teach(
 ) -> WriteResult:
     """Store what the user taught: durable from the start. It enters the console ring."""
     memory = _memory(text, "teaching", author, now, **options)
-    with memdir.lock():
+    with writing(memdir):
         result = write_memory(memdir, memory, now)
         follow_up(
             "the console ring",
@@ -291,7 +292,7 @@ def add_memories(memdir: Memdir, memories: Iterable[Memory]) -> int:
     Returns how many lines were added.
     """
     batch = list(memories)
-    with memdir.lock():
+    with writing(memdir):
         known = idcache.open_cache(memdir).present(memory.id for memory in batch)
         payload: dict[Path, list[bytes]] = {}
         for memory in batch:
@@ -335,7 +336,7 @@ def confirm(
             f"only the user can confirm an inference, not {actor!r}",
             hint="ask the user, then record their answer with `memdir confirm ID`",
         )
-    with memdir.lock():
+    with writing(memdir):
         state = _live_target(lookup(memdir, given, now))
         assert state.memory is not None
         if state.memory.source != "inference":
@@ -364,7 +365,7 @@ def reject(
         raise BadInputError(
             "a rejection needs a reason", hint='e.g. --reason "the user corrected this"'
         )
-    with memdir.lock():
+    with writing(memdir):
         state = _live_target(lookup(memdir, given, now))
         if state.status == "rejected":
             return state.id, None
@@ -378,7 +379,7 @@ def reject(
 def expire(memdir: Memdir, now: datetime) -> list[str]:
     """The TTL sweep (for cron): record an expire event for each inference past its TTL."""
     expired: list[str] = []
-    with memdir.lock():
+    with writing(memdir):
         cache = idcache.open_cache(memdir)
         due = cache.due(now)
         for state in view_of(memdir, due, now, cache):
@@ -431,7 +432,7 @@ def record_recall(
     is appended once: a command that ran in `memdir serve` and again in-process, because its
     client gave up waiting, records one recall (the client pins the clock for both)."""
     line = recall_line(ids, now, actor, via)
-    with memdir.lock(timeout=2.0):
+    with writing(memdir, timeout=2.0):
         if shelf.tail_holds(memdir.recall_shelf, f'"id":"{line["id"]}"'.encode("ascii")):
             return str(line["id"])
         shelf.append(memdir.recall_shelf, [encode_line(line)], memdir.quarantine_dir)
@@ -445,7 +446,7 @@ def link(
     memdir: Memdir, given: str, to: str, link_type: str, now: datetime, actor: str = "user"
 ) -> Event:
     """Add a typed link from one memory to another (or to a journal turn id)."""
-    with memdir.lock():
+    with writing(memdir):
         cache = idcache.open_cache(memdir)
         ids = cache.matching(given) | cache.present([to])
         if to.startswith("m-"):
@@ -509,7 +510,7 @@ def add_links(
         _check(event.to_line())
         if event.to == event.target:
             raise BadInputError(f"{event.target} cannot link to itself")
-    with memdir.lock():
+    with writing(memdir):
         view = view_of(memdir, {event.target for event in events}, now)
         present = {known.id for state in view for known in state.events}
         fresh = [event for event in events if event.id not in present]
@@ -532,7 +533,7 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
     Events about it lose their reason and evidence (they may quote it). Git history still
     holds the old text: the CLI says how to purge it.
     """
-    with memdir.lock():
+    with writing(memdir):
         cache = idcache.open_cache(memdir)
         state = lookup(memdir, given, now, cache)
         twins = _twins(memdir, state, now, cache)
@@ -562,7 +563,7 @@ def prune_attachments(memdir: Memdir) -> list[Path]:
     if not any(place.is_dir() and any(place.iterdir()) for place in attachments.folders(memdir)):
         return []
     wanted: dict[str, set[str]] = {"normal": set(), "sealed": set()}
-    with memdir.lock():
+    with writing(memdir):
         for state in load_view(memdir, EVERY_LINE):
             if state.status == "forgotten" or state.memory is None:
                 continue

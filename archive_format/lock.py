@@ -12,7 +12,6 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +42,13 @@ def _holder(path: Path) -> str:
 
 
 class WriterLock:
-    """Context manager holding the memdir's writer lock."""
+    """Context manager holding the memdir's writer lock: the lock and nothing else (what a
+    writer owes on taking it is archive_format/tombstones.py's `writing`)."""
 
-    def __init__(
-        self,
-        path: Path,
-        timeout: float | None = None,
-        on_acquire: Callable[[], object] | None = None,
-    ) -> None:
+    def __init__(self, path: Path, timeout: float | None = None) -> None:
         self.path = path
         self.timeout = _default_timeout() if timeout is None else timeout
-        self.on_acquire = on_acquire  # run once the outermost holder has the lock
+        self.outermost = False  # once entered: whether this took the lock (not a nested hold)
 
     def _busy(self) -> LockedError:
         return LockedError(
@@ -72,6 +67,7 @@ class WriterLock:
         if key in _held:  # this thread, nested
             fd, depth = _held[key]
             _held[key] = (fd, depth + 1)
+            self.outermost = False
             return self
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,12 +91,7 @@ class WriterLock:
         os.pwrite(fd, pid, 0)
         os.ftruncate(fd, len(pid))
         _held[key] = (fd, 1)
-        if self.on_acquire is not None:
-            try:
-                self.on_acquire()
-            except BaseException:
-                self.__exit__(None, None, None)
-                raise
+        self.outermost = True
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

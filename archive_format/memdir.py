@@ -94,15 +94,10 @@ class Memdir:
         return sorted(self.shelves_dir.glob("*.jsonl"))
 
     def lock(self, timeout: float | None = None) -> WriterLock:
-        """The writer lock; hold it for every write to the canonical files. Whoever takes it
-        first re-applies the tombstones a merge may have undone (archive_format/tombstones.py)."""
+        """The writer lock itself. A write takes it through `tombstones.writing`, which also
+        re-applies the tombstones a merge may have undone."""
         check_cache(self)
-        return WriterLock(self.cache_dir / "lock", timeout, on_acquire=self._reapply_tombstones)
-
-    def _reapply_tombstones(self) -> None:
-        from .tombstones import reapply  # it imports this module
-
-        reapply(self)
+        return WriterLock(self.cache_dir / "lock", timeout)
 
     @classmethod
     def open(cls, root: Path, lenient: bool = False) -> Memdir:

@@ -25,6 +25,7 @@ from .errors import BadInputError, NotFoundError
 from .memdir import Memdir
 from .records import content_id, encode_line
 from .state import read_yaml
+from .tombstones import writing
 from .validate import line_problems
 
 MAX_KEY = 64
@@ -134,7 +135,7 @@ def update_self(
     """Set and remove fields of the self notes; returns the new fields."""
     remove = list(remove)
     _check(values, remove)
-    with memdir.lock():
+    with writing(memdir):
         _append(memdir, _changes(SELF, values, remove, format_time(now), by))
         return read_self(memdir)
 
@@ -164,7 +165,7 @@ def update_person(
     remove = list(remove)
     _check(values, remove)
     at = format_time(now)
-    with memdir.lock():
+    with writing(memdir):
         new = name not in read_people(memdir)
         lines = [_line(at, "add", PERSON + name, by)] if new else []
         lines += _changes(PERSON + name, values, remove, at, by)
@@ -178,7 +179,7 @@ def remove_person(
     """Drop a person and all their fields."""
     from .clock import now as clock_now
 
-    with memdir.lock():
+    with writing(memdir):
         if name not in read_people(memdir):
             raise NotFoundError(f"no person named {name!r} in the people notes")
         _append(memdir, [_line(format_time(now or clock_now()), "drop", PERSON + name, by)])

@@ -2,8 +2,9 @@
 
 A union merge keeps both sides' lines, so a clone that still had a memory's line brings its
 text back next to the tombstone another clone wrote. The fold already treats the memory as
-forgotten; `reapply` removes the text again. It runs whenever a command takes the writer lock
-(`Memdir.lock`), in `memdir sync`, and before every other command too (`catch_up`: reads
+forgotten; `reapply` removes the text again. It runs whenever a writer takes the writer lock
+(`writing`, which every write goes through; the lock itself, `Memdir.lock`, is only a lock),
+in `memdir sync`, and before every other command too (`catch_up`: reads
 included, so a plain `git pull` never leaves forgotten text on show), and stays cheap: a stamp
 in the cache remembers each shelf's inode and size, so a shelf that only grew is scanned from
 where the last check ended, and an unchanged one not at all. A shelf that was rewritten is read
@@ -17,6 +18,8 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +28,7 @@ from typing import Any
 from . import atomic, clock, ring, shelf
 from .clock import format_time
 from .errors import FormatError, LockedError
+from .lock import WriterLock
 from .memdir import Memdir
 from .records import Event, Tombstone, encode_line
 from .rewrite import Lines, rewrite
@@ -71,6 +75,17 @@ def _needs_compaction(blob: bytes, memory_id: str) -> bool:
             return True
         found = blob.find(target, found + 1)
     return False
+
+
+@contextmanager
+def writing(memdir: Memdir, timeout: float | None = None) -> Iterator[WriterLock]:
+    """Hold the writer lock for a write to the canonical files, as every writer does: whoever
+    takes it first (not a nested hold) re-applies the tombstones a merge may have undone, so no
+    write lands beside forgotten text a merge brought back."""
+    with memdir.lock(timeout) as lock:
+        if lock.outermost:
+            reapply(memdir)
+        yield lock
 
 
 def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> list[str]:
@@ -146,16 +161,17 @@ def catch_up(memdir: Memdir) -> None:
     """Before any command answers, a read included: re-apply the forgets a plain `git pull`
     (or any merge) brought back, so that no shelf, ring or generated document this machine
     shows still holds forgotten text. Free when nothing changed; otherwise it takes the writer
-    lock briefly (whose holder re-applies them). A busy lock means another command holds it and
-    re-applies them itself; a memdir this process may not write (a mounted backup) is left as
-    it is, with a warning (the fold still hides the forgotten memories)."""
+    lock briefly, as a writer does (`writing`: its holder re-applies them). A busy lock means
+    another command holds it and re-applies them itself; a memdir this process may not write
+    (a mounted backup) is left as it is, with a warning (the fold still hides the forgotten
+    memories)."""
     if not memdir.shelves_dir.is_dir() or not pending(memdir):
         return
     cache = memdir.cache_dir
     if (cache.exists() or cache.is_symlink()) and not cache.is_dir():
         return  # a stray `.memdir` file holds no lock: the commands needing the cache say so
     try:
-        with memdir.lock(timeout=_CATCH_UP_WAIT):
+        with writing(memdir, timeout=_CATCH_UP_WAIT):
             pass
     except LockedError:
         return

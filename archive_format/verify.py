@@ -14,6 +14,7 @@ from .fold import impossible_line
 from .memdir import Memdir
 from .records import content_id
 from .state import read_yaml
+from .tombstones import writing
 from .validate import line_problems
 
 
@@ -376,7 +377,7 @@ def leftovers(memdir: Memdir) -> list[Leftover]:
 def fix_leftovers(memdir: Memdir) -> list[Path]:
     """Remove the temporary files of writers that are gone; returns what was removed."""
     removed = []
-    with memdir.lock():  # no write of ours is under way meanwhile
+    with writing(memdir):  # no write of ours is under way meanwhile
         for item in leftovers(memdir):
             if item.stale:
                 item.path.unlink(missing_ok=True)

@@ -33,12 +33,13 @@ class Column:
     text: bool = False
 
 
-def width() -> int | None:
-    """The width to lay out for: $COLUMNS when set, else the terminal's; None for a pipe."""
+def width(terminal: bool | None = None) -> int | None:
+    """The width to lay out for: $COLUMNS when set, else the terminal's; None for a pipe.
+    `terminal`: whether the output goes to a terminal (by default, whether stdout is one)."""
     given = os.environ.get("COLUMNS", "")
     if given.isdigit() and int(given) > 0:
         return int(given)
-    if sys.stdout.isatty():
+    if sys.stdout.isatty() if terminal is None else terminal:
         return shutil.get_terminal_size().columns
     return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import os
 import sqlite3
@@ -155,54 +156,53 @@ def main(argv: list[str] | None = None) -> int:
     command = _command()
     try:
         result = command.main(args=args, prog_name="memdir", standalone_mode=False)
-    except MemdirError as error:
-        if debug:
-            raise
-        sys.stderr.write(f"memdir: error: {error.message}\n")
-        if error.hint:
-            sys.stderr.write(f"  hint: {error.hint}\n")
-        return int(error.status)
-    except typer.Exit as done:
-        return int(done.exit_code)
-    except typer.Abort:
-        sys.stderr.write("memdir: aborted\n")
-        return int(ExitStatus.FAILED)
-    except _usage_errors() as error:
-        if debug:
-            raise
-        show = getattr(error, "show", None)
-        if show is not None:
-            show()
-        else:
-            sys.stderr.write(f"memdir: error: {error}\n")
-        return int(getattr(error, "exit_code", ExitStatus.USAGE))
     except KeyboardInterrupt:
         return INTERRUPTED
-    except BrokenPipeError:
-        return int(ExitStatus.OK)
-    except OSError as error:
-        if debug:
+    except Exception as error:
+        if debug and not isinstance(error, (typer.Exit, typer.Abort, BrokenPipeError)):
             raise
-        sys.stderr.write(f"memdir: error: {describe_os_error(error)}\n")
-        return int(ExitStatus.FAILED)
-    except sqlite3.Error as error:  # a cache under .memdir/ (a full disk, a lock held too long)
-        if debug:
-            raise
-        sys.stderr.write(
+        status, text = failure(error)
+        sys.stderr.write(text)
+        return status
+    # click returns the code of a typer.Exit raised inside a command when not standalone
+    return result if isinstance(result, int) else int(ExitStatus.OK)
+
+
+def failure(error: Exception) -> tuple[int, str]:
+    """The exit status and the lines on stderr a command ends with when it raises `error`: the
+    one error boundary, main()'s and the service's (cli/serve.py). A MemdirError is its
+    message, its hint and its status; a usage error click's message; anything else one line
+    (a traceback only with --debug, which main() re-raises for)."""
+    if isinstance(error, MemdirError):
+        hint = f"  hint: {error.hint}\n" if error.hint else ""
+        return int(error.status), f"memdir: error: {error.message}\n{hint}"
+    if isinstance(error, typer.Exit):
+        return int(error.exit_code), ""
+    if isinstance(error, typer.Abort):
+        return int(ExitStatus.FAILED), "memdir: aborted\n"
+    if isinstance(error, _usage_errors()):
+        show = getattr(error, "show", None)
+        if show is None:
+            return int(ExitStatus.USAGE), f"memdir: error: {error}\n"
+        shown = io.StringIO()
+        show(file=shown)
+        return int(getattr(error, "exit_code", ExitStatus.USAGE)), shown.getvalue()
+    if isinstance(error, BrokenPipeError):
+        return int(ExitStatus.OK), ""
+    if isinstance(error, OSError):
+        return int(ExitStatus.FAILED), f"memdir: error: {describe_os_error(error)}\n"
+    if isinstance(error, sqlite3.Error):  # a cache under .memdir/ (a full disk, a lock held long)
+        return int(ExitStatus.FAILED), (
             f"memdir: error: a cache file under .memdir/ could not be used ({error})\n"
             "  hint: free some space if the disk is full; `memdir index --rebuild` rebuilds it\n"
         )
-        return int(ExitStatus.FAILED)
-    except Exception as error:  # a bug: still one line, the traceback only with --debug
-        if debug:
-            raise
-        sys.stderr.write(
+    return (
+        int(ExitStatus.FAILED),
+        (  # a bug: still one line
             f"memdir: error: internal error ({type(error).__name__}: {str(error)[:200]})\n"
             "  hint: nothing was lost; rerun with --debug and report the traceback\n"
-        )
-        return int(ExitStatus.FAILED)
-    # click returns the code of a typer.Exit raised inside a command when not standalone
-    return result if isinstance(result, int) else int(ExitStatus.OK)
+        ),
+    )
 
 
 def run() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .layout import Column, fit, width
 
@@ -16,14 +17,47 @@ if TYPE_CHECKING:
     from memdir.archive_format.memdir import Memdir
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a command prints: its results (stdout) and its notes (stderr). A command that
+    `memdir serve` answers builds one, and the command line and the service each emit it."""
+
+    stdout: str
+    stderr: str = ""
+
+
+def lines_text(lines: Iterable[str]) -> str:
+    """Lines as printed, each with its newline."""
+    return "".join(line + "\n" for line in lines)
+
+
+def note_text(message: str) -> str:
+    """A human note as it stands on stderr."""
+    return f"memdir: {message}\n"
+
+
+def emit(answer: Answer, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """Print an answer (to stdout and stderr, or the streams given): the results echoed as click
+    echoes (escape sequences left out unless they go to a terminal), the notes as they are."""
+    import click
+
+    click.echo(answer.stdout, file=out, nl=False)
+    (err or sys.stderr).write(answer.stderr)
+
+
+def json_text(data: Any) -> str:
+    """A stable machine interface: one JSON document."""
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
 def emit_json(data: Any) -> None:
-    """A stable machine interface: one JSON document on stdout."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    """One JSON document on stdout."""
+    sys.stdout.write(json_text(data))
 
 
 def note(message: str) -> None:
     """A human note on stderr, so stdout stays clean for scripts."""
-    sys.stderr.write(f"memdir: {message}\n")
+    sys.stderr.write(note_text(message))
 
 
 def console() -> Console:
@@ -41,15 +75,24 @@ def print_table(
     memdir: Memdir | None = None,
     header: bool = True,
 ) -> None:
-    """A table on stdout laid out for the terminal (layout.py); ids give way to unique
-    prefixes when it is narrow."""
+    """A table on stdout laid out for the terminal (layout.py)."""
+    sys.stdout.write(lines_text(table_lines(columns, rows, width(), memdir, header)))
+
+
+def table_lines(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    room: int | None,
+    memdir: Memdir | None = None,
+    header: bool = True,
+) -> list[str]:
+    """A table's lines laid out for `room` (layout.py); ids give way to unique prefixes when
+    it is narrow."""
     from memdir.archive_format.lifecycle import short_ids
 
-    room = width()
     ids = [cell for row in rows for column, cell in zip(columns, row, strict=True) if column.ident]
     short = (lambda: short_ids(memdir, ids)) if memdir is not None and ids else None
-    for line in fit(columns, rows, room, short, header).lines:
-        sys.stdout.write(line + "\n")
+    return fit(columns, rows, room, short, header).lines
 
 
 def readable(value: Any) -> str:

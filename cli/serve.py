@@ -1,21 +1,27 @@
 """The resident service: one process per memdir that keeps the models loaded and answers the
 read commands (`recall`, `search`, `similar`, `context`, `wake`) over a Unix socket.
 
-Each request runs the very CLI command it names (cli/main.py) inside this process, with its
-stdout and stderr captured, so an answer is what the in-process path prints, decided by the
-same use cases and the same policy code; only the cold start (imports, the embedding model, opening the indexes and
+The service is an adapter over the library, like the command line: a request's arguments are
+parsed by the command's own declared options (the click command of the lazy command tree,
+`make_context`) into the command's parameter dataclass, and the command module's answer function
+(`SERVED` in cli/commands/recall.py, index.py, continuity.py) — the very function the command
+runs — calls the use case and renders its result as text, which the service sends back. An
+error is the one line and exit status the command line ends with (cli/main.py: `failure`);
+the log lines a request causes go to its answer's stderr, as they would to the command's.
+So an answer is what the in-process path prints, decided by the same use cases and the same
+policy code; only the cold start (imports, the embedding model, opening the indexes and
 building recall's scoring table) is paid once. Each worker thread keeps one open index
 (indexers/storage.resident_index), reopened when another connection wrote to its catalog, so
 an update or rebuild made by another process is followed on the next request.
 
 Commands that only read — `search`, `similar`, and `recall`/`context` with `--no-record`
 (context without `--journal`) — run side by side on `READERS` threads under the read side of
-a read-write lock; everything else (what records, journals or writes wake.md, what reads
-stdin or runs as the assistant, and the index keeper's updates) runs alone, on one writer
+a read-write lock; everything else (what records, journals or writes wake.md, and the index
+keeper's updates) runs alone, on one writer
 thread whose open index its own writes keep warm. A reader that finds the index behind the
 shelves does not update it beside the others: it raises storage.WriterNeeded, and the command
-runs again on the writer thread (its first output discarded; a read-only command has done
-nothing else). The writer lock (archive_format/lock.py) also serialises writes across threads.
+runs again on the writer thread (a read-only command has done nothing else). The writer lock
+(archive_format/lock.py) also serialises writes across threads.
 
 Safety: the socket is created with mode 0600 under `.memdir/`, and each connection's peer uid
 (SO_PEERCRED) must be this process's own; a request line is at most `MAX_REQUEST` bytes and
@@ -35,6 +41,7 @@ when no separate `memdir watch` does.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -48,9 +55,10 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.actor import ACTORS, Actor, caller_actor, peer_environ, serving_as
 from memdir.archive_format.errors import ExitStatus, LockedError
@@ -61,10 +69,12 @@ from memdir.words import counted
 
 from .service import MAX_REQUEST, PROTOCOL, SERVED, address, exchange, socket_path
 
+if TYPE_CHECKING:
+    from .context import Invocation, Served
+
 log = logging.getLogger("memdir")
 
 PID_FILE = "serve.pid"
-USER = Actor("user", "the command line")
 REQUEST_DEADLINE = 5.0  # seconds for a client to send its whole request line
 SEND_DEADLINE = 5.0  # seconds for a client to take its whole answer
 MAX_CONNECTIONS = 32  # handled at once; the next client is answered "busy"
@@ -84,8 +94,8 @@ class ServeLock(InstanceLock):
 
 
 class Capture(io.TextIOBase):
-    """sys.stdout or sys.stderr, redirected per thread: a request's thread writes into its own
-    buffer, every other thread to the stream it replaced."""
+    """sys.stderr, redirected per thread: a request's thread writes (its log lines, a warning)
+    into its own buffer, every other thread to the stream it replaced."""
 
     def __init__(self, fallback: Any) -> None:
         self.fallback = fallback
@@ -129,17 +139,46 @@ class Capture(io.TextIOBase):
         return True
 
 
-def reads_only(command: str, args: list[str], stdin: str | None, assistant: bool) -> bool:
-    """Whether this request only reads (it may run beside others): no stdin, not run as the
-    assistant (both change process-wide state for the command), and a command that writes
-    nothing. (A misjudged writer is still safe — the writer lock serialises writes, and an
-    index update raises WriterNeeded — only slower.)"""
-    if stdin is not None or assistant or "-" in args or "--" in args:
+def reads_only(command: str, args: list[str]) -> bool:
+    """Whether this request only reads (it may run beside others): a command that writes
+    nothing. Its stdin and its actor are the request's own (`Call`, `serving_as` is per
+    thread), so neither keeps it off a reader thread. After a `--`, "--no-record" is a query,
+    not the option. (A misjudged writer is still safe — the writer lock serialises writes,
+    and an index update raises WriterNeeded — only slower.)"""
+    if "--" in args:
         return False
     if command in NEVER_RECORD:
         return True
     journals = any(arg == "--journal" or arg.startswith("--journal=") for arg in args)
     return command in RECORD_UNLESS_TOLD and "--no-record" in args and not journals
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request for a served command: its arguments, the caller's clock (None: the
+    service's), the text of a '-' argument, and the actor the caller's environment makes it."""
+
+    command: str
+    args: list[str]
+    now: str | None
+    stdin: str
+    actor: Actor
+
+
+def parsed(command: str, args: list[str]) -> tuple[Served[Any], dict[str, Any]]:
+    """A served command's answer and its parameters' values from the request's arguments, as
+    the command line parses them: by the command's own click options (a usage error is
+    click's, as `memdir COMMAND ARGS` raises it)."""
+    from memdir.cli.main import COMMAND_MODULES, _command
+
+    root = _command()
+    context = root.make_context("memdir", [command])
+    found = root.get_command(context, command)
+    assert found is not None, command  # a served command is in the tree (tests/test_serve.py)
+    values = found.make_context(command, list(args), parent=context).params
+    module = sys.modules[f"memdir.cli.commands.{COMMAND_MODULES[command]}"]
+    served: Served[Any] = module.SERVED[command]
+    return served, values
 
 
 class ReadWriteLock:
@@ -264,7 +303,6 @@ class Service:
         # warm across them; read-only ones on the readers (see the module doc)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-writer")
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="memdir-reader")
-        self._stdout = Capture(sys.stdout)
         self._stderr = Capture(sys.stderr)
 
     def stop(self) -> None:
@@ -307,52 +345,70 @@ class Service:
         claimed = request.get("actor", "user")
         if claimed not in ACTORS:
             return refusal(f"malformed request: actor must be one of {', '.join(ACTORS)}")
+        if {"-h", "--help"} & set(args):
+            return refusal(f"help is not served: run `memdir {command} --help`")
         # the caller's own environment decides, not the field it writes (memdir/actor.py)
         actor = caller_actor(peer_environ(peer_pid) if peer_pid else None, claimed)
-        argv = ["--dir", str(self.memdir.root), *(["--now", now] if now else []), command, *args]
-        if reads_only(command, args, stdin, actor.assistant):
-            answer = self._readers.submit(self.read_command, argv, actor)
+        call = Call(command, args, now, stdin or "", actor)
+        if reads_only(command, args):
+            answer = self._readers.submit(self.read_command, call)
         else:
-            answer = self._writer.submit(self.run_command, argv, stdin or "", actor)
+            answer = self._writer.submit(self.run_command, call)
         return {"v": PROTOCOL, **answer.result()}
 
-    def read_command(self, argv: list[str], actor: Actor = USER) -> dict[str, Any]:
-        """Run a read-only command line beside others; alone, on the writer thread, when it
+    def read_command(self, call: Call) -> dict[str, Any]:
+        """Answer a read-only request beside others; alone, on the writer thread, when it
         finds the index must be updated first (WriterNeeded)."""
         from memdir.indexers.storage import WriterNeeded, shared_read
 
         try:
-            with self._gate.shared(), shared_read(), serving_as(actor):
-                return self._run(argv)
+            with self._gate.shared(), shared_read(), serving_as(call.actor):
+                return self._run(call)
         except WriterNeeded:
-            return self._writer.submit(self.run_command, argv, "", actor).result()
+            return self._writer.submit(self.run_command, call).result()
 
-    def run_command(self, argv: list[str], stdin: str = "", actor: Actor = USER) -> dict[str, Any]:
-        """Run one CLI command line here, alone, as `memdir ARGV` would: its status and output.
-        It runs as the caller's actor (memdir/actor.py, derived in `answer`), whoever started the
-        service: a service started from an agent's shell still takes a hook's user prompt."""
-        with self._gate.exclusive():
-            # nothing else runs, so the process's stdin can be the request's
-            before, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")))
+    def run_command(self, call: Call) -> dict[str, Any]:
+        """Answer one request here, alone, as `memdir COMMAND ARGS` would: its status and
+        output. It runs as the caller's actor (memdir/actor.py, derived in `answer`), whoever
+        started the service: a service started from an agent's shell still takes a hook's user
+        prompt."""
+        with self._gate.exclusive(), serving_as(call.actor):
+            return self._run(call)
+
+    def _run(self, call: Call) -> dict[str, Any]:
+        """The command's answer function over the request's parameters, in an invocation made
+        from the request; an error as the command line ends with it."""
+        from memdir.archive_format.errors import MemdirError
+        from memdir.cli.main import failure
+        from memdir.cli.render import emit
+
+        out, bug = io.StringIO(), None
+        with self._stderr.captured() as err:
             try:
-                with serving_as(actor):
-                    return self._run(argv)
-            finally:
-                sys.stdin = before
-
-    def _run(self, argv: list[str]) -> dict[str, Any]:
-        from memdir.cli.main import main
-
-        with self._stdout.captured() as out, self._stderr.captured() as err:
-            try:
-                status = main(argv)
-            except Exception:  # the CLI's boundary let something through: say so, keep serving
-                log.exception("request failed: %s", argv)
-                err.write("memdir: error: the service failed on this request (see its log)\n")
-                status = int(ExitStatus.FAILED)
+                served, values = parsed(call.command, call.args)
+                emit(served.run(self._invocation(call), values), out, err)
+                status = int(ExitStatus.OK)
+            except Exception as error:
+                status, text = failure(error)
+                err.write(text)
+                if status == ExitStatus.FAILED and not isinstance(error, MemdirError):
+                    bug = error
+        if bug is not None:  # to the service's log, not to the client (the capture has ended)
+            log.error("request failed: %s %s", call.command, call.args, exc_info=bug)
         with self._counting:
             self.requests += 1
         return {"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+    def _invocation(self, call: Call) -> Invocation:
+        """What a command answering this request runs in: the served memdir (opened anew, as
+        a command opens it: its settings may have changed), the caller's actor and clock,
+        the request's stdin, and output laid out for a pipe (the client's stdout is one)."""
+        from memdir.cli.context import Invocation, opened
+        from memdir.cli.layout import width
+
+        memdir = functools.cache(lambda: opened(str(self.memdir.root)))
+        return Invocation(memdir, lambda: call.actor, call.now, width(terminal=False),
+                          lambda: call.stdin)  # fmt: skip
 
     def status(self) -> dict[str, Any]:
         return {
@@ -495,8 +551,8 @@ class Service:
         from memdir.indexers.storage import keep_models_resident
 
         keep_models_resident()
-        self._stdout.fallback, self._stderr.fallback = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = self._stdout, self._stderr  # type: ignore[assignment]
+        self._stderr.fallback = sys.stderr
+        sys.stderr = self._stderr  # type: ignore[assignment]
         for handler in logging.getLogger("memdir").handlers:
             if type(handler) is logging.StreamHandler:
                 handler.setStream(self._stderr)
@@ -520,7 +576,7 @@ class Service:
                 thread.join(max(0.0, deadline - time.monotonic()))
             self._readers.shutdown(wait=True)
             self._writer.shutdown(wait=True)
-            sys.stdout, sys.stderr = self._stdout.fallback, self._stderr.fallback
+            sys.stderr = self._stderr.fallback
             log.info(
                 "stopped serving %s after %s", self.memdir.root, counted(self.requests, "request")
             )

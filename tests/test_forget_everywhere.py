@@ -1,20 +1,24 @@
 """Forget reaches every backend and every clone (docs/FORMAT.md section 5 and "Forget after a
-merge"): the PostgreSQL index loses the text in the forget command itself, and after a plain
-`git pull` the next command, a read included, removes the text a merge brought back."""
+merge"): the PostgreSQL index loses the text in the forget command itself, after a plain
+`git pull` the next command, a read included, removes the text a merge brought back, and so
+does the next write through the library, whichever writer it is."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from clones import git, hub_and_clones
 from conftest import T0, T0_DT, configure
 
-from memdir.archive_format import lifecycle
+from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.memdir import Memdir, init
+from memdir.archive_format.tombstones import writing
 from memdir.cli.main import main
 
 LATER = "2026-05-01T10:00:00Z"
@@ -261,3 +265,74 @@ def test_nothing_a_forget_leaves_confirms_a_guessed_text(tmp_path: Path) -> None
     old = new_memory(created=stone["created"], text=guessed_text, source="teaching",
                                author="user", store="semantic")  # fmt: skip
     assert _guessed_id("m", guessed_line) == old.id
+
+
+def merged_back(memdir: Memdir) -> str:
+    """A memory forgotten here, whose line a merge then brings back: git writes the shelf anew
+    (a new file, as a union merge does) with the memory's line in it again. Its id."""
+    taught = lifecycle.teach(memdir, TEXT, T0_DT).id
+    [line] = [raw for raw in memdir.memory_shelf.read_bytes().splitlines(keepends=True)
+              if taught.encode() in raw and b'"kind":"memory"' in raw]  # fmt: skip
+    lifecycle.forget(memdir, taught, T0_DT + timedelta(hours=1))
+    assert SECRET_WORDS not in memdir.memory_shelf.read_text()
+    merged = memdir.root / "merged.tmp"
+    merged.write_bytes(memdir.memory_shelf.read_bytes() + line)
+    os.replace(merged, memdir.memory_shelf)
+    assert SECRET_WORDS in memdir.memory_shelf.read_text(), "the merge must bring it back"
+    return taught
+
+
+LATER_DT = T0_DT + timedelta(hours=2)
+WRITERS: dict[str, Callable[[Memdir, str], object]] = {
+    "teach": lambda md, _: lifecycle.teach(md, OTHERS[0], LATER_DT),
+    "infer": lambda md, _: lifecycle.infer(md, OTHERS[1], LATER_DT, timedelta(days=7)),
+    "journal add": lambda md, _: journal.add_turns(
+        md, [journal.new_turn(LATER_DT, "user", "s", "hello again")]
+    ),
+    "recall record": lambda md, _: lifecycle.record_recall(
+        md, [lifecycle.teach(md, OTHERS[0], T0_DT).id], LATER_DT, "user", "recall: coffee"
+    ),
+    "expire": lambda md, _: lifecycle.expire(md, LATER_DT),
+}
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_the_next_write_removes_the_forgotten_text_a_merge_brought_back(
+    md: Memdir, writer: str
+) -> None:
+    """Whoever takes the writer lock first for a write (`tombstones.writing`) re-applies the
+    tombstones: no write lands beside the forgotten text, however the writer is called."""
+    taught = merged_back(md)
+    WRITERS[writer](md, taught)
+    assert SECRET_WORDS not in md.memory_shelf.read_text()
+    assert taught in md.memory_shelf.read_text(), "its tombstone stays"
+
+
+def test_the_writer_lock_itself_is_only_a_lock(md: Memdir) -> None:
+    """`Memdir.lock()` takes the lock and does nothing else; `writing` is where the tombstones
+    are re-applied, once, by the outermost holder."""
+    merged_back(md)
+    with md.lock():
+        pass
+    assert SECRET_WORDS in md.memory_shelf.read_text()
+    with writing(md) as outer:
+        assert outer.outermost and SECRET_WORDS not in md.memory_shelf.read_text()
+        with writing(md) as inner:
+            assert not inner.outermost
+
+
+def test_every_writer_takes_the_writer_lock_through_writing() -> None:
+    """No module takes the memdir's writer lock but through `tombstones.writing` (so none can
+    write without re-applying the tombstones first): `writing` is the one place it is taken."""
+    import re
+
+    repo = Path(__file__).parents[1]
+    sources = {path.resolve() for folder in ("archive_format", "indexers", "cli", "memdir")
+               for path in (repo / folder).rglob("*.py")}  # fmt: skip
+    taking = sorted(
+        f"{path.relative_to(repo.resolve())}: {line.strip()}"
+        for path in sources
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"\b(memdir|md|archive)\.lock\(", line)
+    )
+    assert taking == ["archive_format/tombstones.py: with memdir.lock(timeout) as lock:"]

@@ -188,6 +188,7 @@ def test_the_import_contracts_hold() -> None:
         ("memdir/usecases/recall.py", "import mcp", "frameworks"),
         ("memdir/__init__.py", "from memdir import api as _api", "light"),
         ("archive_format/clock.py", "import indexers.blas", "folders"),
+        ("archive_format/memdir.py", "def f():\n    from .tombstones import reapply\n", "plain-lock"),
     ],
 )  # fmt: skip
 def test_the_import_contracts_see_a_back_edge(

@@ -19,7 +19,9 @@ from conftest import MEMDIR_BIN, T0, Server, clean_env, memdir_cli, memdir_main,
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import Memdir, init
-from memdir.cli.service import MAX_ADDRESS, MAX_REQUEST, PROTOCOL, address, socket_path
+from memdir.cli.main import COMMAND_MODULES
+from memdir.cli.serve import parsed
+from memdir.cli.service import MAX_ADDRESS, MAX_REQUEST, PROTOCOL, SERVED, address, socket_path
 
 from conftest import T0_DT, configure  # isort: skip
 
@@ -79,7 +81,46 @@ COMMANDS = [
     ("wake",),
     ("wake", "--json", "--budget", "200"),
     ("recall", "coffee", "--profile", "no-such-profile"),
+    ("recall", "coffee", "--no-record", "--window", "--include-journal"),
+    ("recall", "coffee", "--no-record", "--island", "no-such-island"),
+    ("search", "coffee", "--field", "rationale"),
+    ("search", "zebra"),  # no results: a note on stderr
+    # the errors: the library's typed ones and click's usage errors, as the command line says them
+    ("search", "coffee", "--field", "no-such-field"),
+    ("recall", "coffee", "--k", "0"),
+    ("recall", "coffee", "--no-such-option"),
+    ("recall",),
+    ("wake", "--budget", "many"),
+    ("context", "   ", "--no-record"),
+    ("recall", "coffee", "--no-record", "--now", "not a time"),
 ]
+# a '-' argument: the text comes from the client's stdin, sent along with the request
+FROM_STDIN = [
+    (("recall", "-", "--no-record"), "how does Sam take his coffee"),
+    (("context", "--no-record", "-"), "Does Sam take his coffee black?"),
+    (("recall", "-", "--no-record"), " "),
+]
+
+
+def test_each_served_command_is_answered_by_its_own_parameters_and_answer_function() -> None:
+    """The service parses a request with the command's own options into the dataclass the
+    command declares them by, and calls the answer function the command itself runs (its
+    module's SERVED); it does not run the CLI's main(argv)."""
+    import ast
+    import inspect
+
+    import memdir.cli.serve as serve
+
+    for command in SERVED:
+        served, values = parsed(command, [] if command == "wake" else ["coffee"])
+        asked = served.params(**values)
+        assert served.answer.__module__ == f"memdir.cli.commands.{COMMAND_MODULES[command]}"
+        assert not asked.json_ and asked.now is None
+    assert parsed("recall", ["coffee", "-k", "3", "--json"])[1]["k"] == 3
+    imported = {alias.name for node in ast.walk(ast.parse(inspect.getsource(serve)))
+                if isinstance(node, ast.ImportFrom) and node.module == "memdir.cli.main"
+                for alias in node.names}  # fmt: skip
+    assert "main" not in imported
 
 
 def test_served_commands_print_exactly_what_the_in_process_path_prints(
@@ -91,6 +132,14 @@ def test_served_commands_print_exactly_what_the_in_process_path_prints(
         served = memdir_cli("--dir", str(stocked.root), *args)
         assert running.status()["requests"] == before + 1, f"{args} was not served"
         local = memdir_main("--dir", str(stocked.root), *args)
+        assert (served.code, timing_masked(served.out), served.err) == (
+            local.code, timing_masked(local.out), local.err
+        ), args  # fmt: skip
+    for args, text in FROM_STDIN:
+        before = running.status()["requests"]
+        served = memdir_cli("--dir", str(stocked.root), *args, stdin=text)
+        assert running.status()["requests"] == before + 1, f"{args} was not served"
+        local = memdir_main("--dir", str(stocked.root), *args, stdin=text)
         assert (served.code, timing_masked(served.out), served.err) == (
             local.code, timing_masked(local.out), local.err
         ), args  # fmt: skip
@@ -168,6 +217,7 @@ def test_malformed_and_oversized_requests_get_one_line_errors_and_the_service_go
         json.dumps({"v": 1, "command": "recall", "args": ["x"], "root": "/elsewhere"}).encode()
         + b"\n": "this service serves",
         b"x" * (MAX_REQUEST + 10) + b"\n": "request too large",
+        b'{"v": 1, "command": "recall", "args": ["x", "--help"]}\n': "help is not served",
     }
     for payload, message in cases.items():
         answer = raw_exchange(running.socket, payload)

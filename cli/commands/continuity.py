@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -11,9 +12,19 @@ from memdir.archive_format import visibility
 from memdir.archive_format.errors import LifecycleError
 from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
+from memdir.cli.context import Invocation, Served
 from memdir.cli.layout import Column, flat, width, wrap
-from memdir.cli.parameters import MemoryIdArg
-from memdir.cli.render import console, emit_json, note, print_table
+from memdir.cli.parameters import MemoryIdArg, group
+from memdir.cli.render import (
+    Answer,
+    console,
+    emit,
+    emit_json,
+    json_text,
+    note,
+    note_text,
+    print_table,
+)
 from memdir.words import counted
 
 RING_COLUMNS = (
@@ -27,6 +38,41 @@ DREAM_COLUMNS = (
     Column("text", text=True),
 )  # fmt: skip
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what it would do; write nothing.")]
+
+
+@dataclass(frozen=True)
+class Wake:
+    """`memdir wake`'s parameters, declared once: typer reads the command's options from here
+    (`parameters.group`), and `memdir serve` parses a request into them."""
+
+    budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget.")] = None
+    persona: Annotated[
+        str | None,
+        typer.Option("--persona", help="Wake as this persona: others' memories left out."),
+    ] = None
+    island: Annotated[
+        str | None,
+        typer.Option("--island", help="Only this island's memories in the memory sections."),
+    ] = None
+    json_: context.JsonOpt = False
+    now: context.NowOpt = None
+
+
+def answer_wake(at: Invocation, asked: Wake) -> Answer:
+    """What `memdir wake` prints: the one body of the command and of the service's answer."""
+    from memdir.usecases.documents import wake as build
+    from memdir.usecases.islands import live_members
+
+    memdir, moment = at.memdir(), at.moment(asked.now)
+    members = live_members(memdir, asked.island, moment) if asked.island is not None else None
+    document = build(memdir, moment, asked.budget, persona=asked.persona, island=members)
+    if asked.json_:
+        return Answer(json_text(document.to_dict()))
+    return Answer(document.markdown, note_text(f"{document.tokens} of {document.budget} tokens"))
+
+
+# what `memdir serve` answers of this module's commands (cli/serve.py)
+SERVED = {"wake": Served(Wake, answer_wake)}
 
 
 def register(app: typer.Typer) -> None:
@@ -133,20 +179,8 @@ def register(app: typer.Typer) -> None:
         render_sleep(report.to_dict())
 
     @app.command()
-    def wake(
-        ctx: typer.Context,
-        budget: Annotated[int | None, typer.Option("--budget", min=1, help="Token budget.")] = None,
-        persona: Annotated[
-            str | None,
-            typer.Option("--persona", help="Wake as this persona: others' memories left out."),
-        ] = None,
-        island: Annotated[
-            str | None,
-            typer.Option("--island", help="Only this island's memories in the memory sections."),
-        ] = None,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
+    @group("asked", Wake)
+    def wake(ctx: typer.Context, asked: Wake) -> None:
         """Print the wake document: markdown for the next session's system prompt.
 
         Kept within a token budget (default wake.budget in memdir.yaml). Writes nothing.
@@ -155,17 +189,7 @@ def register(app: typer.Typer) -> None:
 
         Example: memdir wake --budget 800 > /tmp/system-prompt.md
         """
-        from memdir.usecases.documents import wake as build
-        from memdir.usecases.islands import live_members
-
-        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
-        members = live_members(memdir, island, moment) if island is not None else None
-        document = build(memdir, moment, budget, persona=persona, island=members)
-        if json_:
-            emit_json(document.to_dict())
-            return
-        typer.echo(document.markdown, nl=False)
-        note(f"{document.tokens} of {document.budget} tokens")
+        emit(answer_wake(context.invocation(ctx), asked))
 
     @app.command()
     def review(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -12,12 +13,23 @@ from memdir.archive_format import visibility
 from memdir.words import counted
 
 from .. import context
+from ..context import Invocation, Served
 from ..layout import Column, flat
-from ..parameters import IncludeExpiredOpt, IncludePrivateOpt
-from ..render import emit_json, note, print_fields, print_table
+from ..parameters import IncludeExpiredOpt, IncludePrivateOpt, group
+from ..render import (
+    Answer,
+    emit,
+    emit_json,
+    json_text,
+    lines_text,
+    note,
+    note_text,
+    print_fields,
+    print_table,
+    table_lines,
+)
 
 if TYPE_CHECKING:
-    from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex, Progress
 
 # `--recompute` of the derived labels (distill, annotate): every memory's, not only new ones
@@ -67,33 +79,77 @@ def open_index(ctx: typer.Context) -> MemoryIndex:
         return fresh_index(context.open_memdir(ctx), advance)
 
 
-def show_hits(memdir: Memdir, rows: list[dict[str, Any]], json_: bool) -> None:
+@dataclass(frozen=True)
+class Similar:
+    """`memdir similar`'s parameters, declared once: typer reads the command's options from here
+    (`parameters.group`), and `memdir serve` parses a request into them."""
+
+    query: Annotated[str, typer.Argument(help="A sentence; memories closest in meaning are shown.")]
+    k: KOpt = 10
+    include_expired: IncludeExpiredOpt = False
+    include_private: IncludePrivateOpt = False
+    json_: context.JsonOpt = False
+    now: context.NowOpt = None
+
+
+@dataclass(frozen=True)
+class Search(Similar):
+    """`memdir search`'s parameters: similar's, for words, and the field to look in."""
+
+    query: Annotated[str, typer.Argument(help="Words to look for (full text, English stemming).")]
+    field: Annotated[
+        str,
+        typer.Option(
+            "--field",
+            help="Search the text, or a meta-memory field: intent, rationale, evidence,"
+            " meta (all three).",
+        ),
+    ] = "text"
+
+
+def answer_search(at: Invocation, asked: Search) -> Answer:
+    """What `memdir search` prints: the one body of the command and of the service's answer."""
+    from memdir.archive_format.errors import BadInputError
+
+    if asked.field not in SEARCH_FIELDS:
+        raise BadInputError(
+            f"unknown search field {asked.field!r}",
+            hint=f"use one of {', '.join(SEARCH_FIELDS)}",
+        )
+    return _hits(at, asked, "search", asked.field)
+
+
+def answer_similar(at: Invocation, asked: Similar) -> Answer:
+    """What `memdir similar` prints (as `answer_search`)."""
+    return _hits(at, asked, "similar")
+
+
+def _hits(at: Invocation, asked: Similar, surface: str, field: str = "text") -> Answer:
     """`search` and `similar` results: id, score and text (the highlighted snippet, if any),
     marked with a status or visibility other than durable/normal."""
-    if json_:
-        emit_json(rows)
-        return
+    from memdir.usecases.recall import fresh_index, search
+
+    chosen = {"expired": asked.include_expired, "private": asked.include_private}
+    memdir = at.memdir()
+    moment = at.moment(asked.now)
+    with at.progress() as advance:
+        index = fresh_index(memdir, advance)
+    rows = search(memdir, asked.query, moment, asked.k, surface,
+                  {name for name, on in chosen.items() if on}, index, field)  # fmt: skip
+    if asked.json_:
+        return Answer(json_text(rows))
     if not rows:
-        note("no results")
-        return
+        return Answer("", note_text("no results"))
     table = []
     for row in rows:
         tag = f"  [{row['marker']}]" if row["marker"] else ""
         text = flat(row.get("snippet") or row["text"]) + tag
         table.append((row["id"], f"{row['score']:.3f}", text))
-    print_table(HIT_COLUMNS, table, memdir, header=False)
+    return Answer(lines_text(table_lines(HIT_COLUMNS, table, at.room, memdir, header=False)))
 
 
-def _hits(ctx: typer.Context, query: str, k: int, surface: str, include_expired: bool,
-          include_private: bool, now: str | None, field: str = "text") -> list[dict[str, Any]]:  # fmt: skip
-    from memdir.usecases.recall import search
-
-    asked = {
-        name for name, on in (("expired", include_expired), ("private", include_private)) if on
-    }
-    memdir = context.open_memdir(ctx)
-    moment = context.now(ctx, now)
-    return search(memdir, query, moment, k, surface, asked, open_index(ctx), field)
+# what `memdir serve` answers of this module's commands (cli/serve.py)
+SERVED = {"search": Served(Search, answer_search), "similar": Served(Similar, answer_similar)}
 
 
 def register(app: typer.Typer) -> None:
@@ -158,56 +214,22 @@ def register(app: typer.Typer) -> None:
         )
 
     @app.command()
-    def search(
-        ctx: typer.Context,
-        query: Annotated[
-            str, typer.Argument(help="Words to look for (full text, English stemming).")
-        ],
-        k: KOpt = 10,
-        field: Annotated[
-            str,
-            typer.Option(
-                "--field",
-                help="Search the text, or a meta-memory field: intent, rationale, evidence,"
-                " meta (all three).",
-            ),
-        ] = "text",
-        include_expired: IncludeExpiredOpt = False,
-        include_private: IncludePrivateOpt = False,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
+    @group("asked", Search)
+    def search(ctx: typer.Context, asked: Search) -> None:
         """Full-text search over live memories, with highlighted snippets.
 
         Example: memdir search "coffee order" --k 5; memdir search "allergy" --field rationale
         """
-        from memdir.archive_format.errors import BadInputError
-
-        if field not in SEARCH_FIELDS:
-            raise BadInputError(
-                f"unknown search field {field!r}", hint=f"use one of {', '.join(SEARCH_FIELDS)}"
-            )
-        rows = _hits(ctx, query, k, "search", include_expired, include_private, now, field)
-        show_hits(context.open_memdir(ctx), rows, json_)
+        emit(answer_search(context.invocation(ctx), asked))
 
     @app.command()
-    def similar(
-        ctx: typer.Context,
-        query: Annotated[
-            str, typer.Argument(help="A sentence; memories closest in meaning are shown.")
-        ],
-        k: KOpt = 10,
-        include_expired: IncludeExpiredOpt = False,
-        include_private: IncludePrivateOpt = False,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
+    @group("asked", Similar)
+    def similar(ctx: typer.Context, asked: Similar) -> None:
         """Vector search only: memories closest in meaning (cosine similarity).
 
         Example: memdir similar "what does the user drink in the morning"
         """
-        rows = _hits(ctx, query, k, "similar", include_expired, include_private, now)
-        show_hits(context.open_memdir(ctx), rows, json_)
+        emit(answer_similar(context.invocation(ctx), asked))
 
     @app.command()
     def distill(

@@ -37,6 +37,7 @@ from memdir.archive_format import atomic
 from memdir.archive_format.errors import BadInputError
 from memdir.archive_format.extras import require
 from memdir.archive_format.memdir import CONFIG_NAME, Memdir
+from memdir.archive_format.tombstones import writing
 from memdir.archive_format.verify import Report, verify
 
 from .sealing import SealedReader, SealedWriter, is_sealed
@@ -94,7 +95,7 @@ def _snapshot(memdir: Memdir) -> Iterator[list[tuple[Path, IO[bytes], int, os.st
     """Every canonical file opened and measured under the writer lock."""
     with ExitStack() as stack:
         opened: list[tuple[Path, IO[bytes], int, os.stat_result]] = []
-        with memdir.lock():
+        with writing(memdir):
             for relative in canonical_files(memdir):
                 handle = stack.enter_context(open(memdir.root / relative, "rb"))
                 stat = os.fstat(handle.fileno())

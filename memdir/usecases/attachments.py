@@ -24,6 +24,7 @@ from memdir.archive_format.attachments import Stored
 from memdir.archive_format.errors import BadInputError, LifecycleError, NotFoundError
 from memdir.archive_format.fold import MemoryState
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.tombstones import writing
 
 log = logging.getLogger("memdir")
 T = TypeVar("T")
@@ -241,7 +242,7 @@ def stored_together(
     cannot be read stops everything before anything is written."""
     for path in files:  # every file checked first: nothing is written for a bad one
         attachments.read_source(path, memdir.settings.attachments.max_bytes)
-    with memdir.lock():
+    with writing(memdir):
         done = [store_file(memdir, path, visibility_) for path in files]
         ids = dict.fromkeys(one.id for one in done)  # the same file twice: one link
         links = [{"type": attachments.LINK_TYPE, "to": one} for one in ids]
@@ -260,7 +261,7 @@ def attach(
 ) -> AttachResult:
     """Attach a file to an existing memory: the file is stored, and a `link` event of type
     attachment (never an edit of the memory's line) names it."""
-    with memdir.lock():
+    with writing(memdir):
         state = lifecycle.lookup(memdir, given, now)
         if state.status == "forgotten" or state.memory is None:
             raise LifecycleError(

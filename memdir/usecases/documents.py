@@ -29,6 +29,7 @@ from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import recent_view, view_of
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
+from memdir.archive_format.tombstones import writing
 
 RECENT_TEACHINGS_DAYS = 14
 RECENT_EVENTS_DAYS = 7
@@ -206,7 +207,7 @@ def ring_slots(
 def scrub_ring(memdir: Memdir, now: datetime) -> bool:
     """Rewrite state/ring.yaml with only what the ring may show (an older memdir's ring may hold
     sealed or private text); `sleep` runs it. Returns whether anything changed."""
-    with memdir.lock():
+    with writing(memdir):
         slots = ring.read_ring(memdir)
         kept = [
             {name: slot[name] for name in ("at", "what", "id", "text") if name in slot}
@@ -639,7 +640,7 @@ def refresh_boot(memdir: Memdir, now: datetime, briefing: Briefing | None = None
     """Rewrite documents/boot.md (atomically) as of `now`."""
     path = boot_path(memdir)
     text = boot_markdown(briefing or gather(memdir, now))
-    with memdir.lock():
+    with writing(memdir):
         write_text(path, text)
     return path
 
@@ -773,6 +774,6 @@ def write_wake(
 ) -> Wake:
     """Write documents/wake.md (atomically) and return it."""
     document = wake(memdir, now, budget, briefing)
-    with memdir.lock():
+    with writing(memdir):
         write_text(wake_path(memdir), document.markdown)
     return document

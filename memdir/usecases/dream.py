@@ -37,6 +37,7 @@ from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import Memory, new_memory
 from memdir.archive_format.settings import DreamSettings
+from memdir.archive_format.tombstones import writing
 from memdir.archive_format.visibility import summary_visibility
 from memdir.indexers.text import CONVERSATION_STOP_WORDS
 from memdir.usecases.provenance import normalise, own_words
@@ -433,7 +434,7 @@ def dream(memdir: Memdir, now: datetime, dry_run: bool = False) -> DreamReport:
 
 
 def _write(memdir: Memdir, now: datetime, report: DreamReport, ttl: timedelta) -> None:
-    with memdir.lock():
+    with writing(memdir):
         existing = _existing_summaries(memdir, now)
         memories: list[Memory] = []
         digests: list[Digest] = []

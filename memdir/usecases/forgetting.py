@@ -24,6 +24,7 @@ from memdir.archive_format.errors import (
 )
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.tombstones import writing
 
 from . import documents
 
@@ -55,7 +56,7 @@ def forget_turns(memdir: Memdir, given: list[str], session: str | None, now: dat
     """Forget journal turns (ids or unique prefixes, and/or a whole session), the digests that
     name them and the summaries those digests name; then refresh what was derived."""
     present = documents_present(memdir)
-    with memdir.lock():
+    with writing(memdir):
         book = journal.read_journal(memdir)
         # a turn a merge brought back beside its tombstone can be forgotten again
         every = [*book.turns, *journal.returned_turns(memdir)]

@@ -23,6 +23,7 @@ from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml, write_yaml
+from memdir.archive_format.tombstones import writing
 from memdir.usecases.quote_guard import STEM, content_words
 
 PAIR_MINUTES = 30  # a reply pairs with a delivery at most this long before it
@@ -131,7 +132,7 @@ def heal(memdir: Memdir, now: datetime, dry_run: bool = False) -> HealReport:
             lifecycle.record_recall(memdir, chosen, turn.moment, "memdir",
                                     f"used in a reply ({len(chosen)})", via="use")  # fmt: skip
     if not dry_run:
-        with memdir.lock():
+        with writing(memdir):
             write_yaml(state_path, {"last": format_time(replies[-1].moment)})
         uses.refresh(memdir, lines + [{"via": "use", "memories": m} for m in rehearsed])
     return report

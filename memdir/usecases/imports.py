@@ -37,6 +37,7 @@ from memdir.archive_format.errors import BadInputError, FormatError, MemdirError
 from memdir.archive_format.journal import Turn
 from memdir.archive_format.lifecycle import follow_up
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.tombstones import writing
 
 log = logging.getLogger("memdir")
 
@@ -424,7 +425,7 @@ def import_file(
     report.turns = len(turns)
     from .journal import record_turns
 
-    with memdir.lock():
+    with writing(memdir):
         existing = {
             (turn.session, turn.at, turn.role, turn.text)
             for turn in journal.read_journal(memdir).turns

@@ -25,6 +25,7 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.errors import BadInputError, MemdirError
 from memdir.archive_format.history import git, in_git
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.tombstones import writing
 from memdir.words import counted
 
 from . import githooks
@@ -158,7 +159,7 @@ def sync(
     report.to_commit = _pending(root)
     if dry_run:
         return report
-    with memdir.lock():  # taking it re-applies tombstones
+    with writing(memdir):  # taking it re-applies tombstones
         gitrules.merge(root)
         escape_local_nul(memdir)  # git must keep seeing text (sync_safety.py)
         githooks.install(root)  # a later plain `git pull` re-applies forgets too
@@ -304,7 +305,7 @@ def _keep_linked_attachments(memdir: Memdir, before: str) -> None:
     if not gone:
         return
     linked: set[str] = set()
-    with memdir.lock():
+    with writing(memdir):
         for state in lifecycle.load_view(memdir, lifecycle.EVERY_LINE):
             if state.status != "forgotten" and state.memory is not None:
                 linked.update(attachments.linked(state.links))
