@@ -8,6 +8,7 @@ Usage:
   python -m benchmarks.bench_index [--sizes 10000,100000] [--runs 5] [--workdir /tmp/memdir-bench]
   python -m benchmarks.bench_index --reuse /tmp/memdir-bench/built-100000   # skip the build
 
+The result goes to benchmarks/results/index.json (--result elsewhere).
 `--reuse DIR` takes a memdir whose index was built by an earlier run (its build timings are read
 from DIR/bench-build.json): embedding 100k texts takes minutes, the other measures seconds.
 """
@@ -28,7 +29,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import generated_once, machine, memdir_command, table
+from benchmarks.common import (
+    Result,
+    generated_once,
+    machine,
+    memdir_command,
+    result_option,
+    table,
+)
 from memdir.archive_format import lifecycle
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir
@@ -348,7 +356,7 @@ def mb(count: int) -> str:
     return f"{count / 1e6:,.1f} MB"
 
 
-def report(results: list[dict[str, Any]]) -> str:
+def report_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     def median(runs: list[dict[str, Any]], key: str) -> float:
         return statistics.median(run[key] for run in runs)
 
@@ -396,6 +404,11 @@ def report(results: list[dict[str, Any]]) -> str:
     row("shelves on disk", lambda r: mb(r["shelves_bytes"]))
     row(".memdir on disk (catalog / Tantivy / sessions / FAISS / vector store)", cache)
     row("FAISS base index", lambda r: r["base_kind"])
+    return headers, rows
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    headers, rows = report_rows(results)
     lines = [
         f"machine: {machine()}",
         "load average (1/5/15 min) during build → after it; at the end: "
@@ -415,7 +428,9 @@ def main() -> None:
     parser.add_argument(
         "--reuse", type=Path, action="append", default=[], help="a memdir built by earlier run"
     )
+    result_option(parser, "index")
     args = parser.parse_args()
+    result = Result("index", vars(args), args.result)
 
     from memdir.indexers.embedding import load_embedder
 
@@ -434,8 +449,9 @@ def main() -> None:
     for path in built:
         print(f"[{path.name}] measuring …", file=sys.stderr, flush=True)
         results.append(measure(path, args.runs, embedder, args.workdir))
-        (args.workdir / f"results-{path.name}.json").write_text(json.dumps(results[-1], indent=1))
     print(report(results))
+    headers, rows = report_rows(results)
+    result.save({row[0]: dict(zip(headers[1:], row[1:], strict=True)) for row in rows}, results)
 
 
 if __name__ == "__main__":
