@@ -33,7 +33,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Result, generated_once, machine, memdir_command, result_option, table
+from benchmarks.common import generated_once, machine, memdir_command, started, table
 from memdir.archive_format import journal, lifecycle, shelf
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.memdir import Memdir
@@ -227,9 +227,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--forget-runs", type=int, default=3, help="forget rewrites every shelf")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
-    result_option(parser, "archive")
-    args = parser.parse_args()
-    result = Result("archive", vars(args), args.result)
+    args, result = started(parser, "archive")
     sizes = [int(size.replace("_", "")) for size in args.sizes.split(",")]
     args.workdir.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]

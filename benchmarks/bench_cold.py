@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import Result, machine, memdir_command, result_option, table
+from benchmarks.common import machine, memdir_command, started, table
 from memdir.cli.bench.locomo import build_memdir, load_samples
 
 # the benchmark data as tests/test_retrieval_floor.py finds it: $MEMDIR_BENCH_DATA or ../shared/bench
@@ -61,9 +61,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--file", type=Path, default=LOCOMO)
-    result_option(parser, "cold")
-    args = parser.parse_args()
-    result = Result("cold", vars(args), args.result)
+    args, result = started(parser, "cold")
     root, questions = built(args.workdir, args.file)
 
     commands = {

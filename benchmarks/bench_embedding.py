@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import Result, machine, result_option, table
+from benchmarks.common import machine, started, table
 from memdir.indexers.embedding import (
     Embedder,
     HashingEmbedder,
@@ -104,9 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
-    result_option(parser, "embedding")
-    args = parser.parse_args()
-    result = Result("embedding", vars(args), args.result)
+    args, result = started(parser, "embedding")
     model_dir = find_model_dir()
     if model_dir is None:
         sys.exit(

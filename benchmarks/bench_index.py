@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
-    Result,
     generated_once,
     machine,
     memdir_command,
-    result_option,
+    started,
     table,
 )
 from memdir.archive_format import lifecycle
@@ -428,9 +427,7 @@ def main() -> None:
     parser.add_argument(
         "--reuse", type=Path, action="append", default=[], help="a memdir built by earlier run"
     )
-    result_option(parser, "index")
-    args = parser.parse_args()
-    result = Result("index", vars(args), args.result)
+    args, result = started(parser, "index")
 
     from memdir.indexers.embedding import load_embedder
 

@@ -19,7 +19,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from benchmarks.common import Result, result_option
+from benchmarks.common import started
 from memdir.archive_format import lifecycle, shelf
 from memdir.archive_format.memdir import Memdir, init
 from memdir.archive_format.records import encode_line, new_memory
@@ -50,19 +50,17 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--workdir", default="/tmp/memdir-bench-read")
-    result_option(parser, "read")
-    args = parser.parse_args()
-    result = Result("read", vars(args), args.result)
+    args, result = started(parser, "read")
     memdir = generate(Path(args.workdir) / str(args.lines), args.lines)
     now = START + timedelta(days=3650)
     timings: dict[str, list[float]] = {"shelf.read": [], "load_view": []}
     for _ in range(args.runs):
-        started = time.process_time()
+        began = time.process_time()
         count = sum(1 for _ in shelf.read(memdir.memory_shelf))
-        timings["shelf.read"].append(time.process_time() - started)
-        started = time.process_time()
+        timings["shelf.read"].append(time.process_time() - began)
+        began = time.process_time()
         states = len(lifecycle.load_view(memdir, now).states)
-        timings["load_view"].append(time.process_time() - started)
+        timings["load_view"].append(time.process_time() - began)
     assert count == states == args.lines
     medians = {name: statistics.median(values) for name, values in timings.items()}
     print(json.dumps({name: round(value, 3) for name, value in medians.items()}))

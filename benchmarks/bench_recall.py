@@ -19,10 +19,9 @@ from typing import Any
 
 from benchmarks.bench_index import build, sentence
 from benchmarks.common import (
-    Result,
     machine,
     memdir_command,
-    result_option,
+    started,
     table,
     timed_recalls,
     wall_time,
@@ -88,9 +87,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--history", type=int, default=0, help="recall records (0: none)")
-    result_option(parser, "recall")
-    args = parser.parse_args()
-    result = Result("recall", vars(args), args.result)
+    args, result = started(parser, "recall")
     from memdir.indexers.embedding import load_embedder
 
     embedder, _ = load_embedder()

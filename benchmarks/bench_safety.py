@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.common import Result, result_option
+from benchmarks.common import started
 from memdir.cli.bench.safety import run
 
 
@@ -18,9 +18,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sessions", type=int, default=100)
-    result_option(parser, "safety")
-    args = parser.parse_args()
-    result = Result("safety", vars(args), args.result)
+    args, result = started(parser, "safety")
     report = run(args.seed, args.sessions)
     figures = {
         f"{metric['experiment']}: {metric['metric']}": {

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from benchmarks.bench_recall import NOW
-from benchmarks.common import Result, machine, memdir_command, result_option, table
+from benchmarks.common import machine, memdir_command, started, table
 from memdir.archive_format.clock import format_time
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "memdir"
@@ -156,9 +156,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="examples,10000")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
-    result_option(parser, "ui")
-    args = parser.parse_args()
-    result = Result("ui", vars(args), args.result)
+    args, result = started(parser, "ui")
     args.workdir.mkdir(parents=True, exist_ok=True)
     results = []
     for size in args.sizes.split(","):

@@ -117,10 +117,13 @@ class Result:
         return self.path
 
 
-def result_option(parser: argparse.ArgumentParser, name: str) -> None:
-    """--result PATH: where the run's JSON goes (default benchmarks/results/NAME.json)."""
+def started(parser: argparse.ArgumentParser, name: str) -> tuple[argparse.Namespace, Result]:
+    """The command line parsed, with --result PATH (default benchmarks/results/NAME.json), and
+    the run's Result begun."""
     parser.add_argument("--result", type=Path, default=RESULTS / f"{name}.json",
                         help=f"write the result here (default benchmarks/results/{name}.json)")  # fmt: skip
+    args = parser.parse_args()
+    return args, Result(name, vars(args), args.result)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.common import Result, result_option
+from benchmarks.common import started
 from memdir.indexers.distill import Distiller
 from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
 
@@ -48,9 +48,7 @@ def measure() -> dict[str, dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    result_option(parser, "distill_accuracy")
-    args = parser.parse_args()
-    result = Result("distill_accuracy", vars(args), args.result)
+    args, result = started(parser, "distill_accuracy")
     found = measure()
     print(f"{'class':<18} {'n':>4} {'type acc':>9} {'untyped':>8} {'temporal':>9}")
     for label, row in found.items():

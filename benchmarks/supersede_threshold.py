@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.common import Result, embedded_pairs, result_option
+from benchmarks.common import embedded_pairs, started
 from memdir.indexers.distill import SUPERSEDE_COSINE, restates, same_subject
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "supersede-pairs.jsonl"
@@ -44,9 +44,7 @@ def precision_recall(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    result_option(parser, "supersede_threshold")
-    args = parser.parse_args()
-    result = Result("supersede_threshold", vars(args), args.result)
+    args, result = started(parser, "supersede_threshold")
     pairs = scored_pairs()
     gated = sum(gate for _, gate, _ in pairs)
     print(f"{len(pairs)} pairs, {sum(t for t, _, _ in pairs)} supersedes; "

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Result, result_option
+from benchmarks.common import started
 from memdir.usecases.healer import USED_SHARE, use_share
 
 FIXTURES = Path(__file__).parent.parent / "tests" / "fixtures"
@@ -37,9 +37,7 @@ def shown(found: dict[str, float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    result_option(parser, "use_accuracy")
-    args = parser.parse_args()
-    result = Result("use_accuracy", vars(args), args.result)
+    args, result = started(parser, "use_accuracy")
     from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
 
     model = find_model_dir()
