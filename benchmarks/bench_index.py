@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
+    as_figures,
     generated_once,
     machine,
     memdir_command,
@@ -448,7 +449,7 @@ def main() -> None:
         results.append(measure(path, args.runs, embedder, args.workdir))
     print(report(results))
     headers, rows = report_rows(results)
-    result.save({row[0]: dict(zip(headers[1:], row[1:], strict=True)) for row in rows}, results)
+    result.save(as_figures(headers, rows), results)
 
 
 if __name__ == "__main__":

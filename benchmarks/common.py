@@ -126,6 +126,11 @@ def started(parser: argparse.ArgumentParser, name: str) -> tuple[argparse.Namesp
     return args, Result(name, vars(args), args.result)
 
 
+def as_figures(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> dict[str, Any]:
+    """A printed table as a result's figures: {first cell: {header: cell}}."""
+    return {str(row[0]): dict(zip(headers[1:], row[1:], strict=True)) for row in rows}
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

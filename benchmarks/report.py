@@ -46,6 +46,7 @@ class NotRerun:
     command: str
     since: str
     history: str
+    name: str = ""  # the record that replaces this row once a run has written it
 
 
 SECTIONS = (
@@ -108,6 +109,36 @@ SECTIONS = (
             "The attack campaign", "`benchmarks/attack.py`: every kind of attack "
             "against real processes; survived = no record lost, no traceback, no escape.",
             "kind", "The attack campaign (`benchmarks/attack.py`, issue 19)"),
+    Section("locomo", "python -m benchmarks.bench_cli locomo FILE…",
+            "Retrieval quality", "`memdir bench locomo`: turn-level recall@k on LoCoMo-style "
+            "conversations, no LLM, each file's questions of categories 1–4.", "file",
+            "Recall after the seventh session's merges (2026-12-02, main at de92291)"),
+    Section("delivery", "python -m benchmarks.bench_cli delivery FILE…",
+            "What the hook delivers", "`memdir bench delivery`: every question asked the "
+            "per-prompt hook's way (the `memdir context` block).", "file",
+            "What the hook delivers (`memdir bench delivery`, issue 26)"),
+    Section("serve", "python -m benchmarks.bench_serve", "The resident service", "Cold "
+            "commands in-process and served, and concurrent clients of `memdir serve`.",
+            "measure", "The resident service (`benchmarks/bench_serve.py`, issue 16)"),
+    Section("sync", "python -m benchmarks.bench_sync", "Git sync", "The sync state machine "
+            "and `memdir sync` between two clones.", "measure",
+            "Git sync (`benchmarks/bench_sync.py`, issue 13)"),
+    Section("postgres", "python -m benchmarks.bench_postgres --dsn DSN", "The index on "
+            "PostgreSQL", "Build and warm recall, local index against PostgreSQL.",
+            "memories, index", "The index on PostgreSQL (`memdir bench locomo --postgres`, "
+            "`benchmarks/bench_postgres.py`, issue 18)"),
+    Section("pull", "python -m benchmarks.bench_pull", "After a git pull", "The first write "
+            "and the index update after a pull.", "memdir",
+            "After a git pull (`benchmarks/bench_pull.py`, issue 33 item 4)"),
+    Section("relink", "python -m benchmarks.bench_relink", "Relink", "Links one sleep "
+            "writes per 1,000 memories on two synthetic archives.", "archive",
+            "Second part: supersede, reactivation, relink by measurement (branch `living2`)"),
+    Section("year", "python -m benchmarks.year_of_life", "A year of life", "One scripted "
+            "person's year through the CLI, each expectation from the docs.", "run",
+            "What the hook delivers (`memdir bench delivery`, issue 26)"),
+    Section("fit_fusion", "python -m benchmarks.fit_fusion DEV.jsonl…", "Learned fusion",
+            "The fit's leave-one-conversation-out cross-validation.", "fold",
+            "Learned fusion: the fit and its cross-validation (`benchmarks/fit_fusion.py`)"),
 )  # fmt: skip
 
 NOT_RERUN = (
@@ -126,26 +157,30 @@ NOT_RERUN = (
              "Recall speed (`benchmarks/bench_recall.py`, issue 4)"),
     NotRerun("retrieval quality on LoCoMo dev, REALTALK dev and val",
              "memdir bench locomo FILE… --json --compare profile=fitted", "de92291 (2026-12-02)",
-             "Recall after the seventh session's merges (2026-12-02, main at de92291)"),
+             "Recall after the seventh session's merges (2026-12-02, main at de92291)", "locomo"),
     NotRerun("what the per-prompt hook delivers", "memdir bench delivery FILE…",
              "2026-12-02 (the rules since 5d5341d)",
-             "What the hook delivers (`memdir bench delivery`, issue 26)"),
+             "What the hook delivers (`memdir bench delivery`, issue 26)", "delivery"),
     NotRerun("the resident service at 100,000", "python -m benchmarks.bench_serve",
              "641a96f (second round)",
-             "The resident service (`benchmarks/bench_serve.py`, issue 16)"),
+             "The resident service (`benchmarks/bench_serve.py`, issue 16)", "serve"),
     NotRerun("git sync", "python -m benchmarks.bench_sync", "2026-12-01 (commit not recorded)",
-             "Git sync (`benchmarks/bench_sync.py`, issue 13)"),
+             "Git sync (`benchmarks/bench_sync.py`, issue 13)", "sync"),
     NotRerun("the index on PostgreSQL", "python -m benchmarks.bench_postgres",
              "641a96f (2026-12-01)", "The index on PostgreSQL (`memdir bench locomo "
-             "--postgres`, `benchmarks/bench_postgres.py`, issue 18)"),
+             "--postgres`, `benchmarks/bench_postgres.py`, issue 18)", "postgres"),
     NotRerun("after a git pull", "python -m benchmarks.bench_pull", "1ae45f7",
-             "After a git pull (`benchmarks/bench_pull.py`, issue 33 item 4)"),
-    NotRerun("relink, a year of life", "python -m benchmarks.bench_relink; "
-             "python -m benchmarks.year_of_life", "2026-12-02 (commit not recorded)",
-             "Second part: supersede, reactivation, relink by measurement (branch `living2`)"),
+             "After a git pull (`benchmarks/bench_pull.py`, issue 33 item 4)", "pull"),
+    NotRerun("relink", "python -m benchmarks.bench_relink", "2026-12-02 (commit not recorded)",
+             "Second part: supersede, reactivation, relink by measurement (branch `living2`)",
+             "relink"),
+    NotRerun("a year of life", "python -m benchmarks.year_of_life",
+             "2026-12-02 (commit not recorded)",
+             "What the hook delivers (`memdir bench delivery`, issue 26)", "year"),
     NotRerun("learned fusion (the fit and its cross-validation)",
              "python -m benchmarks.fit_fusion DEV.jsonl", "2026-12-02 (commit not recorded)",
-             "Learned fusion: the fit and its cross-validation (`benchmarks/fit_fusion.py`)"),
+             "Learned fusion: the fit and its cross-validation (`benchmarks/fit_fusion.py`)",
+             "fit_fusion"),
 )  # fmt: skip
 
 
@@ -227,14 +262,18 @@ def generated(results: Path, headings: set[str]) -> str:
               "Long runs (and any benchmark above without a record yet): their figures stand "
               "in the history.", "",
               "| what | command | last measured | history |", "|---|---|---|---|"]  # fmt: skip
+    recorded = {section.name for section in SECTIONS} - {section.name for section in missing}
     for long in NOT_RERUN:
         if long.history not in headings:
             raise SystemExit(f"{long.what}: no history heading {long.history!r}")
-        lines.append(f"| {long.what} | `{long.command}` | {long.since} | "
-                     f"[{long.history}]({anchor(long.history)}) |")  # fmt: skip
+        if long.name not in recorded:
+            lines.append(f"| {long.what} | `{long.command}` | {long.since} | "
+                         f"[{long.history}]({anchor(long.history)}) |")  # fmt: skip
+    listed = {long.name for long in NOT_RERUN}
     for section in missing:
-        lines.append(f"| {section.title.lower()} | `{section.command}` | no record in "
-                     f"benchmarks/results | [{section.history}]({anchor(section.history)}) |")  # fmt: skip
+        if section.name not in listed:
+            lines.append(f"| {section.title.lower()} | `{section.command}` | no record in "
+                         f"benchmarks/results | [{section.history}]({anchor(section.history)}) |")  # fmt: skip
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
