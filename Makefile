@@ -81,6 +81,7 @@ bench-quick: setup
 	$(PY) -m benchmarks.supersede_threshold
 	$(PY) -m benchmarks.supersede_restates
 	$(PY) -m benchmarks.bench_safety
+	$(PY) -m benchmarks.attack --workdir $(BENCH_WORKDIR)/attack
 	$(MAKE) benchmarks-md
 
 benchmarks-md:

@@ -196,6 +196,8 @@ def cell(value: Any) -> str:
         return {None: "—", True: "yes", False: "no"}[value]
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, list):
+        return " ".join(cell(item) for item in value)
     if isinstance(value, float):
         size = abs(value)
         if size == 0:
