@@ -94,7 +94,7 @@ bench: setup
 	$(PY) -m benchmarks.bench_embedding
 	$(PY) -m benchmarks.bench_index --workdir $(BENCH_WORKDIR)
 	$(PY) -m benchmarks.bench_recall --history 20000 --workdir $(BENCH_WORKDIR)
-	if [ -f $(LOCOMO) ]; then $(MEMDIR) bench locomo $(LOCOMO); else echo "no $(LOCOMO): LoCoMo skipped"; fi
+	if [ -f $(LOCOMO) ]; then $(PY) -m benchmarks.bench_cli locomo $(LOCOMO); else echo "no $(LOCOMO): LoCoMo skipped"; fi
 	$(PY) -m benchmarks.bench_safety
 	$(MAKE) benchmarks-md
 

@@ -70,7 +70,9 @@ SECTIONS = (
             "The validated read path (`benchmarks/bench_read.py`, issue 19)"),
     Section("index", "python -m benchmarks.bench_index --sizes 10000",
             "Index at 10,000 memories", "Synthetic chat memories, built in-process "
-            "with the default embedder; the full build once, the rest on a copy.", "measure",
+            "with the default embedder; the full build is the one timed when the index was "
+            "first built in the work directory (its time in the record's details), the rest "
+            "is measured on a copy.", "measure",
             "Indexes (`benchmarks/bench_index.py`, issue 3) — 10,000 memories, quiet"),
     Section("recall", "python -m benchmarks.bench_recall --sizes 10000",
             "Recall speed", "Warm in-process recall (k=10, after ten warm-up "
@@ -217,7 +219,8 @@ def conditions(record: dict[str, Any]) -> str:
     """The run's machine, load, parameters and command, in one paragraph."""
     facts = record["machine"]
     start, end = record["load"]["start"], record["load"]["end"]
-    shown = {key: value for key, value in record["parameters"].items() if key not in HIDDEN}
+    shown = {key: value for key, value in record["parameters"].items()
+             if key not in HIDDEN and value not in (None, "", [])}  # fmt: skip
     parameters = ", ".join(f"{key} {cell(value)}" for key, value in shown.items())
     return (
         f"Run {record['date']}, commit {record['commit']}"
