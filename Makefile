@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MEMDIR := $(VENV)/bin/memdir
 
-.PHONY: setup bytecode quality-model test test-slow check docs demo bench clean
+.PHONY: setup bytecode quality-model test test-slow check docs demo bench bench-quick benchmarks-md clean
 
 setup: $(VENV)/.installed bytecode
 
@@ -61,15 +61,42 @@ demo: setup
 
 LOCOMO ?= ../shared/bench/locomo/locomo-dev.json
 
-# Results go to BENCHMARKS.md by hand, with the machine and date; the index build at 100k
-# memories takes about ten minutes (it is kept in /tmp/memdir-bench and reused).
-bench: setup
-	$(PY) -m benchmarks.bench_archive
+# Each script writes benchmarks/results/NAME.json (machine, date, commit, load, parameters,
+# figures); `make benchmarks-md` writes BENCHMARKS.md's current figures from them.
+BENCH_WORKDIR ?= /tmp/memdir-bench
+
+# The benchmarks that run in minutes, one after the other, then BENCHMARKS.md regenerated.
+# The 10k index is built once in $(BENCH_WORKDIR) (minutes) and reused by recall and ui.
+bench-quick: setup
+	$(PY) -m benchmarks.bench_cold --workdir $(BENCH_WORKDIR)
 	$(PY) -m benchmarks.bench_embedding
-	$(PY) -m benchmarks.bench_index
-	$(PY) -m benchmarks.bench_recall --history 20000
-	if [ -f $(LOCOMO) ]; then $(MEMDIR) bench locomo $(LOCOMO); else echo "no $(LOCOMO): LoCoMo skipped"; fi
-	$(MEMDIR) bench safety
+	$(PY) -m benchmarks.bench_archive --sizes 1000,10000 --workdir $(BENCH_WORKDIR)
+	$(PY) -m benchmarks.bench_read --workdir $(BENCH_WORKDIR)/read
+	$(PY) -m benchmarks.bench_index --sizes 10000 --workdir $(BENCH_WORKDIR)
+	$(PY) -m benchmarks.bench_recall --sizes 10000 --workdir $(BENCH_WORKDIR)
+	$(PY) -m benchmarks.bench_ui --sizes examples,10000 --workdir $(BENCH_WORKDIR)
+	$(PY) -m benchmarks.use_accuracy
+	$(PY) -m benchmarks.quote_guard
+	$(PY) -m benchmarks.distill_accuracy
+	$(PY) -m benchmarks.supersede_threshold
+	$(PY) -m benchmarks.supersede_restates
+	$(PY) -m benchmarks.bench_safety
+	$(PY) -m benchmarks.attack --workdir $(BENCH_WORKDIR)/attack
+	$(MAKE) benchmarks-md
+
+benchmarks-md:
+	$(PY) -m benchmarks.report
+
+# The long runs as well: the index build at 100k memories takes about ten minutes (kept in
+# $(BENCH_WORKDIR) and reused), the writes at 1M longer.
+bench: setup
+	$(PY) -m benchmarks.bench_archive --workdir $(BENCH_WORKDIR)
+	$(PY) -m benchmarks.bench_embedding
+	$(PY) -m benchmarks.bench_index --workdir $(BENCH_WORKDIR)
+	$(PY) -m benchmarks.bench_recall --history 20000 --workdir $(BENCH_WORKDIR)
+	if [ -f $(LOCOMO) ]; then $(PY) -m benchmarks.bench_cli locomo $(LOCOMO); else echo "no $(LOCOMO): LoCoMo skipped"; fi
+	$(PY) -m benchmarks.bench_safety
+	$(MAKE) benchmarks-md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -17,7 +17,9 @@ does not answer, a service a client could hold.
 Usage:
   python -m benchmarks.attack [--seed 19] [--mutations 80] [--workdir /tmp/memdir-attack]
       [--only crash,read-only,slow-client]
-Prints per kind, then: attacks N, survived S, records lost L, tracebacks T, escapes E.
+Prints per kind, then: attacks N, survived S, records lost L, tracebacks T, escapes E. The
+result goes to benchmarks/results/attack.json (a run of some kinds only, --only, to
+attack-only.json; --result elsewhere).
 """
 
 from __future__ import annotations
@@ -36,9 +38,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from benchmarks.common import RESULTS, Result
 
 MEMDIR = str(Path(sys.executable).with_name("memdir"))
 NOW = "2026-06-01T12:00:00Z"
+KILLER = Path(__file__).with_name("killer.py")  # a sleep killed before its Nth write
 READS = [
     ["list"], ["stats"], ["verify"], ["wake"], ["boot"], ["search", "coffee"],
     ["recall", "coffee", "--no-record"], ["index"], ["ring"], ["journal", "read"],
@@ -351,7 +357,7 @@ class Campaign:
                         runs if held else [*runs, _failed(runs)], len(before - self.ids(root)))  # fmt: skip
 
     def _killed_sleep(self, root: Path, point: int) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-c", KILLER, str(root), str(point), NOW]
+        command = [sys.executable, str(KILLER), str(root), str(point), NOW]
         environment = {**os.environ, "MEMDIR_NOW": NOW, "MEMDIR_NO_SERVICE": "1"}
         try:
             done = subprocess.run(command, capture_output=True, text=True, env=environment,
@@ -382,12 +388,7 @@ class Campaign:
             time.sleep(0.05)
         try:
             expected = self.run(root, "search", "coffee", env={"MEMDIR_NO_SERVICE": "1"}).stdout
-            slow = [subprocess.Popen([sys.executable, "-c", TRICKLE, str(sock)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                    for _ in range(40)]  # fmt: skip
-            for client in slow:
-                assert client.stdout is not None
-                client.stdout.readline()
+            slow = _trickling(sock, 40)
             began = time.monotonic()
             # a client that would wait 30 s for a held service: it must be told "busy" at once
             done = self.run(root, "search", "coffee",
@@ -405,12 +406,7 @@ class Campaign:
                 probe = subprocess.CompletedProcess([], 0, "", "")
                 self.record("slow client", f"lone surrogate {payload[:40]!r}",
                             [probe] if answered else [_failed([probe])])  # fmt: skip
-            hanging = [subprocess.Popen([sys.executable, "-c", TRICKLE, str(sock)],
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                       for _ in range(8)]  # fmt: skip
-            for client in hanging:
-                assert client.stdout is not None
-                client.stdout.readline()
+            hanging = _trickling(sock, 8)
             stopping = time.monotonic()
             server.send_signal(signal.SIGTERM)
             try:
@@ -486,25 +482,6 @@ for n in range(count):
 """
 
 
-KILLER = """
-import os, signal, sys
-from memdir.archive_format import shelf
-point, calls = int(sys.argv[2]), [0]
-def counted(original):
-    def write(*args, **kwargs):
-        calls[0] += 1
-        if calls[0] == point:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return original(*args, **kwargs)
-    return write
-shelf.append = counted(shelf.append)
-os.replace = counted(os.replace)
-from memdir.cli.main import main
-code = main(["--dir", sys.argv[1], "--now", sys.argv[3], "sleep"])
-print("writes", calls[0])
-sys.exit(code)
-"""
-
 # a client that connects, then sends one byte every 0.3 s for up to 30 s (never a whole line)
 TRICKLE = """
 import socket, sys, time
@@ -526,7 +503,19 @@ while time.monotonic() < end:
 """
 
 
+def _trickling(sock: Path, count: int) -> list[subprocess.Popen[str]]:
+    """`count` TRICKLE clients of the service at `sock`, each connected when this returns."""
+    clients = [subprocess.Popen([sys.executable, "-c", TRICKLE, str(sock)], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+               for _ in range(count)]  # fmt: skip
+    for client in clients:
+        assert client.stdout is not None
+        client.stdout.readline()  # "connected"
+    return clients
+
+
 def _exchange(path: Path, payload: bytes) -> dict | None:
+    """The service's raw answer to one raw request (an error answer too); None without one."""
     import socket
 
     try:
@@ -534,10 +523,7 @@ def _exchange(path: Path, payload: bytes) -> dict | None:
             sock.settimeout(10)
             sock.connect(str(path))
             sock.sendall(payload)
-            data = b""
-            while chunk := sock.recv(65536):
-                data += chunk
-        answer = json.loads(data)
+            answer = json.loads(sock.makefile("rb").read())
     except (OSError, ValueError):
         return None
     return answer if isinstance(answer, dict) else None
@@ -555,7 +541,10 @@ def main() -> None:
     parser.add_argument("--mutations", type=int, default=80)
     parser.add_argument("--workdir", default="/tmp/memdir-attack")
     parser.add_argument("--only", default="", help="comma-separated kinds to run (default all)")
+    parser.add_argument("--result", type=Path, help="write the result here")
     args = parser.parse_args()
+    name = "attack-only" if args.only else "attack"
+    result = Result(name, vars(args), args.result or RESULTS / f"{name}.json")
     workdir = Path(args.workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
@@ -584,6 +573,15 @@ def main() -> None:
         f"records lost {campaign.lost}, tracebacks {campaign.tracebacks}, "
         f"escapes {campaign.escapes}"
     )
+    figures: dict[str, dict[str, Any]] = {
+        kind: {"attacks": total, "survived": ok} for kind, (total, ok) in campaign.kinds.items()
+    }
+    figures["all"] = {"attacks": campaign.attacks, "survived": campaign.survived,
+                      "records lost": campaign.lost, "tracebacks": campaign.tracebacks,
+                      "escapes": campaign.escapes,
+                      "seconds": round(time.monotonic() - started)}  # fmt: skip
+    result.parameters["uid"] = os.getuid()
+    result.save(figures, {"failures": campaign.failures})
 
 
 if __name__ == "__main__":

@@ -14,12 +14,13 @@ Usage:
   python -m benchmarks.bench_archive [--sizes 1000,10000,100000,1000000] [--runs 7]
                                      [--workdir /tmp/memdir-bench]
   python -m benchmarks.bench_archive --sizes 1000,10000 --runs 3     # a quick run
+
+The result goes to benchmarks/results/archive.json (--result elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -32,7 +33,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import generated_once, machine, memdir_command, table
+from benchmarks.common import generated_once, machine, memdir_command, started, table
 from memdir.archive_format import journal, lifecycle, shelf
 from memdir.archive_format.clock import format_time, parse_time
 from memdir.archive_format.memdir import Memdir
@@ -226,8 +227,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--forget-runs", type=int, default=3, help="forget rewrites every shelf")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    args = parser.parse_args()
+    args, result = started(parser, "archive")
     sizes = [int(size.replace("_", "")) for size in args.sizes.split(",")]
     args.workdir.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
@@ -261,8 +261,7 @@ def main() -> None:
           f"load average {load:.1f} → {os.getloadavg()[0]:.1f}; ms unless marked")  # fmt: skip
     headers = ["measure (ms)", *[f"{s:,}" for s in sizes], f"{last:,} ÷ {first:,}"]
     print(table(headers, rows))
-    if args.json:
-        args.json.write_text(json.dumps({str(s): figures[s] for s in sizes}, indent=1))
+    result.save({name: {f"{s:,}": figures[s][name] for s in sizes} for name in names})
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ indexed once in --workdir. Each round runs every command once, in turn, so load 
 host falls on all of them alike; figures are medians over --runs rounds after one warm-up.
 PYTHONDONTWRITEBYTECODE and whether memdir's own modules have bytecode are reported, not
 changed: a clone set up with `make setup` has bytecode whatever PYTHONDONTWRITEBYTECODE says.
+The result goes to benchmarks/results/cold.json (--result elsewhere).
 Usage: python -m benchmarks.bench_cold [--runs 9] [--workdir /tmp/memdir-bench] [--file F]
 """
 
@@ -20,10 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import machine, memdir_command, table
+from benchmarks.common import machine, memdir_command, started, table
 from memdir.cli.bench.locomo import build_memdir, load_samples
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo-dev.json"
+# the benchmark data as tests/test_retrieval_floor.py finds it: $MEMDIR_BENCH_DATA or ../shared/bench
+DATA = Path(
+    os.environ.get("MEMDIR_BENCH_DATA") or Path(__file__).resolve().parents[2] / "shared" / "bench"
+)
+LOCOMO = DATA / "locomo" / "locomo-dev.json"
 SAMPLE = "conv-26"
 
 
@@ -56,7 +61,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--file", type=Path, default=LOCOMO)
-    args = parser.parse_args()
+    args, result = started(parser, "cold")
     root, questions = built(args.workdir, args.file)
 
     commands = {
@@ -86,12 +91,18 @@ def main() -> None:
           f"{'yes' if has_bytecode() else 'no'}; {SAMPLE}, median of {args.runs} rounds")  # fmt: skip
     print()
     floor = statistics.median(samples["python -c pass"])
-    rows = []
-    for name, times in samples.items():
-        median = statistics.median(times)
-        rows.append([name, f"{median * 1000:.0f}", f"{min(times) * 1000:.0f}–{max(times) * 1000:.0f}",
-                     f"{(median - floor) * 1000:+.0f}"])  # fmt: skip
+    figures = {
+        name: {"median ms": statistics.median(times) * 1000, "fastest ms": min(times) * 1000,
+               "slowest ms": max(times) * 1000,
+               "over python -c pass, ms": (statistics.median(times) - floor) * 1000}
+        for name, times in samples.items()
+    }  # fmt: skip
+    rows = [[name, f"{row['median ms']:.0f}", f"{row['fastest ms']:.0f}–{row['slowest ms']:.0f}",
+             f"{row['over python -c pass, ms']:+.0f}"] for name, row in figures.items()]  # fmt: skip
     print(table(["command", "median ms", "range ms", "over python -c pass"], rows))
+    result.parameters.update(bytecode=has_bytecode(), sample=SAMPLE,
+                             PYTHONDONTWRITEBYTECODE=os.environ.get("PYTHONDONTWRITEBYTECODE", ""))  # fmt: skip
+    result.save(figures)
 
 
 if __name__ == "__main__":

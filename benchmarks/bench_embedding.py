@@ -1,5 +1,6 @@
 """Embedding throughput on chat-length sentences, one-query latency, and model load time.
 
+The result goes to benchmarks/results/embedding.json (--result elsewhere).
 Usage: python -m benchmarks.bench_embedding [--sentences 2000] [--runs 3]
 """
 
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import machine, table
+from benchmarks.common import machine, started, table
 from memdir.indexers.embedding import (
     Embedder,
     HashingEmbedder,
@@ -103,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    args, result = started(parser, "embedding")
     model_dir = find_model_dir()
     if model_dir is None:
         sys.exit(
@@ -122,12 +123,15 @@ def main() -> None:
     )
     print()
     rows = []
+    figures: dict[str, dict[str, float]] = {}
     for name, embedder in (
         ("all-MiniLM-L6-v2 (numpy)", minilm),
         ("hashing-384", HashingEmbedder()),
     ):
         rate = throughput(embedder, sentences, args.runs)
         latency = query_latency(embedder, sentences[:50])
+        figures[name] = {"sentences/s": rate, "word pieces/s": rate * mean_pieces,
+                         "one query, ms": latency}  # fmt: skip
         rows.append([name, f"{rate:,.0f}", f"{rate * mean_pieces:,.0f}", f"{latency:.2f}"])
     print(
         table(
@@ -146,6 +150,10 @@ def main() -> None:
             ],
         )
     )
+    figures["fresh process, MiniLM"] = {"import numpy + tokenizers + safetensors, ms":
+                                        imported * 1000, "load the model, ms": loaded * 1000}  # fmt: skip
+    result.parameters.update(mean_words=mean_words, mean_word_pieces=mean_pieces)
+    result.save(figures)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_index import generated, sentence
-from benchmarks.common import machine, table, timed_recalls
+from benchmarks.common import as_figures, machine, started, table, timed_recalls
 from memdir.archive_format.memdir import Memdir, set_local_settings
 from memdir.indexers.index import MemoryIndex
 
@@ -58,7 +58,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
-    args = parser.parse_args()
+    args, result = started(parser, "postgres")
+    result.parameters.pop("dsn")  # where the server was, perhaps with a password
     from memdir.indexers.embedding import load_embedder
 
     embedder, _ = load_embedder(None, args.embedder)
@@ -85,6 +86,8 @@ def main() -> None:
     headers = ["memories", "index", "embedder", "scope", "build", "warm p50", "warm p95", "size",
                "load (1 min, before–after)"]  # fmt: skip
     print(table(headers, rows))
+    result.save(as_figures(["memories, index", *headers[2:]],
+                           [[f"{row[0]}, {row[1]}", *row[2:]] for row in rows]))  # fmt: skip
 
 
 if __name__ == "__main__":

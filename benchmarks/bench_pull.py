@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_archive import START, STEP, copied, generated
-from benchmarks.common import machine
+from benchmarks.common import machine, started
 from memdir.archive_format import lifecycle
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.records import encode_line, new_memory
@@ -73,10 +73,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[100_000])
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args, result = started(parser, "pull")
     print(machine())
-    found = {size: measure(size, args.runs) for size in args.sizes}
+    found = {f"{size:,} memories": measure(size, args.runs) for size in args.sizes}
     print(json.dumps(found, indent=2))
+    result.save(found)
 
 
 if __name__ == "__main__":

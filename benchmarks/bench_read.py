@@ -5,6 +5,8 @@ tree's (e.g. the main branch's .venv) on the same generated shelf for a same-run
 
 Usage:
   python -m benchmarks.bench_read [--lines 100000] [--runs 7] [--workdir /tmp/memdir-bench-read]
+
+The result goes to benchmarks/results/read.json (--result elsewhere).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from benchmarks.common import started
 from memdir.archive_format import lifecycle, shelf
 from memdir.archive_format.memdir import Memdir, init
 from memdir.archive_format.records import encode_line, new_memory
@@ -47,21 +50,22 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--workdir", default="/tmp/memdir-bench-read")
-    args = parser.parse_args()
+    args, result = started(parser, "read")
     memdir = generate(Path(args.workdir) / str(args.lines), args.lines)
     now = START + timedelta(days=3650)
     timings: dict[str, list[float]] = {"shelf.read": [], "load_view": []}
     for _ in range(args.runs):
-        started = time.process_time()
+        began = time.process_time()
         count = sum(1 for _ in shelf.read(memdir.memory_shelf))
-        timings["shelf.read"].append(time.process_time() - started)
-        started = time.process_time()
+        timings["shelf.read"].append(time.process_time() - began)
+        began = time.process_time()
         states = len(lifecycle.load_view(memdir, now).states)
-        timings["load_view"].append(time.process_time() - started)
+        timings["load_view"].append(time.process_time() - began)
     assert count == states == args.lines
-    print(
-        json.dumps({name: round(statistics.median(values), 3) for name, values in timings.items()})
-    )
+    medians = {name: statistics.median(values) for name, values in timings.items()}
+    print(json.dumps({name: round(value, 3) for name, value in medians.items()}))
+    result.save({f"{name} of {args.lines:,} lines": {"CPU s": value}
+                 for name, value in medians.items()})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Reuses the memdirs that benchmarks/bench_index.py generates and indexes (in --workdir), so run
 that first. With --history N, also measures a copy of the largest memdir after N recall records
 of 10 memories each (decay's rehearsals), next to the time to load the whole rehearsal cache.
+The result goes to benchmarks/results/recall.json (--result elsewhere).
 Usage: python -m benchmarks.bench_recall [--sizes 10000,100000] [--queries 100] [--history N]
 """
 
@@ -17,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_index import build, sentence
-from benchmarks.common import machine, memdir_command, table, timed_recalls, wall_time
+from benchmarks.common import (
+    machine,
+    memdir_command,
+    started,
+    table,
+    timed_recalls,
+    wall_time,
+)
 from memdir.archive_format import lifecycle, shelf
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line
@@ -79,19 +87,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--history", type=int, default=0, help="recall records (0: none)")
-    args = parser.parse_args()
+    args, result = started(parser, "recall")
     from memdir.indexers.embedding import load_embedder
 
     embedder, _ = load_embedder()
     rng = random.Random(11)
     queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
     rows = []
+    figures: dict[str, dict[str, Any]] = {}
     roots = [(f"{size:,}", build(args.workdir, size, embedder)) for size in
              (int(s) for s in args.sizes.split(","))]  # fmt: skip
     notes = []
     if args.history:
         label, largest = roots[-1]
         copy, load = with_history(largest, args.history)
+        figures["rehearsal times of every memory (what sleep reads)"] = {"ms": load * 1000}
         roots.append((f"{label} + {args.history:,} recall records", copy))
         notes.append(
             f"reading every memory's rehearsal times from that copy's index (what `sleep` "
@@ -103,6 +113,10 @@ def main() -> None:
         command = [*memdir_command(), "--dir", str(root)]
         cold = wall_time([*command, "recall", queries[1], "--no-record"], args.runs, env)
         help_time = wall_time([*memdir_command(), "--help"], args.runs)
+        figures[f"{label} memories"] = {
+            "scope": speed["mode"], "warm p50 ms": speed["p50"], "warm p95 ms": speed["p95"],
+            "cold `memdir recall` ms": cold * 1000, "`memdir --help` ms": help_time * 1000,
+        }  # fmt: skip
         rows.append([
             label, speed["mode"], f"{speed['p50']:.1f} ms", f"{speed['p95']:.1f} ms",
             f"{cold * 1000:.0f} ms", f"{help_time * 1000:.0f} ms",
@@ -123,6 +137,7 @@ def main() -> None:
     )
     for note in notes:
         print(note)
+    result.save(figures)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@
    40 near-identical neutral fillers ("filler memory about gardening N"), and N varied memories
    from templates with and without feeling.
 
-    .venv/bin/python benchmarks/bench_relink.py [labelled | archives [N]] [--annotator NAME]
+    .venv/bin/python -m benchmarks.bench_relink [labelled | archives [N]] [--annotator NAME]
 
 `--annotator` chooses the affect annotator (default: memdir's default, `vader`; the thresholds
 were chosen with `vader+nrc`, whose chord the resonance also compares: BENCHMARKS.md, issue 28).
+The result goes to benchmarks/results/relink.json (relink-labelled.json for `labelled`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import Result
 from memdir.archive_format import lifecycle
 from memdir.archive_format.memdir import init
 from memdir.usecases.sleep import CONTRADICTION_COSINE, Thresholds, _opposed, affinity, sleep
@@ -97,28 +99,37 @@ def scores(pairs: list[Any], limits: Thresholds) -> dict[str, tuple[float, float
     return table
 
 
-def labelled(annotator: str) -> None:
+def labelled(annotator: str) -> dict[str, Any]:
     pairs = labelled_pairs(annotator)
     chosen = Thresholds()
     print(f"{len(pairs)} pairs: {dict(Counter(str(p[0]) for p in pairs))}")
     print("parameter           value   resonates P/R   elaborates P/R   any link P/R")
+    figures: dict[str, Any] = {}
     for name, values in SWEEP.items():
         for value in values:
             table = scores(pairs, replace(chosen, **{name: value}))
             mark = "  ← chosen" if abs(getattr(chosen, name) - value) < 1e-9 else ""
             cells = "   ".join(f"{p:.2f}/{r:.2f}" for p, r in table.values())
             print(f"{name:<18} {value:>6.2f}   {cells}{mark}")
+            figures[f"{name} = {value:.2f}{' (chosen)' if mark else ''}"] = {
+                f"{kind} {measure}": found[i]
+                for kind, found in table.items() for i, measure in enumerate(("P", "R"))
+            }  # fmt: skip
+    return figures
 
 
-def archives(size: int, annotator: str) -> None:
+def archives(size: int, annotator: str) -> dict[str, Any]:
     fillers = [f"filler memory about gardening {n}" for n in range(40)]
     rng = random.Random(7)
     varied = [rng.choice(FRAMES).format(t=rng.choice(TOPICS)) + f" ({n})" for n in range(size)]
+    figures: dict[str, Any] = {}
     for name, texts in (("40 fillers", fillers), (f"{size} varied", varied)):
         links, kinds = run(texts, annotator)
+        figures[name] = {"links": links, "per 1,000": 1000 * links / len(texts), **kinds}
         print(
             f"{name:<14} {links:>6} links  {1000 * links / len(texts):>7.1f} per 1,000  {dict(kinds)}"
         )
+    return figures
 
 
 if __name__ == "__main__":
@@ -131,7 +142,8 @@ if __name__ == "__main__":
         chosen = args[at + 1]
         del args[at : at + 2]
     print(f"affect annotator: {chosen}")
-    if args[:1] == ["labelled"]:
-        labelled(chosen)
-    else:
-        archives(int(args[-1]) if args and args[-1].isdigit() else 1000, chosen)
+    size = int(args[-1]) if args and args[-1].isdigit() else 1000
+    name = "relink-labelled" if args[:1] == ["labelled"] else "relink"
+    result = Result(name, {"annotator": chosen, **({} if args[:1] == ["labelled"] else
+                                                      {"size": size})})  # fmt: skip
+    result.save(labelled(chosen) if name == "relink-labelled" else archives(size, chosen))

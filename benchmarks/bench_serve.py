@@ -27,7 +27,7 @@ from typing import Any
 
 from benchmarks.bench_index import build, sentence
 from benchmarks.bench_recall import NOW
-from benchmarks.common import machine, memdir_command, table, wall_time
+from benchmarks.common import as_figures, machine, memdir_command, started, table, wall_time
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.service import PROTOCOL, exchange, socket_path
 
@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
-    args = parser.parse_args()
+    args, record = started(parser, "serve")
     from memdir.indexers.embedding import load_embedder
 
     embedder, _ = load_embedder()
@@ -166,12 +166,16 @@ def main() -> None:
         ])  # fmt: skip
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; "
           f"median of {args.runs} cold processes")  # fmt: skip
-    print(table(["memories", "`python -c pass` (before / after)", "`memdir --help`",
-                 "cold recall, in-process", "cold recall, served", "hook, in-process",
-                 "hook, served", "service RSS"], rows))  # fmt: skip
+    cold = ["memories", "`python -c pass` (before / after)", "`memdir --help`",
+            "cold recall, in-process", "cold recall, served", "hook, in-process", "hook, served",
+            "service RSS"]  # fmt: skip
+    served = ["memories", "clients × requests", "p50", "p95", "throughput", "failed"]
+    print(table(cold, rows))
     print()
-    print(table(["memories", "clients × requests", "p50", "p95", "throughput", "failed"],
-                loads))  # fmt: skip
+    print(table(served, loads))
+    record.save({**{f"cold, {k}": v for k, v in as_figures(cold, rows).items()},
+              **{f"{k} served to concurrent clients": v
+                 for k, v in as_figures(served, loads).items()}})  # fmt: skip
 
 
 if __name__ == "__main__":

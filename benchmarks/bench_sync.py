@@ -17,10 +17,11 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from benchmarks.common import machine, memdir_command, table
+from benchmarks.common import machine, memdir_command, started, table
 from memdir.archive_format import lifecycle
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import init
@@ -32,7 +33,7 @@ IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.inval
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}  # fmt: skip
 
 
-def state_machine(examples: int, steps: int) -> None:
+def state_machine(examples: int, steps: int) -> dict[str, Any]:
     sys.path.insert(0, str(TESTS))
     import sync_machine
     from test_sync_machine import run_machine
@@ -53,6 +54,7 @@ def state_machine(examples: int, steps: int) -> None:
     print(
         "by rule: " + ", ".join(f"{name} {count}" for name, count in sorted(tally.by_rule.items()))
     )
+    return {f"state machine, {examples} examples × up to {steps} steps": columns}
 
 
 def run(*command: str, cwd: Path) -> float:
@@ -76,7 +78,7 @@ def memories(rng: random.Random, count: int, start: datetime) -> list:
     ]
 
 
-def sync_time(count: int, rounds: int, embedder: str) -> None:
+def sync_time(count: int, rounds: int, embedder: str) -> dict[str, Any]:
     rng = random.Random(7)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     memdir_bin = memdir_command()[0]
@@ -109,6 +111,10 @@ def sync_time(count: int, rounds: int, embedder: str) -> None:
         [(f"{first:.2f} s", f"{statistics.median(samples):.2f} s", f"{min(samples):.2f} s",
           f"{max(samples):.2f} s", f"{lines:,}")],
     ))  # fmt: skip
+    return {f"`memdir sync`, {count:,} memories ({embedder})": {
+        "first sync (commit, push), s": first, "sync merging 50 + 50 new (median), s":
+        statistics.median(samples), "min s": min(samples), "max s": max(samples),
+        "memories after": lines}}  # fmt: skip
 
 
 def main() -> None:
@@ -119,10 +125,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--embedder", default="hashing", choices=("hashing", "minilm"))
     parser.add_argument("--skip-machine", action="store_true")
-    args = parser.parse_args()
-    if not args.skip_machine:
-        state_machine(args.examples, args.steps)
-    sync_time(args.memories, args.rounds, args.embedder)
+    args, result = started(parser, "sync")
+    figures = {} if args.skip_machine else state_machine(args.examples, args.steps)
+    figures.update(sync_time(args.memories, args.rounds, args.embedder))
+    result.save(figures)
 
 
 if __name__ == "__main__":

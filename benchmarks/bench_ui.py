@@ -4,7 +4,8 @@ On a copy of the examples memdir and on the 10,000-memory memdir of benchmarks/b
 (built once in --workdir with the default embedder, then copied). A real `memdir ui` process on
 loopback; the API is timed with http.client and the bearer token (median of --runs after one
 warm-up), the page in Debian's chromium through Playwright: from setting the view's address
-to the view drawn (its API call and the DOM), median of --runs. Not run in CI.
+to the view drawn (its API call and the DOM), median of --runs; without /usr/bin/chromium the
+API alone. Not run in CI. The result goes to benchmarks/results/ui.json (--result elsewhere).
 Usage: python -m benchmarks.bench_ui [--sizes examples,10000] [--runs 7] [--workdir /tmp/memdir-bench]
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from benchmarks.bench_recall import NOW
-from benchmarks.common import machine, memdir_command, table
+from benchmarks.common import machine, memdir_command, started, table
 from memdir.archive_format.clock import format_time
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "memdir"
@@ -155,25 +156,28 @@ def main() -> None:
     parser.add_argument("--sizes", default="examples,10000")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
-    args = parser.parse_args()
+    args, result = started(parser, "ui")
     args.workdir.mkdir(parents=True, exist_ok=True)
     results = []
     for size in args.sizes.split(","):
         root, query, now = prepared(args.workdir, size)
         results.append(measure(size, root, query, now, args.runs))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=Path(__file__).parents[1]).stdout.strip()  # fmt: skip
-    print(f"machine: {machine()}; {time.strftime('%Y-%m-%d')}; commit {commit}; "
+    print(f"machine: {machine()}; {time.strftime('%Y-%m-%d')}; commit {result.commit}; "
           f"median of {args.runs} runs after one warm-up")  # fmt: skip
     rows = []
-    for result in results:
-        for name, api in result["api_ms"].items():
-            page = result["page_ms"].get(name)
-            worst = max(api, page or 0.0)
-            rows.append((result["memdir"], name, f"{api:.1f}", f"{page:.1f}" if page else "—",
-                         "yes" if worst <= TARGET_MS else "no"))  # fmt: skip
+    figures: dict[str, dict[str, Any]] = {}
+    for measured in results:
+        for name, api in measured["api_ms"].items():
+            page = measured["page_ms"].get(name)
+            within = "yes" if max(api, page or 0.0) <= TARGET_MS else "no"
+            figures[f"{measured['memdir']}: {name}"] = {
+                "API ms": api, "page ms": page if page else "—", f"≤ {TARGET_MS} ms": within
+            }  # fmt: skip
+            rows.append((measured["memdir"], name, f"{api:.1f}", f"{page:.1f}" if page else "—",
+                         within))  # fmt: skip
     print(table(["memdir", "view", "API ms", "page ms", f"≤ {TARGET_MS} ms"], rows))
-    (args.workdir / "results-ui.json").write_text(json.dumps(results, indent=1))
+    result.parameters["browser"] = CHROMIUM if Path(CHROMIUM).exists() else "none (API only)"
+    result.save(figures)
 
 
 if __name__ == "__main__":

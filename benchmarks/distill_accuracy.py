@@ -2,16 +2,20 @@
 sentences written for this, none from a benchmark): per class, the share typed correctly, the
 share left untyped, and the temporal class's accuracy. Uses the local MiniLM embedder.
 
-    .venv/bin/python benchmarks/distill_accuracy.py
+    .venv/bin/python -m benchmarks.distill_accuracy
+
+The result goes to benchmarks/results/distill_accuracy.json (--result elsewhere).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.common import started
 from memdir.indexers.distill import Distiller
 from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
 
@@ -42,8 +46,16 @@ def measure() -> dict[str, dict[str, float]]:
     return table
 
 
-if __name__ == "__main__":
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args, result = started(parser, "distill_accuracy")
+    found = measure()
     print(f"{'class':<18} {'n':>4} {'type acc':>9} {'untyped':>8} {'temporal':>9}")
-    for label, row in measure().items():
+    for label, row in found.items():
         print(f"{label:<18} {row['n']:>4} {row['accuracy']:>9.3f} {row['untyped']:>8.3f} "
               f"{row['temporal']:>9.3f}")  # fmt: skip
+    result.save(found)
+
+
+if __name__ == "__main__":
+    main()

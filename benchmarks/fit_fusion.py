@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.common import started
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -180,7 +182,7 @@ def main() -> None:
         help="no file's category may fall more than this below the default",
     )
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args, record = started(parser, "fit_fusion")
     questions = load(args.rows)
     folds = cross_validate(questions, args.guard)
     fitted = fit(questions, default_weights(), args.guard)
@@ -196,6 +198,16 @@ def main() -> None:
         "in_sample": {"default": objective(questions, default_weights()),
                       "fitted": objective(questions, fitted)},
     }  # fmt: skip
+    arms = {
+        f"{arm} R@{k}": index for index, k in enumerate((5, 10)) for arm in ("default", "fitted")
+    }
+    figures = {f"held out: {fold['held_out']}": {"n": fold["n"], **{column: fold[column.split()[0]][i]
+               for column, i in arms.items()}} for fold in folds}  # fmt: skip
+    figures[f"cross-validated, pooled over {n} questions"] = {
+        "n": n,
+        **{column: pooled[column.split()[0]][i] for column, i in arms.items()},
+    }
+    record.save(figures, result)
     if args.json:
         print(json.dumps(result, indent=1))
         return

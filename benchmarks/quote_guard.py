@@ -9,7 +9,10 @@ the trusted path, the assistant's write through memdir/usecases/provenance.py
 measure before → after); operations that module does not guard (link, people, self, show)
 count as accepted, as they were written unguarded.
 
-Run: .venv/bin/python benchmarks/quote_guard.py [--reading-only] [--provenance FILE]
+Run: .venv/bin/python -m benchmarks.quote_guard [--reading-only] [--provenance FILE]
+
+The result goes to benchmarks/results/quote_guard.json (quote_guard-reading-only.json with
+--reading-only; --result elsewhere, which a run with --provenance needs).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import RESULTS, Result
 from memdir.cli.bench.safety.quotes import load_cases, play
 from memdir.usecases import quote_guard
 
@@ -58,20 +62,33 @@ def decide(case: dict[str, Any], root: Path | None, other: Any) -> bool:
     return play(root, case)["safeguarded"]
 
 
-def score(rows: list[tuple[bool, bool]]) -> str:
+def score(rows: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """n, precision and recall of "accept" (None where undefined), false accepts."""
     tp = sum(1 for said, meant in rows if said and meant)
     fp = sum(1 for said, meant in rows if said and not meant)
     fn = sum(1 for said, meant in rows if not said and meant)
-    precision = tp / (tp + fp) if tp + fp else float("nan")
-    recall = tp / (tp + fn) if tp + fn else float("nan")
-    return f"n={len(rows):4d}  precision {precision:.3f}  recall {recall:.3f}  (false accepts {fp})"
+    return {"n": len(rows), "precision": tp / (tp + fp) if tp + fp else None,
+            "recall": tp / (tp + fn) if tp + fn else None, "false accepts": fp}  # fmt: skip
+
+
+def shown(found: dict[str, Any]) -> str:
+    def share(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    return (f"n={found['n']:4d}  precision {share(found['precision'])}  recall "
+            f"{share(found['recall'])}  (false accepts {found['false accepts']})")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reading-only", action="store_true")
     parser.add_argument("--provenance", help="play through this provenance.py instead")
+    parser.add_argument("--result", type=Path, help="write the result here")
     args = parser.parse_args()
+    if args.provenance and not args.result:
+        parser.error("--provenance measures another module: give --result for it")
+    name = "quote_guard" + ("-reading-only" if args.reading_only else "")
+    result = Result(name, vars(args), args.result or RESULTS / f"{name}.json")
     other = _module(args.provenance) if args.provenance else None
     cases = load_cases()
     scratch = Path(tempfile.mkdtemp(prefix="memdir-quotes-"))
@@ -92,9 +109,12 @@ def main() -> None:
                 shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    for group in sorted(groups, key=lambda name: (name != "all", name)):
-        print(f"{group:20s} {score(groups[group])}")
+    figures = {group: score(groups[group])
+               for group in sorted(groups, key=lambda name: (name != "all", name))}  # fmt: skip
+    for group, found in figures.items():
+        print(f"{group:20s} {shown(found)}")
     print("\n".join(wrong[:40]))
+    result.save(figures, {"false accepts": wrong})
 
 
 if __name__ == "__main__":

@@ -5,19 +5,21 @@ from a benchmark): 17 real changes ("moved to Madrid" → "moved to Berlin", a n
 that both hold ("lives in Krakow" / "works in Krakow as a nurse"), additions, other people and
 other things. `--before` measures the rule as it was (no relation-verb exception, one cosine).
 
-    .venv/bin/python benchmarks/supersede_restates.py [--before] [FIXTURE]
+    .venv/bin/python -m benchmarks.supersede_restates [--before] [FIXTURE]
 
 (FIXTURE: another labelled set of the same shape, e.g. tests/fixtures/supersede-pairs.jsonl.)
+The result goes to benchmarks/results/supersede_restates.json (with --before,
+supersede_restates-before.json; --result elsewhere).
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import argparse
 from pathlib import Path
+from typing import Any
 
+from benchmarks.common import RESULTS, Result, embedded_pairs
 from memdir.indexers import distill, text
-from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "restates-pairs.jsonl"
 
@@ -35,18 +37,9 @@ def before(older: str, older_label: str | None, newer: str, newer_label: str | N
             and distill.same_subject(newer, newer_label, older, older_label))  # fmt: skip
 
 
-def main(old_rule: bool, fixture: Path = FIXTURE) -> None:
-    import numpy as np
-
-    rows = [json.loads(line) for line in fixture.read_text(encoding="utf-8").splitlines()]
-    model = find_model_dir()
-    if model is None:
-        sys.exit("all-MiniLM-L6-v2 not found (make setup)")
-    embedder = MiniLMEmbedder(model)
-    texts = [text for row in rows for text in (row["old"], row["new"])]
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    labels = [found.label for found in distill.Distiller(embedder).distill(texts, vectors)]
+def main(old_rule: bool, fixture: Path = FIXTURE) -> dict[str, Any]:
+    """Print the rule's precision and recall and each pair it gets wrong; return the figures."""
+    rows, texts, vectors, labels = embedded_pairs(fixture)
     rule = before if old_rule else distill.replaces
     kinds: dict[str, list[int]] = {}
     hits = predicted = positives = 0
@@ -71,8 +64,25 @@ def main(old_rule: bool, fixture: Path = FIXTURE) -> None:
     )
     for kind, (said, total) in sorted(kinds.items()):
         print(f"  {kind}: {said} of {total} superseded")
+    figures: dict[str, Any] = {
+        "the whole rule": {"precision": precision, "recall": hits / positives,
+                           "supersedes": predicted, "right": hits, "changes": positives}
+    }  # fmt: skip
+    figures.update({f"pairs of kind {kind}": {"superseded": said, "pairs": total}
+                    for kind, (said, total) in sorted(kinds.items())})  # fmt: skip
+    return figures
+
+
+def command_line() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("fixture", type=Path, nargs="?", default=FIXTURE)
+    parser.add_argument("--before", action="store_true", help="the rule before issue 26")
+    parser.add_argument("--result", type=Path, help="write the result here")
+    args = parser.parse_args()
+    name = "supersede_restates" + ("-before" if args.before else "")
+    result = Result(name, vars(args), args.result or RESULTS / f"{name}.json")
+    result.save(main(args.before, args.fixture))
 
 
 if __name__ == "__main__":
-    paths = [Path(arg) for arg in sys.argv[1:] if not arg.startswith("--")]
-    main("--before" in sys.argv[1:], *paths[:1])
+    command_line()

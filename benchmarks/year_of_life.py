@@ -19,7 +19,9 @@ dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTIN
   found by `recall --include-journal` at every later date, in the journal group, whatever
   dream kept of the conversation.
 
-    .venv/bin/python benchmarks/year_of_life.py          # the whole year: 52 weekly sleeps
+    .venv/bin/python -m benchmarks.year_of_life       # the whole year: 52 weekly sleeps
+
+The result goes to benchmarks/results/year.json (--result elsewhere).
 tests/test_year.py runs the fast part (a sleep a month, fewer dates).
 """
 
@@ -247,12 +249,24 @@ def _no_silent_supersede(me: Person, now: datetime, year: Year) -> None:
                     f"{now:%Y-%m-%d}: {row['id']} superseded without a word")  # fmt: skip
 
 
-if __name__ == "__main__":
+def main() -> None:
+    import argparse
+
+    from benchmarks.common import started
+
+    _, result = started(argparse.ArgumentParser(description=__doc__.splitlines()[0]), "year")
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memdir-year-") as scratch:
         outcome = live_year(Path(scratch) / "me")
-    print(f"{outcome.checks} checks, {len(outcome.failures)} failed, "
-          f"{time.perf_counter() - began:.0f} s")  # fmt: skip
+    seconds = time.perf_counter() - began
+    print(f"{outcome.checks} checks, {len(outcome.failures)} failed, {seconds:.0f} s")
     for failure in outcome.failures:
         print(f"  {failure}")
+    result.save({"a year of life, 52 weekly sleeps": {"checks": outcome.checks,
+                 "failed": len(outcome.failures), "seconds": round(seconds)}},
+                {"failures": outcome.failures})  # fmt: skip
     sys.exit(1 if outcome.failures else 0)
+
+
+if __name__ == "__main__":
+    main()
