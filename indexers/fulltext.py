@@ -14,7 +14,8 @@ document carries the one term `all:1`, whose document frequency includes them) a
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ class TantivyIndex:
     def __init__(self, path: Path) -> None:
         import tantivy
 
-        from memdir.archive_format.errors import DamagedCacheError, MemdirError
+        from memdir.archive_format.errors import MemdirError
 
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
@@ -69,11 +70,7 @@ class TantivyIndex:
                     "without one)",
                 ) from None
             if "schema does not match" not in str(error):
-                # a meta file or segment damaged, cut short or deleted: the cache heals
-                raise DamagedCacheError(
-                    f"full-text index {path.name}: {error}",
-                    hint="it is rebuilt from the shelves: `memdir index --rebuild`",
-                ) from None
+                raise damaged(path, error) from None
             # Written by another memdir version. It is a cache: start it empty; the catalog's
             # document count no longer matches, so the next update rebuilds it.
             self.wipe(path)
@@ -160,8 +157,9 @@ class TantivyIndex:
 
     def count(self) -> int:
         """Documents in the last commit, including one made by another process."""
-        self.index.reload()
-        return int(self.index.searcher().num_docs)
+        with reading(self.path):
+            self.index.reload()
+            return int(self.index.searcher().num_docs)
 
     def replaced(self) -> int:
         """Deleted or replaced documents the BM25 statistics still count (last commit)."""
@@ -201,8 +199,9 @@ class TantivyIndex:
             query = tantivy.Query.boolean_query(
                 [(tantivy.Occur.Must, clause) for clause in (query, *required)]
             )
-        hits = searcher.search(query, limit=limit, count=False).hits
-        iids = searcher.fast_field_values("iid", [address for _, address in hits])
+        with reading(self.path):
+            hits = searcher.search(query, limit=limit, count=False).hits
+            iids = searcher.fast_field_values("iid", [address for _, address in hits])
         return {int(i): float(s) for (s, _), i in zip(hits, iids, strict=True) if i is not None}
 
     def search(
@@ -210,12 +209,16 @@ class TantivyIndex:
     ) -> list[TextHit]:
         """Best `k` documents for a free-text query (BM25) on `field`, optionally with
         highlighted snippets (of that field; of the text for "context" and "meta")."""
-        import tantivy
-
         if not text.strip() or k <= 0:
             return []
         searcher = self.index.searcher()
         query = self._query(text, field)
+        with reading(self.path):
+            return self._hits(searcher, query, k, field, snippets)
+
+    def _hits(self, searcher: Any, query: Any, k: int, field: str, snippets: bool) -> list[TextHit]:
+        import tantivy
+
         result = searcher.search(query, limit=k)
         shown = field if field in META_FIELDS else "text"
         generator = (
@@ -232,6 +235,29 @@ class TantivyIndex:
                 snippet = _highlight(fragment) or (document[shown] or document["text"])[0][:160]
             hits.append(TextHit(document["id"][0], float(score), snippet))
         return hits
+
+
+def damaged(path: Path, error: BaseException) -> Exception:
+    """The error for a full-text index Tantivy cannot read: a meta file or segment damaged, cut
+    short or deleted. A cache: the index heals (storage.heal) by rebuilding it."""
+    from memdir.archive_format.errors import DamagedCacheError
+
+    return DamagedCacheError(
+        f"full-text index {path.name}: {error}",
+        hint="it is rebuilt from the shelves: `memdir index --rebuild`",
+    )
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Tantivy opens some segment files only when a search needs them: a damaged one is found
+    there, as the same DamagedCacheError as at opening (a query it cannot parse is not)."""
+    try:
+        yield
+    except ValueError as error:
+        if not str(error).startswith(("Data corrupted", "Failed to open")):
+            raise
+        raise damaged(path, error) from None
 
 
 def _highlight(snippet: Any) -> str:

@@ -246,16 +246,23 @@ def test_a_damaged_cache_is_rebuilt_with_a_notice(filled: Memdir, cli, how: str,
     assert cli("--dir", str(filled.root), "verify").code == 0
 
 
+# the files of a Tantivy segment: some are opened with the index, some by the first search
+SEGMENT_FILES = ("term", "pos", "store", "idx", "fast", "fieldnorm")
+
+
 @pytest.mark.parametrize("how", ["random", "empty", "delete"])
-@pytest.mark.parametrize("part", ["meta.json", ".managed.json", "segment"])
+@pytest.mark.parametrize(
+    "part", ["meta.json", ".managed.json", *(f"segment .{kind}" for kind in SEGMENT_FILES)]
+)
 def test_a_damaged_full_text_index_is_rebuilt(filled: Memdir, cli, part: str, how: str) -> None:
     """Both Tantivy indexes (memories and sessions): a meta file or a segment damaged, cut to
     nothing or deleted heals on the next command, with a notice and no traceback. (This
     memdir's sessions index holds no segment.)"""
-    for folder in ("tantivy",) if part == "segment" else ("tantivy", "sessions"):
+    segment = part.startswith("segment")
+    for folder in ("tantivy",) if segment else ("tantivy", "sessions"):
         assert cli("--dir", str(filled.root), "index").code == 0
         (directory,) = (filled.cache_dir / "index").glob(f"{folder}-*")
-        path = directory / part if part != "segment" else sorted(directory.glob("*.term"))[0]
+        path = sorted(directory.glob("*" + part[8:]))[0] if segment else directory / part
         if how == "delete":
             path.unlink()
         else:
