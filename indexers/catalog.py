@@ -661,12 +661,13 @@ class SqliteCatalog(SqlCatalog):
 
     def __init__(self, path: Path) -> None:
         self.connection = SqliteConnection(path)
+        self.db = self.connection.db  # the sqlite3 connection, for inspection
         super().__init__(self.connection)
 
     def check(self) -> None:
         """Touch every table and compare the page count with the file's size (cheap: no full
         scan), so a foreign, truncated or damaged catalog fails here, not mid-command."""
-        db, path = self.connection.db, self.connection.path
+        db, path = self.db, self.connection.path
         tables = [
             row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         ]

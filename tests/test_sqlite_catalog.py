@@ -28,7 +28,7 @@ def test_a_lookup_of_any_size_is_one_statement(tmp_path: Path) -> None:
         for number in range(count):
             catalog.add_memory(memory_line(number), number, f"h{number}")
     statements: list[str] = []
-    catalog.connection.db.set_trace_callback(statements.append)
+    catalog.db.set_trace_callback(statements.append)
     found = catalog.memories_by_id(f"m-{number:06d}" for number in range(count))
     assert len(found) == count
     assert len(statements) == 1

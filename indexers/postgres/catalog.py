@@ -94,4 +94,5 @@ class PostgresCatalog(SqlCatalog):
     """The catalog in the memdir's schema of the index database."""
 
     def __init__(self, database: Database) -> None:
+        self.db = database
         super().__init__(PostgresConnection(database))
