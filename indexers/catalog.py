@@ -102,8 +102,6 @@ _MEMORY_COLUMNS = (
     " a.annotator, a.value"
     " FROM {s}.memories AS m LEFT JOIN {s}.affect AS a ON a.content_hash = m.content_hash"
 )
-_LINK_EVENTS = "SELECT target, line FROM {s}.events WHERE op = 'link'"
-_WRITTEN_LINKS = "SELECT id, line FROM {s}.memories WHERE line LIKE ?", ('%"links":%',)
 
 
 class SqlConnection(Protocol):
@@ -399,8 +397,10 @@ class SqlCatalog:
 
     def _link_lines(self) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
         """Link events (target, line) and memories with written links (id, line), parsed."""
-        events = self.sql.rows(_LINK_EVENTS)
-        written = self.sql.rows(*_WRITTEN_LINKS)
+        events = self.sql.rows("SELECT target, line FROM {s}.events WHERE op = 'link'")
+        written = self.sql.rows(
+            "SELECT id, line FROM {s}.memories WHERE line LIKE ?", ('%"links":%',)
+        )
         return (
             [(target, json.loads(line)) for target, line in events],
             [(memory_id, json.loads(line)) for memory_id, line in written],
