@@ -3,8 +3,9 @@
 memdir's index is three kinds of store, each behind a Protocol here: a full-text index over
 memory documents (Tantivy, fulltext.py), a vector index plus the embedding cache it is built
 from (FAISS and a flat file, vectors.py), and the catalog that mirrors the shelves (SQLite or
-PostgreSQL, catalog.py), split into the roles its users play (CatalogReader for recall,
-CatalogWriter and CatalogCaches for the updater, CatalogAdmin for the bookkeeping). The updater
+PostgreSQL, catalog.py), split into the roles its users play (CatalogReader: what recall looks up, CatalogStatus: the
+bookkeeping readers and staleness checks read, CatalogWriter: what the updater writes,
+CatalogCaches: what is derived by content hash). The updater
 and the reader use them only through these methods, so another
 backend (an in-memory one in tests, a server engine later) is a new module, not a rewrite.
 tests/contracts.py holds the behaviour each method promises, and every backend runs it.
@@ -236,9 +237,9 @@ def link_degrees(
 # caches: each memory's line, text and current status, each event's line, the rehearsal times
 # decay reads, the shelf checkpoints, the index manifest, the affect annotations,
 # distillations and the embedding cache's row numbers (by content hash). Every query memdir
-# makes of it is a method of one of four roles, and each user names the role it needs: recall
-# and the readers a CatalogReader, the index updater all four. Writes go inside
-# `transaction()`.
+# makes of it is a method of one of four roles, and each user names the roles it needs: recall
+# a CatalogReader, the index reader that and CatalogStatus (so it cannot write), the updater
+# all four. Writes go inside `transaction()`.
 class CatalogReader(Protocol):
     """What recall and the other readers look up: memories, their events, links and
     rehearsals, and the sets recall's channels start from."""
@@ -286,9 +287,37 @@ class CatalogReader(Protocol):
         None (memories without rehearsals are left out)."""
 
 
+class CatalogStatus(Protocol):
+    """The index's bookkeeping as its readers and staleness checks see it (index status,
+    doctor, sync): the manifest, the shelf checkpoints, the counts, the vector base."""
+
+    def close(self) -> None: ...
+
+    def data_version(self) -> object:
+        """A token that changes when another connection has written to the catalog (a
+        backend that cannot tell gives a new one each time): storage.resident_index."""
+
+    def manifest(self) -> dict[str, str]: ...
+
+    def checkpoints(self) -> dict[str, Checkpoint]: ...
+
+    def counts(self) -> dict[str, int]:
+        """memories, searchable, delta (memories not in the vector base) and events."""
+
+    def delta_iids(self) -> list[int]:
+        """Searchable memories whose vectors are not in the vector base."""
+
+    def hidden_iids(self) -> set[int]:
+        """Memories in the vector base that are no longer searchable."""
+
+    def max_iid(self) -> int | None: ...
+
+    def content_hashes(self) -> dict[int, str]:
+        """Every memory's content hash, by iid."""
+
+
 class CatalogWriter(Protocol):
-    """What the index updater writes as it reads the shelves (and the two facts it numbers
-    and compares memories by)."""
+    """What the index updater writes as it reads the shelves, and how it starts over."""
 
     def transaction(self) -> AbstractContextManager[object]:
         """`with catalog.transaction():` commits on success and rolls back on error."""
@@ -309,46 +338,14 @@ class CatalogWriter(Protocol):
     def add_rehearsals(self, times: dict[str, list[float]]) -> None:
         """Recall lines' and confirm events' times: decay's input (rehearsal_times)."""
 
-    def max_iid(self) -> int | None: ...
-
-    def content_hashes(self) -> dict[int, str]:
-        """Every memory's content hash, by iid."""
-
-
-class CatalogAdmin(Protocol):
-    """The index's bookkeeping, for the updater, verify, doctor, sync and stats: the
-    manifest, the shelf checkpoints, the counts, the vector base, starting over."""
-
-    def transaction(self) -> AbstractContextManager[object]:
-        """`with catalog.transaction():` commits on success and rolls back on error."""
-
-    def close(self) -> None: ...
-
-    def data_version(self) -> object:
-        """A token that changes when another connection has written to the catalog (a
-        backend that cannot tell gives a new one each time): storage.resident_index."""
-
-    def manifest(self) -> dict[str, str]: ...
+    def set_base(self, iids: Iterable[int]) -> None:
+        """Exactly these memories now have their vector in the vector base."""
 
     def set_manifest(self, values: dict[str, str]) -> None: ...
 
     def clear_manifest(self) -> None: ...
 
-    def checkpoints(self) -> dict[str, Checkpoint]: ...
-
     def set_checkpoint(self, checkpoint: Checkpoint) -> None: ...
-
-    def counts(self) -> dict[str, int]:
-        """memories, searchable, delta (memories not in the vector base) and events."""
-
-    def delta_iids(self) -> list[int]:
-        """Searchable memories whose vectors are not in the vector base."""
-
-    def hidden_iids(self) -> set[int]:
-        """Memories in the vector base that are no longer searchable."""
-
-    def set_base(self, iids: Iterable[int]) -> None:
-        """Exactly these memories now have their vector in the vector base."""
 
     def clear(self) -> None:
         """Drop what mirrors the shelves (memories, events, rehearsals, checkpoints); keep the
@@ -388,6 +385,6 @@ class CatalogCaches(Protocol):
     def clear_vector_rows(self) -> None: ...
 
 
-class Catalog(CatalogReader, CatalogWriter, CatalogAdmin, CatalogCaches, Protocol):
+class Catalog(CatalogReader, CatalogStatus, CatalogWriter, CatalogCaches, Protocol):
     """A whole catalog: every role, as a backend implements it and the index storage holds
     it. It adds no method; code that uses a catalog names the role it needs."""
