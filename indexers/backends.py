@@ -2,8 +2,11 @@
 
 memdir's index is three kinds of store, each behind a Protocol here: a full-text index over
 memory documents (Tantivy, fulltext.py), a vector index plus the embedding cache it is built
-from (FAISS and a flat file, vectors.py), and the catalog that mirrors the shelves (SQLite,
-catalog.py). The updater and the reader use them only through these methods, so another
+from (FAISS and a flat file, vectors.py), and the catalog that mirrors the shelves (SQLite or
+PostgreSQL, catalog.py), split into the roles its users play (CatalogReader: what recall looks up, CatalogStatus: the
+bookkeeping readers and staleness checks read, CatalogWriter: what the updater writes,
+CatalogCaches: what is derived by content hash). The updater
+and the reader use them only through these methods, so another
 backend (an in-memory one in tests, a server engine later) is a new module, not a rewrite.
 tests/contracts.py holds the behaviour each method promises, and every backend runs it.
 
@@ -230,44 +233,16 @@ def link_degrees(
     return degrees
 
 
-class Catalog(Protocol):
-    """The shelves mirrored line by line, with the index's bookkeeping and derived caches.
-
-    It holds each memory's line, text and current status, each event's line, the rehearsal
-    times decay reads, the shelf checkpoints, the index manifest, the affect annotations and
-    the embedding cache's row numbers (both by content hash). Every query memdir makes of it
-    is one of these methods; writes go inside `transaction()`.
-    """
-
-    def transaction(self) -> AbstractContextManager[object]:
-        """`with catalog.transaction():` commits on success and rolls back on error."""
-
-    def close(self) -> None: ...
-
-    # manifest and checkpoints
-    def manifest(self) -> dict[str, str]: ...
-
-    def set_manifest(self, values: dict[str, str]) -> None: ...
-
-    def clear_manifest(self) -> None: ...
-
-    def checkpoints(self) -> dict[str, Checkpoint]: ...
-
-    def set_checkpoint(self, checkpoint: Checkpoint) -> None: ...
-
-    # memories and events
-    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
-        """Insert a memory line (status durable, searchable, not in the vector base); returns
-        its iid, or None when a memory with that id is already there."""
-
-    def add_event(self, line: dict[str, Any]) -> bool:
-        """Insert an event line; False when an event with that id is already there."""
-
-    def set_status(self, memory_id: str, status: str, searchable: bool) -> None: ...
-
-    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
-        """(iid, guaranteed, importance) for each: whether the memory is in `guaranteed` and
-        the importance it is ordered by there (a distilled milestone's, say)."""
+# The catalog is the shelves mirrored line by line, with the index's bookkeeping and derived
+# caches: each memory's line, text and current status, each event's line, the rehearsal times
+# decay reads, the shelf checkpoints, the index manifest, the affect annotations,
+# distillations and the embedding cache's row numbers (by content hash). Every query memdir
+# makes of it is a method of one of four roles, and each user names the roles it needs: recall
+# a CatalogReader, the index reader that and CatalogStatus (so it cannot write), the updater
+# all four. Writes go inside `transaction()`.
+class CatalogReader(Protocol):
+    """What recall and the other readers look up: memories, their events, links and
+    rehearsals, and the sets recall's channels start from."""
 
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]: ...
 
@@ -276,13 +251,8 @@ class Catalog(Protocol):
     def all_memories(self) -> Iterator[CatalogMemory]:
         """Every memory, by iid."""
 
-    def max_iid(self) -> int | None: ...
-
     def searchable_iids(self) -> list[int]:
         """The iids of searchable memories, ascending."""
-
-    def content_hashes(self) -> dict[int, str]:
-        """Every memory's content hash, by iid."""
 
     def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
         """Ids of the memories that carry any of these supersede keys."""
@@ -312,27 +282,82 @@ class Catalog(Protocol):
     def links(self) -> list[tuple[str, str, str]]:
         """See the module function typed_links (recall's spreading activation)."""
 
+    def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
+        """memory id → sorted epoch seconds of its rehearsals; every memory's when `ids` is
+        None (memories without rehearsals are left out)."""
+
+
+class CatalogStatus(Protocol):
+    """The index's bookkeeping as its readers and staleness checks see it (index status,
+    doctor, sync): the manifest, the shelf checkpoints, the counts, the vector base."""
+
+    def close(self) -> None: ...
+
+    def data_version(self) -> object:
+        """A token that changes when another connection has written to the catalog (a
+        backend that cannot tell gives a new one each time): storage.resident_index."""
+
+    def manifest(self) -> dict[str, str]: ...
+
+    def checkpoints(self) -> dict[str, Checkpoint]: ...
+
     def counts(self) -> dict[str, int]:
         """memories, searchable, delta (memories not in the vector base) and events."""
 
-    # the vector base
     def delta_iids(self) -> list[int]:
         """Searchable memories whose vectors are not in the vector base."""
 
     def hidden_iids(self) -> set[int]:
         """Memories in the vector base that are no longer searchable."""
 
+    def max_iid(self) -> int | None: ...
+
+    def content_hashes(self) -> dict[int, str]:
+        """Every memory's content hash, by iid."""
+
+
+class CatalogWriter(Protocol):
+    """What the index updater writes as it reads the shelves, and how it starts over."""
+
+    def transaction(self) -> AbstractContextManager[object]:
+        """`with catalog.transaction():` commits on success and rolls back on error."""
+
+    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
+        """Insert a memory line (status durable, searchable, not in the vector base); returns
+        its iid, or None when a memory with that id is already there."""
+
+    def add_event(self, line: dict[str, Any]) -> bool:
+        """Insert an event line; False when an event with that id is already there."""
+
+    def set_status(self, memory_id: str, status: str, searchable: bool) -> None: ...
+
+    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
+        """(iid, guaranteed, importance) for each: whether the memory is in `guaranteed` and
+        the importance it is ordered by there (a distilled milestone's, say)."""
+
+    def add_rehearsals(self, times: dict[str, list[float]]) -> None:
+        """Recall lines' and confirm events' times: decay's input (rehearsal_times)."""
+
     def set_base(self, iids: Iterable[int]) -> None:
         """Exactly these memories now have their vector in the vector base."""
 
-    # rehearsals (recall lines and confirm events): decay's input
-    def add_rehearsals(self, times: dict[str, list[float]]) -> None: ...
+    def set_manifest(self, values: dict[str, str]) -> None: ...
 
-    def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
-        """memory id → sorted epoch seconds of its rehearsals; every memory's when `ids` is
-        None (memories without rehearsals are left out)."""
+    def clear_manifest(self) -> None: ...
 
-    # derived caches by content hash, kept through a rebuild
+    def set_checkpoint(self, checkpoint: Checkpoint) -> None: ...
+
+    def clear(self) -> None:
+        """Drop what mirrors the shelves (memories, events, rehearsals, checkpoints); keep the
+        manifest and the derived caches."""
+
+    def release_space(self) -> None:
+        """Give deleted rows' pages back to the filesystem (a forgotten memory's text)."""
+
+
+class CatalogCaches(Protocol):
+    """What is derived from a memory's text, by content hash, and kept through a rebuild."""
+
     def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]: ...
 
     def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
@@ -350,7 +375,8 @@ class Catalog(Protocol):
     def clear_distilled(self) -> None:
         """Drop every distillation (`memdir distill --recompute`)."""
 
-    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]: ...
+    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
+        """The embedding cache's row of each content hash it holds."""
 
     def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None: ...
 
@@ -358,10 +384,7 @@ class Catalog(Protocol):
 
     def clear_vector_rows(self) -> None: ...
 
-    # starting over
-    def clear(self) -> None:
-        """Drop what mirrors the shelves (memories, events, rehearsals, checkpoints); keep the
-        manifest and the derived caches."""
 
-    def release_space(self) -> None:
-        """Give deleted rows' pages back to the filesystem (a forgotten memory's text)."""
+class Catalog(CatalogReader, CatalogStatus, CatalogWriter, CatalogCaches, Protocol):
+    """A whole catalog: every role, as a backend implements it and the index storage holds
+    it. It adds no method; code that uses a catalog names the role it needs."""

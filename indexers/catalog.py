@@ -1,11 +1,15 @@
-"""The catalog in SQLite: a file in the cache that mirrors the shelves line by line.
+"""The catalog: the shelves mirrored line by line in SQL tables, in SQLite or PostgreSQL.
 
-It implements backends.Catalog: each memory's line and text, each event's line, the rehearsal
-times, the shelf checkpoints, derived annotations (affect), the embedding cache's rows and the
-index manifest. It is a cache: deleting `.memdir/` loses nothing. SQLite is in the standard
-library and opens in well under a millisecond, so a cold command pays nothing to consult it.
-`secure_delete` is on so forgotten text does not linger in free pages. Every SQL statement
-memdir runs is in this module.
+It implements the catalog roles of backends.py: each memory's line and text, each event's
+line, the rehearsal times, the shelf checkpoints, derived annotations (affect, distillations),
+the embedding cache's rows and the index manifest. It is a cache: deleting `.memdir/` loses
+nothing. `SqlCatalog` writes every statement once, in the SQL both databases speak (`ON
+CONFLICT` upserts, `RETURNING`, boolean columns, `= ANY(?)` for a list of values, `{s}.` before
+each table: the memdir's schema); a `SqlConnection` runs them in its dialect and does what only
+one database has (here SQLite's; postgres/catalog.py PostgreSQL's).
+
+SQLite is in the standard library and opens in well under a millisecond, so a cold command pays
+nothing to consult it; `secure_delete` is on so forgotten text does not linger in free pages.
 """
 
 from __future__ import annotations
@@ -15,84 +19,528 @@ import os
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from .backends import CatalogMemory, Checkpoint, link_degrees, speaker_of, typed_links
 from .names import addressed_names, aliases
 
+# An iid (memories) and an event's sequence number (events) are the largest one plus one, so a
+# rebuild numbers memories from 1 again and a rolled-back update leaves no gap; INTEGER
+# PRIMARY KEY makes them SQLite's rowid.
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    shelf TEXT PRIMARY KEY, offset INTEGER NOT NULL, inode INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS {s}.manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.checkpoints (
+    shelf TEXT PRIMARY KEY, position BIGINT NOT NULL, inode BIGINT NOT NULL,
     fingerprint TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS memories (
-    iid INTEGER PRIMARY KEY,           -- the integer id used by FAISS
+CREATE TABLE IF NOT EXISTS {s}.memories (
+    iid INTEGER PRIMARY KEY,           -- the integer id the full text and vectors store
     id TEXT UNIQUE NOT NULL,           -- the memory id (m-…)
     line TEXT NOT NULL,                -- the shelf line, for folding at query time
     text TEXT NOT NULL,
     key TEXT,                          -- supersede key
     session TEXT,                      -- conversation session, for neighbour context
     author TEXT NOT NULL,              -- who said it ('user:Sam'): recall's speaker component
-    guaranteed INTEGER NOT NULL,       -- 1 when pinned or a milestone (recall's bounded channel)
+    guaranteed BOOLEAN NOT NULL,       -- pinned or a milestone (recall's bounded channel)
     importance INTEGER NOT NULL,
-    created INTEGER NOT NULL,          -- epoch seconds
+    created BIGINT NOT NULL,           -- epoch seconds
     status TEXT NOT NULL,              -- as of the last update (recall re-folds at its own now)
-    searchable INTEGER NOT NULL,       -- 0 once rejected, superseded or forgotten
+    searchable BOOLEAN NOT NULL,       -- false once rejected, superseded or forgotten
     content_hash TEXT NOT NULL,        -- sha256 of the embedded text
-    in_base INTEGER NOT NULL DEFAULT 0 -- 1 when its vector is in the FAISS base index
+    in_base BOOLEAN NOT NULL DEFAULT FALSE  -- its vector is in the vector base
 );
-CREATE INDEX IF NOT EXISTS memories_key ON memories(key) WHERE key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS memories_session ON memories(session, created, iid)
+CREATE INDEX IF NOT EXISTS memories_key ON {s}.memories(key) WHERE key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_session ON {s}.memories(session, created, iid)
     WHERE session IS NOT NULL;
-CREATE INDEX IF NOT EXISTS memories_guaranteed ON memories(importance, created)
-    WHERE guaranteed = 1;
-CREATE INDEX IF NOT EXISTS memories_hidden ON memories(iid) WHERE searchable = 0 AND in_base = 1;
-CREATE INDEX IF NOT EXISTS memories_delta ON memories(in_base) WHERE in_base = 0;
-CREATE TABLE IF NOT EXISTS addressed (  -- names a memory addresses someone by (names.py)
-    iid INTEGER NOT NULL, session TEXT NOT NULL, author TEXT NOT NULL, name TEXT NOT NULL
+CREATE INDEX IF NOT EXISTS memories_guaranteed ON {s}.memories(importance, created)
+    WHERE guaranteed;
+CREATE INDEX IF NOT EXISTS memories_hidden ON {s}.memories(iid) WHERE NOT searchable AND in_base;
+CREATE INDEX IF NOT EXISTS memories_delta ON {s}.memories(iid) WHERE NOT in_base;
+CREATE TABLE IF NOT EXISTS {s}.addressed (  -- names a memory addresses someone by (names.py)
+    iid BIGINT NOT NULL, session TEXT NOT NULL, author TEXT NOT NULL, name TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS events (
-    id TEXT PRIMARY KEY, target TEXT NOT NULL, op TEXT NOT NULL, line TEXT NOT NULL
+CREATE TABLE IF NOT EXISTS {s}.events (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, target TEXT NOT NULL, op TEXT NOT NULL,
+    line TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_target ON events(target);
-CREATE TABLE IF NOT EXISTS rehearsals (
+CREATE INDEX IF NOT EXISTS events_target ON {s}.events(target);
+CREATE TABLE IF NOT EXISTS {s}.rehearsals (
     memory TEXT NOT NULL,              -- a memory id
-    at REAL NOT NULL                   -- epoch seconds of a recall that returned it or its confirm
+    at DOUBLE PRECISION NOT NULL       -- epoch seconds of a recall that returned it or its confirm
 );
-CREATE INDEX IF NOT EXISTS rehearsals_memory ON rehearsals(memory);
-CREATE TABLE IF NOT EXISTS affect (
+CREATE INDEX IF NOT EXISTS rehearsals_memory ON {s}.rehearsals(memory);
+CREATE TABLE IF NOT EXISTS {s}.affect (
     content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL, value TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS distilled (
+CREATE TABLE IF NOT EXISTS {s}.distilled (
     content_hash TEXT PRIMARY KEY, value TEXT NOT NULL  -- indexers/distill.py, with its annotator
 );
-CREATE TABLE IF NOT EXISTS vectors (
-    content_hash TEXT PRIMARY KEY, row INTEGER NOT NULL  -- row in the model's vector file
+CREATE TABLE IF NOT EXISTS {s}.vector_rows (
+    content_hash TEXT PRIMARY KEY, number BIGINT NOT NULL  -- row in the model's vector file
 );
 """
 
-
 # A catalog written with another SCHEMA (an older memdir) loses the tables that mirror the
-# shelves and its manifest's version, so the next update rebuilds; the embedding and affect
-# caches survive, and the manifest still names their model (rename the tables if their layout
-# ever changes).
-SCHEMA_ID = zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF
+# shelves and its manifest's version, so the next update rebuilds; the embedding, affect and
+# distillation caches survive, and the manifest still names their model (rename the tables if
+# their layout ever changes, as RENAMED does).
+SCHEMA_ID = str(zlib.crc32(SCHEMA.encode("utf-8")) & 0x7FFFFFFF)
 MIRROR_TABLES = ("checkpoints", "memories", "addressed", "events", "rehearsals")
-
-# Values bound per `IN (...)` statement: below SQLite's oldest limit of 999 host parameters.
-CHUNK = 500
+CACHE_TABLES = ("affect", "distilled", "vector_rows")
+# Cache tables an older schema named otherwise: (old name, statements that rename it).
+RENAMED = (
+    ("vectors", ("ALTER TABLE {s}.vectors RENAME TO vector_rows",
+                 "ALTER TABLE {s}.vector_rows RENAME COLUMN row TO number")),
+)  # fmt: skip
 
 _MEMORY_COLUMNS = (
     "SELECT m.iid, m.id, m.line, m.text, m.status, m.searchable, m.content_hash,"
     " a.annotator, a.value"
-    " FROM memories AS m LEFT JOIN affect AS a ON a.content_hash = m.content_hash"
+    " FROM {s}.memories AS m LEFT JOIN {s}.affect AS a ON a.content_hash = m.content_hash"
 )
 
 
+class SqlConnection(Protocol):
+    """One database connection in one dialect: it runs SqlCatalog's statements (`?`
+    placeholders, `= ANY(?)` bound to a list, `{s}.` before each table) in its own syntax and
+    does what only its database has."""
+
+    read_only: bool
+
+    def rows(self, statement: str, params: Sequence[Any] = ()) -> Iterable[Sequence[Any]]: ...
+
+    def one(self, statement: str, params: Sequence[Any] = ()) -> Sequence[Any] | None: ...
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> None: ...
+
+    def executemany(self, statement: str, batch: Iterable[Sequence[Any]]) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[object]:
+        """Commits on success, rolls back on error."""
+
+    def schema_lock(self) -> AbstractContextManager[object]:
+        """A transaction that one process at a time holds (creating or replacing the schema)."""
+
+    def schema_id(self) -> str | None:
+        """The SCHEMA_ID the tables were created with (None: none yet)."""
+
+    def set_schema_id(self, schema_id: str) -> None: ...
+
+    def table_exists(self, table: str) -> bool: ...
+
+    def data_version(self) -> object:
+        """A token that changes when another connection has committed (storage.py)."""
+
+    def release_space(self) -> None:
+        """Give deleted rows' space back (a forgotten memory's text)."""
+
+    def close(self) -> None: ...
+
+
+def _ids(rows: Iterable[Sequence[Any]]) -> list[int]:
+    return [int(row[0]) for row in rows]
+
+
+class SqlCatalog:
+    """The catalog roles of backends.py over one SqlConnection; every statement is here, once.
+
+    It keeps read caches for long-lived processes (MCP server, daemon, benchmarks); any write
+    through this instance clears them, and a new process starts empty.
+    """
+
+    def __init__(self, sql: SqlConnection) -> None:
+        self.sql = sql
+        if not sql.read_only and sql.schema_id() != SCHEMA_ID:
+            self._create_schema()
+        self._memories: dict[int, CatalogMemory] = {}
+        self._degrees: dict[str, int] | None = None
+        self._links: list[tuple[str, str, str]] | None = None
+        self._speakers: list[str] | None = None
+        self._aliases: dict[str, str] | None = None
+
+    @property
+    def read_only(self) -> bool:
+        """A read-only memdir: answer from the index as it is, write nothing."""
+        return self.sql.read_only
+
+    def _create_schema(self) -> None:
+        sql = self.sql
+        with sql.schema_lock():
+            if sql.schema_id() == SCHEMA_ID:  # another process made it meanwhile
+                return
+            for table in MIRROR_TABLES:
+                sql.execute(f"DROP TABLE IF EXISTS {{s}}.{table}")
+            for old, renames in RENAMED:
+                if sql.table_exists(old):
+                    for statement in renames:
+                        sql.execute(statement)
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    sql.execute(statement)
+            sql.execute("DELETE FROM {s}.manifest WHERE name = 'version'")
+            sql.set_schema_id(SCHEMA_ID)
+
+    def _forget_cache(self) -> None:
+        self._memories.clear()
+        self._degrees = None
+        self._links = None
+        self._speakers = None
+        self._aliases = None
+
+    def _any(self, statement: str, values: Iterable[Any]) -> Iterable[Sequence[Any]]:
+        """The rows of `statement` whose one `= ANY(?)` is bound to these values (distinct)."""
+        wanted = list(dict.fromkeys(values))
+        return self.sql.rows(statement, (wanted,)) if wanted else ()
+
+    def close(self) -> None:
+        self.sql.close()
+
+    def data_version(self) -> object:
+        """Changes whenever another connection (another process, or another index object) has
+        committed to the catalog since this connection last asked: a resident index that sees
+        it change reopens (storage.py)."""
+        return self.sql.data_version()
+
+    @contextmanager
+    def transaction(self) -> Iterator[object]:
+        """`with catalog.transaction():` commits on success, rolls back on error (and forgets
+        what was read inside it, which may have been rolled back too)."""
+        try:
+            with self.sql.transaction() as connection:
+                yield connection
+        except BaseException:
+            self._forget_cache()
+            raise
+
+    # manifest -------------------------------------------------------------------------------
+    def manifest(self) -> dict[str, str]:
+        return {
+            name: value for name, value in self.sql.rows("SELECT name, value FROM {s}.manifest")
+        }
+
+    def set_manifest(self, values: dict[str, str]) -> None:
+        self.sql.executemany(
+            "INSERT INTO {s}.manifest(name, value) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            values.items(),
+        )
+
+    def clear_manifest(self) -> None:
+        self.sql.execute("DELETE FROM {s}.manifest")
+
+    # checkpoints ----------------------------------------------------------------------------
+    def checkpoints(self) -> dict[str, Checkpoint]:
+        rows = self.sql.rows("SELECT shelf, position, inode, fingerprint FROM {s}.checkpoints")
+        return {shelf: Checkpoint(shelf, int(at), int(inode), fp) for shelf, at, inode, fp in rows}
+
+    def set_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.sql.execute(
+            "INSERT INTO {s}.checkpoints(shelf, position, inode, fingerprint) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (shelf) DO UPDATE SET position = excluded.position,"
+            " inode = excluded.inode, fingerprint = excluded.fingerprint",
+            (checkpoint.shelf, checkpoint.offset, checkpoint.inode, checkpoint.fingerprint),
+        )
+
+    # memories and events --------------------------------------------------------------------
+    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
+        """Insert a memory line; returns its iid, or None when it was already there."""
+        self._forget_cache()
+        found = self.sql.one(
+            "INSERT INTO {s}.memories (iid, id, line, text, key, session, author, guaranteed,"
+            " importance, created, status, searchable, content_hash)"
+            " VALUES ((SELECT COALESCE(MAX(iid), 0) + 1 FROM {s}.memories),"
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?, 'durable', TRUE, ?)"
+            " ON CONFLICT (id) DO NOTHING RETURNING iid",
+            (
+                line["id"],
+                json.dumps(line, ensure_ascii=False),
+                line["text"],
+                line.get("key"),
+                line.get("session"),
+                str(line.get("author", "")),
+                bool(line.get("pinned")) or line.get("temporal") == "milestone",
+                int(line.get("importance", 5)),
+                created,
+                content_hash,
+            ),
+        )
+        if found is None:
+            return None
+        iid = int(found[0])
+        if line.get("session"):
+            author = str(line.get("author", ""))
+            self.sql.executemany(
+                "INSERT INTO {s}.addressed(iid, session, author, name) VALUES (?, ?, ?, ?)",
+                [(iid, line["session"], author, name)
+                 for name in addressed_names(line["text"], author)],
+            )  # fmt: skip
+        return iid
+
+    def add_event(self, line: dict[str, Any]) -> bool:
+        self._forget_cache()
+        found = self.sql.one(
+            "INSERT INTO {s}.events(seq, id, target, op, line)"
+            " VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM {s}.events), ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING RETURNING seq",
+            (line["id"], line["target"], line["op"], json.dumps(line, ensure_ascii=False)),
+        )
+        return found is not None
+
+    def set_status(self, memory_id: str, status: str, searchable: bool) -> None:
+        self._forget_cache()
+        self.sql.execute(
+            "UPDATE {s}.memories SET status = ?, searchable = ? WHERE id = ?",
+            (status, bool(searchable), memory_id),
+        )
+
+    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
+        self._forget_cache()
+        self.sql.executemany(
+            "UPDATE {s}.memories SET guaranteed = ?, importance = ? WHERE iid = ?",
+            [(bool(flag), int(importance), int(iid)) for iid, flag, importance in rows],
+        )
+
+    @staticmethod
+    def _memory(row: Sequence[Any]) -> CatalogMemory:
+        iid, memory_id, line, text, status, searchable, digest, annotator, affect = row
+        return CatalogMemory(
+            int(iid), memory_id, line, text, status, bool(searchable), digest, annotator,
+            affect or "",
+        )  # fmt: skip
+
+    def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
+        rows = self._any(_MEMORY_COLUMNS + " WHERE m.id = ANY(?)", ids)
+        return {memory.id: memory for memory in map(self._memory, rows)}
+
+    def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]:
+        wanted = [int(iid) for iid in dict.fromkeys(iids)]
+        found = {iid: self._memories[iid] for iid in wanted if iid in self._memories}
+        missing = [iid for iid in wanted if iid not in found]
+        for row in self._any(_MEMORY_COLUMNS + " WHERE m.iid = ANY(?)", missing):
+            memory = self._memory(row)
+            found[memory.iid] = self._memories[memory.iid] = memory
+        return found
+
+    def all_memories(self) -> Iterator[CatalogMemory]:
+        return map(self._memory, self.sql.rows(_MEMORY_COLUMNS + " ORDER BY m.iid"))
+
+    def max_iid(self) -> int | None:
+        found = self.sql.one("SELECT MAX(iid) FROM {s}.memories")
+        return None if found is None or found[0] is None else int(found[0])
+
+    def searchable_iids(self) -> list[int]:
+        return _ids(self.sql.rows("SELECT iid FROM {s}.memories WHERE searchable ORDER BY iid"))
+
+    def content_hashes(self) -> dict[int, str]:
+        rows = self.sql.rows("SELECT iid, content_hash FROM {s}.memories")
+        return {int(iid): digest for iid, digest in rows}
+
+    def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
+        return [row[0] for row in self._any("SELECT id FROM {s}.memories WHERE key = ANY(?)", keys)]
+
+    def keys(self) -> list[str]:
+        """Every supersede key in use."""
+        rows = self.sql.rows("SELECT DISTINCT key FROM {s}.memories WHERE key IS NOT NULL")
+        return [row[0] for row in rows]
+
+    def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        rows = self._any("SELECT line FROM {s}.events WHERE target = ANY(?) ORDER BY seq", ids)
+        return [json.loads(row[0]) for row in rows]
+
+    def session_rows(self, sessions: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
+        """Each session's searchable memories as (iid, text), in time order."""
+        found: dict[str, list[tuple[int, str]]] = {s: [] for s in dict.fromkeys(sessions)}
+        rows = self._any(
+            "SELECT session, iid, text FROM {s}.memories WHERE session = ANY(?) AND searchable"
+            " ORDER BY session, created, iid",
+            found,
+        )
+        for session, iid, text in rows:
+            found[session].append((int(iid), text))
+        return found
+
+    def guaranteed(self, limit: int) -> list[CatalogMemory]:
+        """Pinned and milestone memories, most important and newest first (recall's bounded channel)."""
+        where = " WHERE m.guaranteed AND m.searchable ORDER BY m.importance DESC, m.created DESC"
+        return [
+            self._memory(row)
+            for row in self.sql.rows(_MEMORY_COLUMNS + where + " LIMIT ?", (limit,))
+        ]
+
+    def speakers(self) -> list[str]:
+        """Names of the people who said the memories (from authors such as 'user:Sam')."""
+        if self._speakers is None:
+            rows = self.sql.rows("SELECT DISTINCT author FROM {s}.memories WHERE searchable")
+            names = {speaker_of(str(row[0])) for row in rows}
+            self._speakers = sorted(name for name in names if name)
+        return self._speakers
+
+    def aliases(self) -> dict[str, str]:
+        """The names speakers are addressed by in their sessions, case-folded (names.py)."""
+        if self._aliases is None:
+            rows = self.sql.rows(
+                "SELECT a.session, a.author, a.name FROM {s}.addressed AS a"
+                " JOIN {s}.memories AS m ON m.iid = a.iid WHERE m.searchable"
+            )
+            named = [(session, author, [name]) for session, author, name in rows]
+            authors = self._any(
+                "SELECT DISTINCT session, author FROM {s}.memories"
+                " WHERE searchable AND session = ANY(?)",
+                sorted({session for session, _, _ in named}),
+            )
+            self._aliases = aliases(named, [(session, author) for session, author in authors])
+        return self._aliases
+
+    def _link_lines(self) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+        """Link events (target, line) and memories with written links (id, line), parsed."""
+        events = self.sql.rows("SELECT target, line FROM {s}.events WHERE op = 'link'")
+        written = self.sql.rows(
+            "SELECT id, line FROM {s}.memories WHERE line LIKE ?", ('%"links":%',)
+        )
+        return (
+            [(target, json.loads(line)) for target, line in events],
+            [(memory_id, json.loads(line)) for memory_id, line in written],
+        )
+
+    def links(self) -> list[tuple[str, str, str]]:
+        """Every link between two memories as (from, to, type): backends.typed_links."""
+        if self._links is None:
+            self._links = typed_links(*self._link_lines())
+        return self._links
+
+    def link_degrees(self) -> dict[str, int]:
+        """How many links between memories touch each memory id (backends.link_degrees)."""
+        if self._degrees is None:
+            self._degrees = link_degrees(*self._link_lines())
+        return self._degrees
+
+    def counts(self) -> dict[str, int]:
+        found = self.sql.one(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN searchable THEN 1 ELSE 0 END), 0),"
+            " COALESCE(SUM(CASE WHEN in_base THEN 0 ELSE 1 END), 0) FROM {s}.memories"
+        )
+        events = self.sql.one("SELECT COUNT(*) FROM {s}.events")
+        assert found is not None and events is not None  # (aggregates give one row)
+        total, searchable, delta = (int(value) for value in found)
+        return {"memories": total, "searchable": searchable, "delta": delta,
+                "events": int(events[0])}  # fmt: skip
+
+    # the vector base ------------------------------------------------------------------------
+    def delta_iids(self) -> list[int]:
+        """Searchable memories whose vectors are not in the base index."""
+        return _ids(self.sql.rows(
+            "SELECT iid FROM {s}.memories WHERE NOT in_base AND searchable ORDER BY iid"))  # fmt: skip
+
+    def hidden_iids(self) -> set[int]:
+        rows = self.sql.rows("SELECT iid FROM {s}.memories WHERE NOT searchable AND in_base")
+        return set(_ids(rows))
+
+    def set_base(self, iids: Iterable[int]) -> None:
+        self.sql.execute("UPDATE {s}.memories SET in_base = FALSE WHERE in_base")
+        self.sql.execute(
+            "UPDATE {s}.memories SET in_base = TRUE WHERE iid = ANY(?)", ([int(i) for i in iids],)
+        )
+
+    # rehearsals -----------------------------------------------------------------------------
+    def add_rehearsals(self, times: dict[str, list[float]]) -> None:
+        self.sql.executemany(
+            "INSERT INTO {s}.rehearsals(memory, at) VALUES (?, ?)",
+            [(memory_id, at) for memory_id, moments in times.items() for at in moments],
+        )
+
+    def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
+        """memory id → sorted epoch seconds of its rehearsals (decay's input)."""
+        statement = "SELECT memory, at FROM {s}.rehearsals"
+        rows = (
+            self.sql.rows(statement + " ORDER BY at")
+            if ids is None
+            else self._any(statement + " WHERE memory = ANY(?) ORDER BY at", ids)
+        )
+        times: dict[str, list[float]] = {}
+        for memory_id, at in rows:
+            times.setdefault(memory_id, []).append(float(at))
+        return times
+
+    # derived annotations and the embedding cache ---------------------------------------------
+    def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        rows = self._any(
+            "SELECT content_hash, annotator, value FROM {s}.affect WHERE content_hash = ANY(?)",
+            hashes,
+        )
+        return {digest: (annotator, json.loads(value)) for digest, annotator, value in rows}
+
+    def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
+        self._forget_cache()
+        self.sql.executemany(
+            "INSERT INTO {s}.affect(content_hash, annotator, value) VALUES (?, ?, ?)"
+            " ON CONFLICT (content_hash) DO UPDATE SET annotator = excluded.annotator,"
+            " value = excluded.value",
+            [(digest, annotator, json.dumps(value)) for digest, annotator, value in items],
+        )
+
+    def clear_affect(self, unreferenced_only: bool = False) -> None:
+        self._forget_cache()
+        if unreferenced_only:
+            self.sql.execute(
+                "DELETE FROM {s}.affect"
+                " WHERE content_hash NOT IN (SELECT content_hash FROM {s}.memories)"
+            )
+        else:
+            self.sql.execute("DELETE FROM {s}.affect")
+
+    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._any(
+            "SELECT content_hash, value FROM {s}.distilled WHERE content_hash = ANY(?)", hashes
+        )
+        return {digest: json.loads(value) for digest, value in rows}
+
+    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.sql.executemany(
+            "INSERT INTO {s}.distilled(content_hash, value) VALUES (?, ?)"
+            " ON CONFLICT (content_hash) DO UPDATE SET value = excluded.value",
+            [(digest, json.dumps(value)) for digest, value in items],
+        )
+
+    def clear_distilled(self) -> None:
+        self.sql.execute("DELETE FROM {s}.distilled")
+
+    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
+        rows = self._any(
+            "SELECT content_hash, number FROM {s}.vector_rows WHERE content_hash = ANY(?)", hashes
+        )
+        return {digest: int(number) for digest, number in rows}
+
+    def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None:
+        self.sql.executemany(
+            "INSERT INTO {s}.vector_rows(content_hash, number) VALUES (?, ?)"
+            " ON CONFLICT (content_hash) DO UPDATE SET number = excluded.number",
+            list(items),
+        )
+
+    def max_vector_row(self) -> int | None:
+        found = self.sql.one("SELECT MAX(number) FROM {s}.vector_rows")
+        return None if found is None or found[0] is None else int(found[0])
+
+    def clear_vector_rows(self) -> None:
+        self.sql.execute("DELETE FROM {s}.vector_rows")
+
+    # starting over --------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Drop everything that mirrors the shelves; keep the manifest and derived caches.
+        (DELETE rather than TRUNCATE: PostgreSQL readers keep their snapshot, not wait.)"""
+        self._forget_cache()
+        for table in MIRROR_TABLES:
+            self.sql.execute(f"DELETE FROM {{s}}.{table}")
+
+    def release_space(self) -> None:
+        self.sql.release_space()
+
+
+# --- SQLite ----------------------------------------------------------------------------------
 def unreadable(error: BaseException) -> bool:
     """Whether an SQLite error means the file is damaged or foreign (rebuild it), rather than
     busy, read-only or out of space (say so and stop)."""
@@ -105,13 +553,15 @@ def unreadable(error: BaseException) -> bool:
     )
 
 
-class SqliteCatalog:
-    """backends.Catalog in `.memdir/index/catalog.sqlite`; one connection per instance."""
+class SqliteConnection:
+    """SqlConnection to `.memdir/index/catalog.sqlite`: tables without a schema name, a list
+    bound as one JSON array (`IN (SELECT value FROM json_each(?))`, any length in one
+    statement), the schema id in `PRAGMA user_version`."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.read_only = path.is_file() and not os.access(path.parent, os.W_OK)
-        if self.read_only:  # a read-only memdir: answer from the index as it is, write nothing
+        if self.read_only:  # a read-only memdir: answer from the index as it is
             uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
             self.db = sqlite3.connect(uri, uri=True, isolation_level=None)
         else:
@@ -120,15 +570,7 @@ class SqliteCatalog:
             self._use_wal()
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA secure_delete=ON")
-            if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
-                self._create_schema()
-        # Read caches for long-lived processes (MCP server, daemon, benchmarks); any write
-        # through this instance clears them, and a new process starts empty.
-        self._memories: dict[int, CatalogMemory] = {}
-        self._degrees: dict[str, int] | None = None
-        self._links: list[tuple[str, str, str]] | None = None
-        self._speakers: list[str] | None = None
-        self._aliases: dict[str, str] | None = None
+        self._statements: dict[str, str] = {}
 
     def _use_wal(self) -> None:
         """Switch to WAL once. Changing the journal mode ignores the busy timeout, so while
@@ -144,392 +586,98 @@ class SqliteCatalog:
                     raise
                 time.sleep(0.05)
 
-    def _forget_cache(self) -> None:
-        self._memories.clear()
-        self._degrees = None
-        self._links = None
-        self._speakers = None
-        self._aliases = None
+    def _statement(self, statement: str) -> str:
+        found = self._statements.get(statement)
+        if found is None:
+            found = statement.replace("{s}.", "").replace(
+                "= ANY(?)", "IN (SELECT value FROM json_each(?))"
+            )
+            self._statements[statement] = found
+        return found
 
-    def check(self) -> None:
-        """Touch every table and compare the page count with the file's size (cheap: no full
-        scan), so a foreign, truncated or damaged catalog fails here, not mid-command."""
-        tables = [row[0] for row in self.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")]  # fmt: skip
-        for table in ("manifest", *MIRROR_TABLES, "affect", "vectors"):
-            if table not in tables:
-                raise sqlite3.DatabaseError(f"no such table: {table}")
-            self.db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
-        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
-        size = self.db.execute("PRAGMA page_size").fetchone()[0]
-        wal = self.path.with_name(self.path.name + "-wal")
-        held = self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
-        if held < pages * size:  # pages not yet checkpointed live in the WAL
-            raise sqlite3.DatabaseError("database disk image is malformed (file cut short)")
+    @staticmethod
+    def _params(params: Sequence[Any]) -> Sequence[Any]:
+        if any(isinstance(value, list) for value in params):
+            return [json.dumps(v) if isinstance(v, list) else v for v in params]
+        return params
 
-    def _create_schema(self) -> None:
+    def rows(self, statement: str, params: Sequence[Any] = ()) -> Iterable[Sequence[Any]]:
+        cursor: Iterable[Sequence[Any]] = self.db.execute(
+            self._statement(statement), self._params(params)
+        )
+        return cursor
+
+    def one(self, statement: str, params: Sequence[Any] = ()) -> Sequence[Any] | None:
+        # fetchall: a RETURNING statement is finished before anything else runs
+        found = self.db.execute(self._statement(statement), self._params(params)).fetchall()
+        return found[0] if found else None
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self.db.execute(self._statement(statement), self._params(params))
+
+    def executemany(self, statement: str, batch: Iterable[Sequence[Any]]) -> None:
+        self.db.executemany(self._statement(statement), batch)
+
+    @contextmanager
+    def transaction(self) -> Iterator[object]:
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_ID:
-                for table in MIRROR_TABLES:
-                    self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        self.db.execute(statement)
-                self.db.execute("DELETE FROM manifest WHERE name = 'version'")
-                self.db.execute(f"PRAGMA user_version = {SCHEMA_ID}")
-            self.db.execute("COMMIT")
+            yield self.db
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        self.db.execute("COMMIT")
 
-    def _in(self, sql: str, values: Iterable[Any]) -> Iterator[Any]:
-        """The rows of `sql` for every distinct value, where `sql` has one `IN ({marks})`:
-        run CHUNK values at a time, so any number of values fits SQLite's parameter limit.
-        Rows come chunk by chunk: order across chunks is the caller's to restore."""
-        wanted = list(dict.fromkeys(values))
-        for start in range(0, len(wanted), CHUNK):
-            chunk = wanted[start : start + CHUNK]
-            yield from self.db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
+    def schema_lock(self) -> AbstractContextManager[object]:
+        return self.transaction()  # BEGIN IMMEDIATE: one writer at a time
 
-    def close(self) -> None:
-        self.db.close()
+    def schema_id(self) -> str | None:
+        found = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        return str(found) if found else None
 
-    def data_version(self) -> int:
-        """Changes whenever another connection (another process, or another index object) has
-        committed to the catalog since this connection last asked: a resident index that sees
-        it change reopens (storage.py)."""
-        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+    def set_schema_id(self, schema_id: str) -> None:
+        self.db.execute(f"PRAGMA user_version = {int(schema_id)}")
 
-    def transaction(self) -> _Transaction:
-        """`with catalog.transaction():` commits on success, rolls back on error (and forgets
-        what was read inside it, which may have been rolled back too)."""
-        self.db.execute("BEGIN IMMEDIATE")
-        return _Transaction(self.db, self._forget_cache)
-
-    # manifest -------------------------------------------------------------------------------
-    def manifest(self) -> dict[str, str]:
-        return dict(self.db.execute("SELECT name, value FROM manifest"))
-
-    def set_manifest(self, values: dict[str, str]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO manifest(name, value) VALUES (?, ?)", values.items()
-        )
-
-    def clear_manifest(self) -> None:
-        self.db.execute("DELETE FROM manifest")
-
-    # checkpoints ----------------------------------------------------------------------------
-    def checkpoints(self) -> dict[str, Checkpoint]:
-        rows = self.db.execute("SELECT shelf, offset, inode, fingerprint FROM checkpoints")
-        return {row[0]: Checkpoint(*row) for row in rows}
-
-    def set_checkpoint(self, checkpoint: Checkpoint) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO checkpoints(shelf, offset, inode, fingerprint) VALUES (?,?,?,?)",
-            (checkpoint.shelf, checkpoint.offset, checkpoint.inode, checkpoint.fingerprint),
-        )
-
-    # memories and events --------------------------------------------------------------------
-    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
-        """Insert a memory line; returns its iid, or None when it was already there."""
-        cursor = self.db.execute(
-            "INSERT OR IGNORE INTO memories (id, line, text, key, session, author, guaranteed,"
-            " importance, created, status, searchable, content_hash)"
-            " VALUES (?,?,?,?,?,?,?,?,?,'durable',1,?)",
-            (
-                line["id"],
-                json.dumps(line, ensure_ascii=False),
-                line["text"],
-                line.get("key"),
-                line.get("session"),
-                str(line.get("author", "")),
-                int(bool(line.get("pinned")) or line.get("temporal") == "milestone"),
-                int(line.get("importance", 5)),
-                created,
-                content_hash,
-            ),
-        )
-        self._forget_cache()
-        if not cursor.rowcount:
-            return None
-        iid = cursor.lastrowid
-        if line.get("session"):
-            author = str(line.get("author", ""))
-            self.db.executemany(
-                "INSERT INTO addressed(iid, session, author, name) VALUES (?,?,?,?)",
-                [(iid, line["session"], author, name)
-                 for name in addressed_names(line["text"], author)],
-            )  # fmt: skip
-        return iid
-
-    def add_event(self, line: dict[str, Any]) -> bool:
-        self._forget_cache()
-        cursor = self.db.execute(
-            "INSERT OR IGNORE INTO events(id, target, op, line) VALUES (?, ?, ?, ?)",
-            (line["id"], line["target"], line["op"], json.dumps(line, ensure_ascii=False)),
-        )
-        return bool(cursor.rowcount)
-
-    def set_status(self, memory_id: str, status: str, searchable: bool) -> None:
-        self._forget_cache()
-        self.db.execute(
-            "UPDATE memories SET status = ?, searchable = ? WHERE id = ?",
-            (status, int(searchable), memory_id),
-        )
-
-    def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
-        self._forget_cache()
-        self.db.executemany(
-            "UPDATE memories SET guaranteed = ?, importance = ? WHERE iid = ?",
-            ((int(flag), int(importance), int(iid)) for iid, flag, importance in rows),
-        )
-
-    @staticmethod
-    def _memory(row: tuple[Any, ...]) -> CatalogMemory:
-        iid, memory_id, line, text, status, searchable, digest, annotator, affect = row
-        return CatalogMemory(
-            iid, memory_id, line, text, status, bool(searchable), digest, annotator, affect or ""
-        )
-
-    def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
-        rows = self._in(_MEMORY_COLUMNS + " WHERE m.id IN ({marks})", ids)
-        return {memory.id: memory for memory in map(self._memory, rows)}
-
-    def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]:
-        wanted = [int(iid) for iid in dict.fromkeys(iids)]
-        found = {iid: self._memories[iid] for iid in wanted if iid in self._memories}
-        missing = [iid for iid in wanted if iid not in found]
-        for row in self._in(_MEMORY_COLUMNS + " WHERE m.iid IN ({marks})", missing):
-            memory = self._memory(row)
-            found[memory.iid] = self._memories[memory.iid] = memory
-        return found
-
-    def all_memories(self) -> Iterator[CatalogMemory]:
-        return map(self._memory, self.db.execute(_MEMORY_COLUMNS + " ORDER BY m.iid"))
-
-    def max_iid(self) -> int | None:
-        found: int | None = self.db.execute("SELECT MAX(iid) FROM memories").fetchone()[0]
-        return found
-
-    def searchable_iids(self) -> list[int]:
-        rows = self.db.execute("SELECT iid FROM memories WHERE searchable = 1 ORDER BY iid")
-        return [row[0] for row in rows]
-
-    def content_hashes(self) -> dict[int, str]:
-        return dict(self.db.execute("SELECT iid, content_hash FROM memories"))
-
-    def ids_with_keys(self, keys: Iterable[str]) -> list[str]:
-        return [row[0] for row in self._in("SELECT id FROM memories WHERE key IN ({marks})", keys)]
-
-    def keys(self) -> list[str]:
-        """Every supersede key in use."""
-        return [
-            row[0]
-            for row in self.db.execute("SELECT DISTINCT key FROM memories WHERE key IS NOT NULL")
-        ]
-
-    def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]:
-        rows = sorted(
-            self._in("SELECT rowid, line FROM events WHERE target IN ({marks})", ids)
-        )  # (one order across chunks: the order they were added)
-        return [json.loads(line) for _, line in rows]
-
-    def session_rows(self, sessions: Iterable[str]) -> dict[str, list[tuple[int, str]]]:
-        """Each session's searchable memories as (iid, text), in time order."""
-        found: dict[str, list[tuple[int, str]]] = {}
-        for session in dict.fromkeys(sessions):
-            rows = self.db.execute(
-                "SELECT iid, text FROM memories WHERE session = ? AND searchable = 1"
-                " ORDER BY created, iid",
-                (session,),
-            )
-            found[session] = [(int(iid), text) for iid, text in rows]
-        return found
-
-    def guaranteed(self, limit: int) -> list[CatalogMemory]:
-        """Pinned and milestone memories, most important and newest first (recall's bounded channel)."""
-        where = " WHERE guaranteed = 1 AND searchable = 1 ORDER BY importance DESC, created DESC"
-        return [
-            self._memory(row)
-            for row in self.db.execute(_MEMORY_COLUMNS + where + " LIMIT ?", (limit,))
-        ]
-
-    def speakers(self) -> list[str]:
-        """Names of the people who said the memories (from authors such as 'user:Sam')."""
-        if self._speakers is None:
-            rows = self.db.execute("SELECT DISTINCT author FROM memories WHERE searchable = 1")
-            names = {speaker_of(str(row[0])) for row in rows}
-            self._speakers = sorted(name for name in names if name)
-        return self._speakers
-
-    def aliases(self) -> dict[str, str]:
-        """The names speakers are addressed by in their sessions, case-folded (names.py)."""
-        if self._aliases is None:
-            rows = self.db.execute(
-                "SELECT a.session, a.author, a.name FROM addressed AS a"
-                " JOIN memories AS m ON m.iid = a.iid WHERE m.searchable = 1"
-            )
-            named = [(session, author, [name]) for session, author, name in rows]
-            sessions = {session for session, _, _ in named}
-            authors = self._in(
-                "SELECT DISTINCT session, author FROM memories"
-                " WHERE searchable = 1 AND session IN ({marks})",
-                sessions,
-            )
-            self._aliases = aliases(named, authors)
-        return self._aliases
-
-    def links(self) -> list[tuple[str, str, str]]:
-        if self._links is None:
-            events = self.db.execute("SELECT target, line FROM events WHERE op = 'link'")
-            written = self.db.execute(
-                "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
-            )
-            self._links = typed_links(
-                ((target, json.loads(line)) for target, line in events),
-                ((memory_id, json.loads(line)) for memory_id, line in written),
-            )
-        return self._links
-
-    def link_degrees(self) -> dict[str, int]:
-        """How many links between memories touch each memory id (backends.link_degrees)."""
-        if self._degrees is None:
-            events = self.db.execute("SELECT target, line FROM events WHERE op = 'link'")
-            written = self.db.execute(
-                "SELECT id, line FROM memories WHERE line LIKE '%\"links\":%'"
-            )
-            self._degrees = link_degrees(
-                ((target, json.loads(line)) for target, line in events),
-                ((memory_id, json.loads(line)) for memory_id, line in written),
-            )
-        return self._degrees
-
-    def counts(self) -> dict[str, int]:
-        total, searchable, delta = self.db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(searchable), 0), COALESCE(SUM(1 - in_base), 0) FROM memories"
+    def table_exists(self, table: str) -> bool:
+        found = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
         ).fetchone()
-        events = self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
-        return {"memories": total, "searchable": searchable, "delta": delta, "events": events}
+        return found is not None
 
-    # the vector base ------------------------------------------------------------------------
-    def delta_iids(self) -> list[int]:
-        """Searchable memories whose vectors are not in the base index."""
-        rows = self.db.execute("SELECT iid FROM memories WHERE in_base = 0 AND searchable = 1")
-        return [row[0] for row in rows]
-
-    def hidden_iids(self) -> set[int]:
-        rows = self.db.execute("SELECT iid FROM memories WHERE searchable = 0 AND in_base = 1")
-        return {row[0] for row in rows}
-
-    def set_base(self, iids: Iterable[int]) -> None:
-        self.db.execute("UPDATE memories SET in_base = 0")
-        self.db.executemany(
-            "UPDATE memories SET in_base = 1 WHERE iid = ?", ((int(i),) for i in iids)
-        )
-
-    # rehearsals -----------------------------------------------------------------------------
-    def add_rehearsals(self, times: dict[str, list[float]]) -> None:
-        self.db.executemany(
-            "INSERT INTO rehearsals(memory, at) VALUES (?, ?)",
-            ((memory_id, at) for memory_id, moments in times.items() for at in moments),
-        )
-
-    def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
-        """memory id → sorted epoch seconds of its rehearsals (decay's input)."""
-        rows = (
-            self.db.execute("SELECT memory, at FROM rehearsals ORDER BY at")
-            if ids is None
-            else self._in(
-                "SELECT memory, at FROM rehearsals WHERE memory IN ({marks}) ORDER BY at", ids
-            )
-        )  # (a memory's rows are all in one chunk)
-        times: dict[str, list[float]] = {}
-        for memory_id, at in rows:
-            times.setdefault(memory_id, []).append(at)
-        return times
-
-    # derived annotations and the embedding cache ---------------------------------------------
-    def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        rows = self._in(
-            "SELECT content_hash, annotator, value FROM affect WHERE content_hash IN ({marks})",
-            hashes,
-        )
-        return {digest: (annotator, json.loads(value)) for digest, annotator, value in rows}
-
-    def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
-        self._forget_cache()
-        self.db.executemany(
-            "INSERT OR REPLACE INTO affect(content_hash, annotator, value) VALUES (?, ?, ?)",
-            ((h, annotator, json.dumps(value)) for h, annotator, value in items),
-        )
-
-    def clear_affect(self, unreferenced_only: bool = False) -> None:
-        self._forget_cache()
-        if unreferenced_only:
-            self.db.execute(
-                "DELETE FROM affect WHERE content_hash NOT IN (SELECT content_hash FROM memories)"
-            )
-        else:
-            self.db.execute("DELETE FROM affect")
-
-    def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
-        rows = self._in(
-            "SELECT content_hash, value FROM distilled WHERE content_hash IN ({marks})", hashes
-        )
-        return {digest: json.loads(value) for digest, value in rows}
-
-    def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO distilled(content_hash, value) VALUES (?, ?)",
-            ((digest, json.dumps(value)) for digest, value in items),
-        )
-
-    def clear_distilled(self) -> None:
-        self.db.execute("DELETE FROM distilled")
-
-    def vector_rows(self, hashes: Iterable[str]) -> dict[str, int]:
-        rows = self._in(
-            "SELECT content_hash, row FROM vectors WHERE content_hash IN ({marks})", hashes
-        )
-        return dict(rows)
-
-    def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO vectors(content_hash, row) VALUES (?, ?)", items
-        )
-
-    def max_vector_row(self) -> int | None:
-        found: int | None = self.db.execute("SELECT MAX(row) FROM vectors").fetchone()[0]
-        return found
-
-    def clear_vector_rows(self) -> None:
-        self.db.execute("DELETE FROM vectors")
-
-    # starting over --------------------------------------------------------------------------
-    def clear(self) -> None:
-        """Drop everything that mirrors the shelves; keep the manifest and derived caches."""
-        self._forget_cache()
-        for table in MIRROR_TABLES:
-            self.db.execute(f"DELETE FROM {table}")
+    def data_version(self) -> object:
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     def release_space(self) -> None:
         """Old pages (a forgotten memory's text among them) stay in the WAL file until it is
         truncated; a long-lived process would otherwise keep them on disk."""
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def close(self) -> None:
+        self.db.close()
 
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection, on_rollback: Callable[[], None]) -> None:
-        self.db = db
-        self.on_rollback = on_rollback
 
-    def __enter__(self) -> sqlite3.Connection:
-        return self.db
+class SqliteCatalog(SqlCatalog):
+    """The catalog in `.memdir/index/catalog.sqlite`; one connection per instance."""
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.db.execute("COMMIT")
-        else:
-            self.db.execute("ROLLBACK")
-            self.on_rollback()
+    def __init__(self, path: Path) -> None:
+        self.connection = SqliteConnection(path)
+        self.db = self.connection.db  # the sqlite3 connection, for inspection
+        super().__init__(self.connection)
+
+    def check(self) -> None:
+        """Touch every table and compare the page count with the file's size (cheap: no full
+        scan), so a foreign, truncated or damaged catalog fails here, not mid-command."""
+        db, path = self.db, self.connection.path
+        tables = [
+            row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        for table in ("manifest", *MIRROR_TABLES, *CACHE_TABLES):
+            if table not in tables:
+                raise sqlite3.DatabaseError(f"no such table: {table}")
+            db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+        wal = path.with_name(path.name + "-wal")
+        held = path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+        if held < pages * size:  # pages not yet checkpointed live in the WAL
+            raise sqlite3.DatabaseError("database disk image is malformed (file cut short)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.clock import parse_time
 from memdir.archive_format.decay import (
@@ -26,6 +26,9 @@ from memdir.archive_format.decay import (
     rehearsal_times,
 )
 from memdir.archive_format.memdir import Memdir
+
+if TYPE_CHECKING:
+    from .backends import CatalogReader
 
 
 def rehearsals(memdir: Memdir) -> dict[str, list[float]]:
@@ -58,7 +61,7 @@ def _rehearsals_of(memdir: Memdir, ids: set[str]) -> dict[str, list[float]]:
 
 
 def reactivations_of(
-    catalog: Any, ids: Iterable[str], factors: Mapping[str, float]
+    catalog: CatalogReader, ids: Iterable[str], factors: Mapping[str, float]
 ) -> dict[str, list[tuple[float, float]]]:
     """Memory id → its partial rehearsals (archive_format.decay.reactivations) from the index's
     links and rehearsal times; both ends must pass `may_reactivate` (the catalog's status, the

@@ -507,6 +507,9 @@ class MemoryCatalog:
     def release_space(self) -> None:
         pass
 
+    def data_version(self) -> object:
+        return object()  # cannot tell: a new token each time
+
 
 if TYPE_CHECKING:  # mypy checks that each class implements its protocol
     _full_text: type[FullTextIndex] = MemoryFullText

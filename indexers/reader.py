@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .backends import CatalogMemory
+from .backends import CatalogMemory, CatalogReader, CatalogStatus
 from .storage import IndexStorage
 from .vectors import exact_search
 
@@ -34,10 +34,19 @@ class IndexReader:
         self.storage = storage
         self.catch_up = catch_up
 
+    # the catalog through its reading roles only: nothing here can write to it
+    @property
+    def catalog(self) -> CatalogReader:
+        return self.storage.catalog
+
+    @property
+    def bookkeeping(self) -> CatalogStatus:
+        return self.storage.catalog
+
     def search(self, query: str, k: int = 10, field: str = "text") -> list[Hit]:
         """Full-text search (BM25) on `field` (backends.TEXT_FIELDS) with highlighted snippets."""
         hits = self.storage.fulltext.search(query, k, snippets=True, field=field)
-        found = self.storage.catalog.memories_by_id(hit.id for hit in hits)
+        found = self.catalog.memories_by_id(hit.id for hit in hits)
         return [
             Hit(h.id, found[h.id].text, h.score, h.snippet)
             for h in hits
@@ -47,13 +56,13 @@ class IndexReader:
     def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top-k (iid, cosine) over the base index and the delta, skipping unsearchable ones."""
         storage = self.storage
-        if storage.catalog.manifest().get("model") != storage.embedder.model_id:
+        if self.bookkeeping.manifest().get("model") != storage.embedder.model_id:
             self.catch_up()  # built with another embedding model: its vectors are not comparable
-        hidden = storage.catalog.hidden_iids()
+        hidden = self.bookkeeping.hidden_iids()
         from_base = [
             hit for hit in storage.base.search(vector, k + len(hidden)) if hit[0] not in hidden
         ]
-        delta = storage.catalog.delta_iids()
+        delta = self.bookkeeping.delta_iids()
         matrix, found = self.vector_matrix(delta)
         from_delta = exact_search(
             vector, matrix[found], [i for i, f in zip(delta, found, strict=True) if f], k
@@ -68,7 +77,7 @@ class IndexReader:
         with single_thread():
             vector = self.storage.embedder.embed([query])[0]
         hits = self.vector_hits(vector, k)
-        found = self.storage.catalog.memories_by_iid(iid for iid, _ in hits)
+        found = self.catalog.memories_by_iid(iid for iid, _ in hits)
         return [Hit(found[iid].id, found[iid].text, score) for iid, score in hits if iid in found]
 
     def scoring_table(self, build: Callable[[], Any]) -> Any:
@@ -78,7 +87,7 @@ class IndexReader:
         storage = self.storage
         limit = storage.memdir.settings.recall.exact_below
         if storage.cached_scoring_table is None:
-            if storage.catalog.counts()["searchable"] > limit:
+            if self.bookkeeping.counts()["searchable"] > limit:
                 storage.cached_scoring_table = False  # too large: remembered until the next update
             else:
                 storage.cached_scoring_table = build()
@@ -119,7 +128,7 @@ class IndexReader:
     def affects(self) -> list[dict[str, Any]]:
         """Every searchable memory's affect, for `memdir annotate`."""
         rows = []
-        for memory in self.storage.catalog.all_memories():
+        for memory in self.catalog.all_memories():
             if memory.searchable:
                 affect = self.affects_of([memory])[memory.id]
                 rows.append(
@@ -139,13 +148,13 @@ class IndexReader:
     def rehearsals(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
         """memory id → sorted epoch seconds of its rehearsals (recall lines that returned it,
         its confirm event), as of the last update; every memory's when `ids` is None."""
-        return self.storage.catalog.rehearsal_times(ids)
+        return self.catalog.rehearsal_times(ids)
 
     def status(self, needs_update: Callable[[], bool]) -> dict[str, Any]:
         """What `memdir index --status` shows (`needs_update` asked only if the model matches)."""
         storage = self.storage
-        counts = storage.catalog.counts()
-        manifest = storage.catalog.manifest()
+        counts = self.bookkeeping.counts()
+        manifest = self.bookkeeping.manifest()
         return {
             "version": manifest.get("version"),
             "model": manifest.get("model"),

@@ -410,8 +410,7 @@ class IndexStorage:
     def foreign_writes(self) -> object:
         """A token that changes when another connection wrote to the catalog; a backend that
         cannot tell gives a new token each time (so its index is never kept)."""
-        probe = getattr(self.catalog, "data_version", None)
-        return probe() if probe is not None else object()
+        return self.catalog.data_version()
 
     # generations ----------------------------------------------------------------------------
     def _drop_generation(self) -> None:

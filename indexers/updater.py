@@ -28,7 +28,14 @@ from memdir.archive_format.fold import SUPERSEDED_BY, ArchiveView, fold
 from memdir.archive_format.lock import WriterLock
 from memdir.archive_format.memdir import Memdir
 
-from .backends import META_FIELDS, Catalog, CatalogMemory, Checkpoint, Document, speaker_of
+from .backends import (
+    META_FIELDS,
+    CatalogMemory,
+    CatalogReader,
+    Checkpoint,
+    Document,
+    speaker_of,
+)
 from .memorytable import CONTEXT, name_code
 from .questions import question_share
 from .storage import IndexStorage
@@ -742,7 +749,7 @@ def _session_documents(rows: dict[str, list[tuple[int, str]]]) -> list[Document]
 
 
 def fulltext_documents(
-    catalog: Catalog, memdir: Memdir | None = None
+    catalog: CatalogReader, memdir: Memdir | None = None
 ) -> tuple[list[Document], list[Document]]:
     """Every document of the two full-text indexes, from the catalog: the memories', and one
     per session (compaction writes them again; a read-only memdir loads them into memory).
@@ -758,7 +765,7 @@ def fulltext_documents(
 
 
 def attached_texts(
-    memdir: Memdir, catalog: Catalog, memories: list[CatalogMemory]
+    memdir: Memdir, catalog: CatalogReader, memories: list[CatalogMemory]
 ) -> dict[int, str]:
     """Each memory's attachments' indexed text (their names, metadata and extracted text, from
     the sidecars), by iid: the links in its line and its `attachment` link events."""

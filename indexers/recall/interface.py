@@ -6,7 +6,6 @@ another backend can stand in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
     from memdir.archive_format.memdir import Memdir
 
     from ..affect import Annotator
-    from ..backends import CatalogMemory, FullTextIndex
+    from ..backends import CatalogMemory, CatalogReader, FullTextIndex
     from ..embedding import Embedder
 
 
@@ -50,34 +49,6 @@ class ScoringTable:
         return rows
 
 
-class RecallCatalog(Protocol):
-    """The catalog lookups recall makes."""
-
-    def searchable_iids(self) -> list[int]: ...
-
-    def speakers(self) -> list[str]: ...
-
-    def aliases(self) -> dict[str, str]: ...
-
-    def keys(self) -> list[str]: ...
-
-    def guaranteed(self, limit: int) -> list[CatalogMemory]: ...
-
-    def ids_with_keys(self, keys: Iterable[str]) -> list[str]: ...
-
-    def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]: ...
-
-    def memories_by_iid(self, iids: Iterable[int]) -> dict[int, CatalogMemory]: ...
-
-    def events_for(self, ids: Iterable[str]) -> list[dict[str, Any]]: ...
-
-    def rehearsal_times(self, ids: Iterable[str]) -> dict[str, list[float]]: ...
-
-    def link_degrees(self) -> dict[str, int]: ...
-
-    def links(self) -> list[tuple[str, str, str]]: ...
-
-
 class RecordTable(Protocol):
     """The fixed-size record of each memory (vector row, neighbours, time, session, speaker)."""
 
@@ -96,7 +67,7 @@ class RecallIndex(Protocol):
     def annotator(self) -> Annotator: ...
 
     @property
-    def catalog(self) -> RecallCatalog: ...
+    def catalog(self) -> CatalogReader: ...
 
     @property
     def fulltext(self) -> FullTextIndex: ...  # BM25 over memories: scores()
