@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -156,6 +156,18 @@ def memdir_main(
                err.getvalue().decode("utf-8", "replace"))  # fmt: skip
 
 
+def succeeding(root: Path, run: Callable[..., Run] = memdir_main) -> Callable[..., str]:
+    """`ok(*args, now=...)`: runs a command on the memdir at `root` (in this process unless
+    `run` is memdir_cli), asserts it succeeded, and answers its output, stripped."""
+
+    def ok(*args: str, now: str = T0) -> str:
+        done = run("--dir", str(root), *args, now=now)
+        assert done.code == 0, done
+        return done.out.strip()
+
+    return ok
+
+
 class Server:
     """A `memdir serve` process (the real console script) with its log in a file."""
 
@@ -191,6 +203,26 @@ class Server:
             self.process.send_signal(signal.SIGTERM)
         self.process.communicate(timeout=30)
         return self.process.returncode
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """`server(memdir, *args, ready=True)` starts `memdir serve` (waiting until it serves unless
+    `ready` is False); whatever is still running at the test's end is killed."""
+    started: list[Server] = []
+
+    def start(memdir: Memdir, *args: str, ready: bool = True) -> Server:
+        running = Server(memdir, tmp_path / f"serve{len(started)}.log", *args)
+        started.append(running)
+        if ready:
+            running.wait_ready()
+        return running
+
+    yield start
+    for running in started:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.communicate(timeout=10)
 
 
 @pytest.fixture
