@@ -35,12 +35,16 @@ $(MPNET_DIR)/model.safetensors: | setup
 	rm $(VENV)/mpnet.zip
 	touch $@
 
-# PYTEST_ARGS adds options (.ci/run passes --durations, so CI shows the slowest tests).
+# The tests run in parallel, a worker per core (pytest-xdist); a module whose fixture is built
+# once for all its tests (scope="module") names an xdist_group, so that one worker runs them all.
+# PARALLEL= runs them in this one process; PYTEST_ARGS adds options (.ci/run passes --durations,
+# so CI shows the slowest tests).
+PARALLEL ?= -n auto --dist loadgroup
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 test-slow: setup
-	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest -m slow $(PARALLEL) $(PYTEST_ARGS)
 
 SOURCES := memdir cli archive_format indexers tests benchmarks scripts
 

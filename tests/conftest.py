@@ -56,6 +56,13 @@ ACTOR_VARIABLES = ("MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS))
 for _variable in ACTOR_VARIABLES:
     os.environ.pop(_variable, None)
 
+# pytest-xdist (make test runs the tests in parallel) hands its workers COLUMNS=80 and LINES=24,
+# its own terminal's size, which a serial run does not have: without them every command lays
+# out its tables for a pipe (unbounded) in either, as the tests expect.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
 
 def clean_env(**overrides: str | None) -> dict[str, str]:
     """The test process's environment without memdir's own variables (nor an agent harness's
