@@ -211,25 +211,38 @@ class Server:
         self.process.communicate(timeout=30)
         return self.process.returncode
 
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate(timeout=10)
+
+
+def launched(start: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+    """For a fixture to yield from: `start(n, *args, **kwargs)` starts the test's nth process;
+    at the test's end each one started is killed (its `kill()`) if it still runs."""
+    started: list[Any] = []
+
+    def launch(*args: Any, **kwargs: Any) -> Any:
+        started.append(start(len(started), *args, **kwargs))
+        return started[-1]
+
+    yield launch
+    for running in started:
+        running.kill()
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """`server(memdir, *args, ready=True)` starts `memdir serve` (waiting until it serves unless
     `ready` is False); whatever is still running at the test's end is killed."""
-    started: list[Server] = []
 
-    def start(memdir: Memdir, *args: str, ready: bool = True) -> Server:
-        running = Server(memdir, tmp_path / f"serve{len(started)}.log", *args)
-        started.append(running)
+    def start(n: int, memdir: Memdir, *args: str, ready: bool = True) -> Server:
+        running = Server(memdir, tmp_path / f"serve{n}.log", *args)
         if ready:
             running.wait_ready()
         return running
 
-    yield start
-    for running in started:
-        if running.process.poll() is None:
-            running.process.kill()
-            running.process.communicate(timeout=10)
+    yield from launched(start)
 
 
 @pytest.fixture
