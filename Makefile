@@ -35,11 +35,11 @@ $(MPNET_DIR)/model.safetensors: | setup
 	rm $(VENV)/mpnet.zip
 	touch $@
 
-# The tests run in parallel, a worker per core (pytest-xdist); a module whose fixture is built
-# once for all its tests (scope="module") names an xdist_group, so that one worker runs them all.
-# PARALLEL= runs them in this one process; PYTEST_ARGS adds options (.ci/run passes --durations,
-# so CI shows the slowest tests).
-PARALLEL ?= -n auto --dist loadgroup
+# The tests run in parallel, a worker per core (pytest-xdist), each file's tests on one worker,
+# so a fixture built once for a module (scope="module") is built once. (Not --dist loadgroup:
+# with pytest 9.2, xdist 3.8's groups are silently ignored.) PARALLEL= runs them in this one
+# process; PYTEST_ARGS adds options (.ci/run passes --durations: CI shows the slowest tests).
+PARALLEL ?= -n auto --dist loadfile
 test: setup
 	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 

@@ -20,9 +20,6 @@ from memdir.usecases.archive import RestoreError, canonical_files, export, resto
 from memdir.usecases.recall import recall
 from memdir.usecases.sealing import Header, SealedReader, SealedWriter, SealError
 
-# One worker builds the module's `full` once (make test runs the tests in parallel).
-pytestmark = pytest.mark.xdist_group("test_export")
-
 PASS = "correct horse battery staple"
 QUERIES = ("what tea does the user like?", "where does Anouk live", "bicycle")
 

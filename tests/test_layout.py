@@ -17,9 +17,6 @@ from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.layout import Column, fit
 
-# One worker builds the module's `filled` once (make test runs the tests in parallel).
-pytestmark = pytest.mark.xdist_group("test_layout")
-
 LONG = (
     "Sam prefers written summaries after every planning meeting, ideally sent before lunch "
     "and with the decisions at the top, because long calls make him lose the thread"

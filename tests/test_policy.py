@@ -34,9 +34,6 @@ from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir, init
 from memdir.archive_format.visibility import NO_RECORDS, SURFACES, Show, decide
 
-# One worker builds the module's `observed` once (make test runs the tests in parallel).
-pytestmark = pytest.mark.xdist_group("test_policy")
-
 NOW = T0_DT + timedelta(hours=3)
 NOW_TEXT = format_time(NOW)
 PASSPHRASE = "correct horse battery staple"

@@ -13,9 +13,8 @@ import pytest
 
 from memdir.cli.bench import safety
 
-# The module's fixture runs the whole benchmark (≈ 70 s on a busy 2-core host): `make test-slow`,
-# where one worker runs the module (its group), so the benchmark runs once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_safety")]
+# The module's fixture runs the whole benchmark (≈ 70 s on a busy 2-core host): `make test-slow`.
+pytestmark = pytest.mark.slow
 
 SESSIONS = 30
 

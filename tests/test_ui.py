@@ -17,9 +17,6 @@ from ui_server import NOW_TEXT, UiServer, build, serving
 
 from memdir.archive_format.memdir import Memdir, init
 
-# One worker builds the module's `served` once (make test runs the tests in parallel).
-pytestmark = pytest.mark.xdist_group("test_ui")
-
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"  # a name for createElementNS, never fetched
 
 
