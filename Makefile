@@ -35,12 +35,16 @@ $(MPNET_DIR)/model.safetensors: | setup
 	rm $(VENV)/mpnet.zip
 	touch $@
 
-# PYTEST_ARGS adds options (.ci/run passes --durations, so CI shows the slowest tests).
+# The tests run in parallel, a worker per core (pytest-xdist), each file's tests on one worker,
+# so a fixture built once for a module (scope="module") is built once. (Not --dist loadgroup:
+# with pytest 9.2, xdist 3.8's groups are silently ignored.) PARALLEL= runs them in this one
+# process; PYTEST_ARGS adds options (.ci/run passes --durations: CI shows the slowest tests).
+PARALLEL ?= -n auto --dist loadfile
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 test-slow: setup
-	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest -m slow $(PARALLEL) $(PYTEST_ARGS)
 
 SOURCES := memdir cli archive_format indexers tests benchmarks scripts
 

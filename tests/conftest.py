@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,6 +55,13 @@ class Run:
 ACTOR_VARIABLES = ("MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS))
 for _variable in ACTOR_VARIABLES:
     os.environ.pop(_variable, None)
+
+# pytest-xdist (make test runs the tests in parallel) hands its workers COLUMNS=80 and LINES=24,
+# its own terminal's size, which a serial run does not have: without them every command lays
+# out its tables for a pipe (unbounded) in either, as the tests expect.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 def clean_env(**overrides: str | None) -> dict[str, str]:
@@ -156,6 +163,18 @@ def memdir_main(
                err.getvalue().decode("utf-8", "replace"))  # fmt: skip
 
 
+def succeeding(root: Path, run: Callable[..., Run] = memdir_main) -> Callable[..., str]:
+    """`ok(*args, now=...)`: runs a command on the memdir at `root` (in this process unless
+    `run` is memdir_cli), asserts it succeeded, and answers its output, stripped."""
+
+    def ok(*args: str, now: str = T0) -> str:
+        done = run("--dir", str(root), *args, now=now)
+        assert done.code == 0, done
+        return done.out.strip()
+
+    return ok
+
+
 class Server:
     """A `memdir serve` process (the real console script) with its log in a file."""
 
@@ -191,6 +210,39 @@ class Server:
             self.process.send_signal(signal.SIGTERM)
         self.process.communicate(timeout=30)
         return self.process.returncode
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate(timeout=10)
+
+
+def launched(start: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+    """For a fixture to yield from: `start(n, *args, **kwargs)` starts the test's nth process;
+    at the test's end each one started is killed (its `kill()`) if it still runs."""
+    started: list[Any] = []
+
+    def launch(*args: Any, **kwargs: Any) -> Any:
+        started.append(start(len(started), *args, **kwargs))
+        return started[-1]
+
+    yield launch
+    for running in started:
+        running.kill()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """`server(memdir, *args, ready=True)` starts `memdir serve` (waiting until it serves unless
+    `ready` is False); whatever is still running at the test's end is killed."""
+
+    def start(n: int, memdir: Memdir, *args: str, ready: bool = True) -> Server:
+        running = Server(memdir, tmp_path / f"serve{n}.log", *args)
+        if ready:
+            running.wait_ready()
+        return running
+
+    yield from launched(start)
 
 
 @pytest.fixture

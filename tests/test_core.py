@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import memdir_cli
+from conftest import memdir_main
 
 from memdir.archive_format.memdir import Memdir
 
@@ -13,7 +13,7 @@ def test_core_holds_the_hard_facts_and_milestones_within_its_budget(hashed: Memd
     root = str(hashed.root)
 
     def ok(*args: str, now: str = "2026-05-01T09:00:00Z") -> str:
-        done = memdir_cli("--dir", root, *args, now=now)
+        done = memdir_main("--dir", root, *args, now=now)
         assert done.code == 0, done
         assert "Traceback" not in done.err
         return done.out.strip()
@@ -42,5 +42,5 @@ def test_core_holds_the_hard_facts_and_milestones_within_its_budget(hashed: Memd
     assert tight["tokens"] <= 20 and tight["left_out"] >= 1
     assert len(tight["memories"]) < len(found["memories"])
     assert "we married in Porto" in ok("core", now="2027-05-01T09:00:00Z")
-    bad = memdir_cli("--dir", root, "core", "--budget", "0")
+    bad = memdir_main("--dir", root, "core", "--budget", "0")
     assert bad.code == 2 and "Traceback" not in bad.err

@@ -929,7 +929,10 @@ def test_search_snippets_and_json_shapes(md: Memdir) -> None:
     assert plain.stderr == ""  # stdout holds the results, nothing else
 
 
-def test_meta_memory_fields_are_searchable_and_weigh_in_recall(hashed: Memdir, cli) -> None:
+def test_meta_memory_fields_are_searchable_and_weigh_in_recall(
+    hashed: Memdir, cli_in_process
+) -> None:
+    cli = cli_in_process  # what the commands answer, so in this process
     """`--rationale` (and intent, evidence) is a full-text field of its own: `search --field
     rationale` finds it, plain search does not, and recall's small `meta_bm25` weight lets a
     rationale tip the ranking between two memories whose text says the same."""

@@ -1,4 +1,4 @@
-"""Islands (named groups of memories) through the real `memdir` console script: the island
+"""Islands (named groups of memories) through the CLI's commands (in this process): the island
 commands, recall scoped to an island, forget, the actor, the policy and a git merge."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from clones import conflicts, hub_and_clones
-from conftest import clean_env, memdir_cli
+from conftest import clean_env, memdir_main
 
 from memdir.archive_format.memdir import Memdir
 
@@ -17,7 +17,7 @@ def runner(root: Path):
 
     def ok(*args: str, code: int = 0, **env: str) -> str:
         # a minute apart: the islands' fold orders changes by time
-        done = memdir_cli("--dir", str(root), *args, now=f"2026-05-01T09:{next(minutes):02d}:00Z",
+        done = memdir_main("--dir", str(root), *args, now=f"2026-05-01T09:{next(minutes):02d}:00Z",
                           env=clean_env(**env))  # fmt: skip
         assert done.code == code, done
         assert "Traceback" not in done.err, done
@@ -96,7 +96,7 @@ def test_an_island_an_assistant_makes_is_the_assistants(hashed: Memdir) -> None:
 
     def as_assistant(*args: str) -> str:
         # an assistant writes at the real time: no MEMDIR_NOW
-        done = memdir_cli("--dir", root, *args, now=None, env=clean_env(MEMDIR_ACTOR="assistant"))
+        done = memdir_main("--dir", root, *args, now=None, env=clean_env(MEMDIR_ACTOR="assistant"))
         assert done.code == 0, done
         return done.out
 

@@ -1,6 +1,6 @@
-"""Every view at 80 and 120 columns (real processes with $COLUMNS): lines fit, no id or score is
-cut to an ellipsis, shortened ids are unique prefixes the commands accept; a pipe without
-$COLUMNS gets whole lines."""
+"""Every view at 80 and 120 columns ($COLUMNS, the commands run in this process): lines fit, no
+id or score is cut to an ellipsis, shortened ids are unique prefixes the commands accept; a real
+process writing to a pipe without $COLUMNS gets whole lines, and with it honours it."""
 
 from __future__ import annotations
 
@@ -43,6 +43,13 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Memdir:
         [journal.new_turn(at=T0_DT, role="user", session="s1", text=LONG, channel="cli")],
     )
     return memdir
+
+
+@pytest.fixture
+def cli(cli_in_process):
+    """The width comes from $COLUMNS, which conftest.memdir_main sets for the call: the views
+    are laid out in this process; the pipe tests (marked `process`) run the real script."""
+    return cli_in_process
 
 
 VIEWS = {
@@ -105,6 +112,7 @@ def test_text_wraps_in_its_column_at_80(cli, filled: Memdir) -> None:
     assert " ".join(line[column:].strip() for line in lines[start:end]) == LONG
 
 
+@pytest.mark.process
 def test_a_pipe_without_columns_gets_whole_lines(cli, filled: Memdir) -> None:
     for args in (("list",), ("recall", "written summaries before lunch", "--no-record")):
         done = run(cli, filled, args, None)
@@ -113,6 +121,7 @@ def test_a_pipe_without_columns_gets_whole_lines(cli, filled: Memdir) -> None:
         assert all(len(m) == 18 for m in ID.findall(done.out))  # full ids, nothing shortened
 
 
+@pytest.mark.process
 def test_columns_are_honoured_in_a_pipe(cli, filled: Memdir) -> None:
     wide = run(cli, filled, ("list",), "200")
     narrow = run(cli, filled, ("list",), "60")

@@ -54,8 +54,9 @@ def taught(root: Path, texts: tuple[str, ...] = TEXTS, minute: int = 0) -> Memdi
 
 
 def test_the_commands_work_unchanged_and_match_the_local_index(
-    tmp_path: Path, postgres_dsn: str, cli: Any
+    tmp_path: Path, postgres_dsn: str, cli_in_process: Any
 ) -> None:
+    cli = cli_in_process  # what the commands answer, so in this process
     local, _ = init(tmp_path / "local", T0_DT)
     configure(local, embedder={"kind": "hashing"})
     taught(local.root)

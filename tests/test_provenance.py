@@ -295,8 +295,16 @@ def test_the_actor_is_read_from_the_environment() -> None:
     assert not provenance.actor_from({"CLAUDECODE": ""}).assistant
 
 
-@pytest.mark.parametrize("shell", AGENT_SHELLS, ids=lambda shell: next(iter(shell)))
-def test_an_agents_shell_cannot_write_as_the_user(cli, md: Memdir, shell: dict) -> None:
+@pytest.mark.parametrize(
+    "shell",
+    # the first shell's commands run as real processes, the others' in this one (the
+    # environment is the command's for the call either way: conftest.memdir_main)
+    [pytest.param(shell, marks=[pytest.mark.process] if n == 0 else [])
+     for n, shell in enumerate(AGENT_SHELLS)],
+    ids=lambda shell: next(iter(shell)),
+)  # fmt: skip
+def test_an_agents_shell_cannot_write_as_the_user(cli_in_process, md: Memdir, shell: dict) -> None:
+    cli = cli_in_process
     from conftest import T0, clean_env
 
     def run(*args: str, stdin: str | None = None, env: dict | None = None):  # noqa: ANN202
@@ -343,8 +351,12 @@ def test_an_agents_shell_cannot_write_as_the_user(cli, md: Memdir, shell: dict) 
     assert run("reject", guess, "--reason", "made it up").code == 0
 
 
-def test_an_agents_shell_decides_with_the_users_quoted_words(cli, md: Memdir, tmp_path) -> None:
+def test_an_agents_shell_decides_with_the_users_quoted_words(
+    cli_in_process, md: Memdir, tmp_path
+) -> None:
     from conftest import clean_env
+
+    cli = cli_in_process
 
     agent = clean_env(CLAUDECODE="1")
     hook = clean_env(CLAUDECODE="1", MEMDIR_ACTOR="user")  # the prompt hook's own call

@@ -15,7 +15,7 @@ from clones import git, hub_and_clones, new_memdir_repo
 from conftest import T0, T0_DT
 
 from memdir.archive_format import journal, lifecycle
-from memdir.archive_format.journal import new_turn
+from memdir.archive_format.journal import Turn, new_turn
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line, new_event
 from memdir.cli.main import main
@@ -67,15 +67,20 @@ def test_a_secret_turn_is_masked_kept_here_and_never_committed_or_pushed(tmp_pat
     assert run(b, "verify") == 0 and run(a, "verify") == 0
 
 
-def test_an_older_memdirs_secret_turn_is_moved_out_before_sync_commits(tmp_path: Path) -> None:
+def secret_in_turns_file(tmp_path: Path) -> tuple[Path, Memdir, Turn]:
+    """A clone whose secret turn stands in the committed turns file, as an older memdir wrote it."""
     (a,) = hub_and_clones(tmp_path, ("a",))
     memdir = Memdir.open(a)
     secret = new_turn(T0, "user", "s1", PIN, secrecy="secret")
-    # as an older memdir wrote it: in the committed turns file
     memdir.journal_dir.mkdir(exist_ok=True)
     journal.turns_path(memdir).write_text(
         json.dumps(secret.to_line(), separators=(",", ":")) + "\n"
     )
+    return a, memdir, secret
+
+
+def test_an_older_memdirs_secret_turn_is_moved_out_before_sync_commits(tmp_path: Path) -> None:
+    a, memdir, secret = secret_in_turns_file(tmp_path)
     ok(a, "sync")
     assert "PIN is 4711" not in everything_git_holds(tmp_path / "hub.git")
     assert "PIN is 4711" not in journal.turns_path(memdir).read_text()
@@ -85,13 +90,7 @@ def test_an_older_memdirs_secret_turn_is_moved_out_before_sync_commits(tmp_path:
 def test_verify_fails_on_a_tracked_secret_and_sync_refuses_to_push_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (a,) = hub_and_clones(tmp_path, ("a",))
-    memdir = Memdir.open(a)
-    secret = new_turn(T0, "user", "s1", PIN, secrecy="secret")
-    memdir.journal_dir.mkdir(exist_ok=True)
-    journal.turns_path(memdir).write_text(
-        json.dumps(secret.to_line(), separators=(",", ":")) + "\n"
-    )
+    a, memdir, secret = secret_in_turns_file(tmp_path)
     git(a, "add", "-A")
     git(a, "commit", "-q", "-m", "committed by hand")
     capsys.readouterr()

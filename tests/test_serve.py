@@ -10,7 +10,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,24 +26,6 @@ from memdir.cli.service import MAX_ADDRESS, MAX_REQUEST, PROTOCOL, SERVED, addre
 from conftest import T0_DT, configure  # isort: skip
 
 IN_PROCESS = {"MEMDIR_NO_SERVICE": "1"}
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    started: list[Server] = []
-
-    def start(memdir: Memdir, *args: str, ready: bool = True) -> Server:
-        running = Server(memdir, tmp_path / f"serve{len(started)}.log", *args)
-        started.append(running)
-        if ready:
-            running.wait_ready()
-        return running
-
-    yield start
-    for running in started:
-        if running.process.poll() is None:
-            running.process.kill()
-            running.process.communicate(timeout=10)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,23 +56,6 @@ except OSError:
     pass
 print(data.decode().strip() or "nothing", flush=True)
 """
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    started: list[Server] = []
-
-    def start(memdir: Memdir, *args: str) -> Server:
-        running = Server(memdir, tmp_path / f"serve{len(started)}.log", *args)
-        started.append(running)
-        running.wait_ready()
-        return running
-
-    yield start
-    for running in started:
-        if running.process.poll() is None:
-            running.process.kill()
-            running.process.communicate(timeout=10)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import T0_DT, clean_env, shelf_lines
 
+from benchmarks.attack import KILLER
 from memdir.archive_format import lifecycle
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir
@@ -20,34 +21,15 @@ from memdir.cli.main import main
 
 NOW = format_time(T0_DT + timedelta(days=10))
 
-# Runs `memdir sleep` in this process, counting the canonical writes (shelf appends and
-# atomic renames); at write number N (argv[2]; 0: never) the process SIGKILLs itself, as
-# `kill -9` or the OOM killer would, before that write happens.
-KILLER = """
-import os, signal, sys
-from memdir.archive_format import shelf
-point, calls = int(sys.argv[2]), [0]
-def counted(original):
-    def write(*args, **kwargs):
-        calls[0] += 1
-        if calls[0] == point:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return original(*args, **kwargs)
-    return write
-shelf.append = counted(shelf.append)
-os.replace = counted(os.replace)
-from memdir.cli.main import main
-code = main(["--dir", sys.argv[1], "--now", sys.argv[3], "sleep"])
-print("writes", calls[0])
-sys.exit(code)
-"""
-
 
 def run(root: Path, *args: str, now: str = NOW) -> int:
     return main(["--dir", str(root), "--now", now, *args])
 
 
 def killed_sleep(root: Path, point: int) -> subprocess.CompletedProcess[str]:
+    """`memdir sleep` in a process of its own (the attack benchmark's KILLER) that counts the
+    canonical writes (shelf appends and atomic renames) and at write number `point` (0: never)
+    SIGKILLs itself, as `kill -9` or the OOM killer would, before that write happens."""
     return subprocess.run([sys.executable, "-c", KILLER, str(root), str(point), NOW],
                           capture_output=True, text=True, timeout=300,
                           env=clean_env(MEMDIR_NO_SERVICE="1"))  # fmt: skip

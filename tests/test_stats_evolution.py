@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import json
 
-from conftest import memdir_main
+from conftest import memdir_main, succeeding
 
 from memdir.archive_format.memdir import Memdir
 
 
 def test_evolution_counts_growth_and_churn_by_month(hashed: Memdir) -> None:
     root = str(hashed.root)
-
-    def ok(*args: str, now: str) -> str:
-        done = memdir_main("--dir", root, *args, now=now)
-        assert done.code == 0, done
-        return done.out.strip()
+    ok = succeeding(hashed.root)
 
     # May: 3 teachings (one keyed), 2 inferences; one confirmed, a link
     rent = ok("teach", "rent is 1400", "--key", "rent", now="2026-05-01T09:00:00Z")

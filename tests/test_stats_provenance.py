@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import json
 
-from conftest import memdir_cli
+from conftest import memdir_main, succeeding
 
 from memdir.archive_format.memdir import Memdir
 
 
 def test_provenance_rates_and_decision_times_by_month_type_and_author(hashed: Memdir) -> None:
     root = str(hashed.root)
-
-    def ok(*args: str, now: str) -> str:
-        done = memdir_cli("--dir", root, *args, now=now)
-        assert done.code == 0, done
-        return done.out.strip()
+    ok = succeeding(hashed.root)
 
     tea = ok("infer", "the user likes tea", "--type", "FACT", now="2026-05-01T09:00:00Z")
     ok("confirm", tea, now="2026-05-01T11:00:00Z")  # 2 h
@@ -30,7 +26,7 @@ def test_provenance_rates_and_decision_times_by_month_type_and_author(hashed: Me
     gone = ok("infer", "the user owns a boat", now="2026-06-04T09:00:00Z")
     ok("forget", gone, now="2026-06-04T10:00:00Z")  # forgotten: no longer counted
 
-    done = memdir_cli("--dir", root, "stats", "--provenance", "--json", now="2026-06-10T00:00:00Z")
+    done = memdir_main("--dir", root, "stats", "--provenance", "--json", now="2026-06-10T00:00:00Z")
     assert done.code == 0, done
     report = json.loads(done.out)["provenance"]
 
@@ -59,7 +55,7 @@ def test_provenance_rates_and_decision_times_by_month_type_and_author(hashed: Me
         "assistant": summary(3, 1, 0, 1, 1, 2.0),
         "gpt-x": summary(2, 1, 1, 0, 0, 15.0),  # median of 24 and 6
     }
-    plain = memdir_cli("--dir", root, "stats", "--provenance", now="2026-06-10T00:00:00Z")
+    plain = memdir_main("--dir", root, "stats", "--provenance", now="2026-06-10T00:00:00Z")
     assert plain.code == 0, plain
     first = plain.out.splitlines()[1].split()
     assert first[:2] == ["all", "5"] and "2" in first and "(40%)" in first

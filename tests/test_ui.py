@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import T0_DT, clean_env, memdir_cli
-from ui_server import NOW_TEXT, UiServer, build
+from ui_server import NOW_TEXT, UiServer, build, serving
 
 from memdir.archive_format.memdir import Memdir, init
 
@@ -22,14 +22,8 @@ SVG_NAMESPACE = "http://www.w3.org/2000/svg"  # a name for createElementNS, neve
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[UiServer, dict[str, str]]]:
-    tmp = tmp_path_factory.mktemp("ui")
-    ids = build(tmp / "memory")
-    server = UiServer(tmp / "memory", tmp / "ui.log", now=NOW_TEXT)
-    try:
-        yield server, ids
-    finally:
-        assert server.stop() == 0, server.text()
-        assert "Traceback" not in server.text()
+    with serving(tmp_path_factory.mktemp("ui")) as served:
+        yield served
 
 
 def test_every_read_operation_answers(served: tuple[UiServer, dict[str, str]]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import clean_env, memdir_cli
-from ui_server import NOW_TEXT, UiServer, build
+from ui_server import NOW_TEXT, UiServer, serving
 
 pytestmark = pytest.mark.slow
 
@@ -49,13 +49,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[tuple[UiServer, dict[str, str]]]:
-    ids = build(tmp_path / "memory")
-    server = UiServer(tmp_path / "memory", tmp_path / "ui.log", now=NOW_TEXT)
-    try:
-        yield server, ids
-    finally:
-        assert server.stop() == 0, server.text()
-        assert "Traceback" not in server.text()
+    with serving(tmp_path) as served:
+        yield served
 
 
 def signed_in(browser: Any, server: UiServer, size: tuple[int, int] = SIZES["desktop"]) -> Any:

@@ -23,6 +23,13 @@ from memdir.cli.main import main
 NOV1 = datetime(2026, 11, 1, 10, 0, tzinfo=timezone.utc)
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """What wake and review show is the subject here, not processes: the CLI runs in this
+    process (conftest.memdir_main)."""
+    return cli_in_process
+
+
 def run(capsys: pytest.CaptureFixture[str], memdir: Memdir, when: datetime, *args: str) -> str:
     """`memdir --dir MEMDIR ARGS… --now WHEN` in-process; its stdout (it must exit 0)."""
     capsys.readouterr()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import MEMDIR_BIN, T0, clean_env, configure
+from conftest import MEMDIR_BIN, T0, clean_env, configure, launched
 
 from memdir.archive_format import shelf
 from memdir.archive_format.memdir import Memdir
@@ -55,24 +55,22 @@ class Daemon:
         self.stderr.close()
         return self.process.returncode, out
 
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.stderr.close()
+
 
 @pytest.fixture
 def daemon(hashed: Memdir, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
-    started: list[Daemon] = []
-
-    def start(*args: str, memdir: Memdir = hashed, ready: bool = True) -> Daemon:
-        running = Daemon(memdir, tmp_path / f"watch{len(started)}.err", *args)
-        started.append(running)
+    def start(n: int, *args: str, memdir: Memdir = hashed, ready: bool = True) -> Daemon:
+        running = Daemon(memdir, tmp_path / f"watch{n}.err", *args)
         if ready:
             running.wait_for(READY)
         return running
 
-    yield start
-    for running in started:
-        if running.process.poll() is None:
-            running.process.kill()
-            running.process.wait(timeout=10)
-        running.stderr.close()
+    yield from launched(start)
 
 
 def searchable(memdir: Memdir, query: str, k: int = 10) -> set[str] | None:

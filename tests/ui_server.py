@@ -7,6 +7,8 @@ import http.client
 import json
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -133,3 +135,16 @@ def build(root: Path) -> dict[str, str]:
              for role, text in (("user", "Let us plan the garden"), ("assistant", "Sure."))]  # fmt: skip
     journal.add_turns(memdir, turns)
     return ids
+
+
+@contextmanager
+def serving(tmp: Path) -> Iterator[tuple[UiServer, dict[str, str]]]:
+    """`memdir ui` over the memdir `build` makes in `tmp`, with the ids it names; at the end the
+    server must stop cleanly and its log hold no traceback."""
+    ids = build(tmp / "memory")
+    server = UiServer(tmp / "memory", tmp / "ui.log", now=NOW_TEXT)
+    try:
+        yield server, ids
+    finally:
+        assert server.stop() == 0, server.text()
+        assert "Traceback" not in server.text()
