@@ -10,10 +10,10 @@ so neither is ever read as the other.
 The FAISS index is written whole only now and then (at rebuild, or when the delta grows);
 vectors added since live in the *delta*, searched exactly with numpy. So appending one memory
 never rewrites the index. The base index is an IndexIDMap2 over inner product (vectors are
-L2-normalised, so this is cosine) of 8-bit scalar-quantised vectors (one byte per dimension,
-each dimension's range trained on the vectors it holds): exact flat below `hnsw_above`
-vectors, HNSW above it. It only proposes candidates: recall scores them again with the cached
-vectors. The base is opened memory-mapped for reading (fast cold start); it is never written
+L2-normalised, so this is cosine): exact flat over float16 vectors (the cache's own values)
+below `hnsw_above` vectors, HNSW over 8-bit scalar-quantised ones above it (one byte per
+dimension, each dimension's range trained on the vectors it holds). It only proposes
+candidates: the reader scores them again with the cached vectors (reader.vector_hits). The base is opened memory-mapped for reading (fast cold start); it is never written
 in place: writers build a new file and rename it over the old one.
 """
 
@@ -124,7 +124,7 @@ class VectorFile:
 
 
 class FaissIndex:
-    """The FAISS base index file (IndexIDMap2 over 8-bit vectors, flat or HNSW)."""
+    """The FAISS base index file (IndexIDMap2 over flat float16 or 8-bit HNSW vectors)."""
 
     def __init__(self, path: Path, dim: int, settings: VectorSettings) -> None:
         self.path = path
@@ -166,16 +166,17 @@ class FaissIndex:
 
         faiss.omp_set_num_threads(os.cpu_count() or 1)
         inner: Any
-        eight_bit, inner_product = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        quantiser, inner_product = faiss.ScalarQuantizer, faiss.METRIC_INNER_PRODUCT
         if len(vectors) > self.settings.hnsw_above:
-            inner = faiss.IndexHNSWSQ(self.dim, eight_bit, self.settings.hnsw_m, inner_product)
+            m = self.settings.hnsw_m
+            inner = faiss.IndexHNSWSQ(self.dim, quantiser.QT_8bit, m, inner_product)
             inner.hnsw.efConstruction = self.settings.ef_construction
         else:
-            inner = faiss.IndexScalarQuantizer(self.dim, eight_bit, inner_product)
+            inner = faiss.IndexScalarQuantizer(self.dim, quantiser.QT_fp16, inner_product)
         index = faiss.IndexIDMap2(inner)
         if len(vectors):
             rows = np.ascontiguousarray(vectors, dtype=np.float32)
-            index.train(rows)  # each dimension's range, from exactly the vectors it holds
+            index.train(rows)  # 8 bits: each dimension's range, from exactly the vectors held
             index.add_with_ids(rows, iids.astype(np.int64))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temp = self.path.with_name(self.path.name + ".tmp")
