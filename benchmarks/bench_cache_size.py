@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the indexed copies")
     args = parser.parse_args()
     from memdir.indexers.embedding import load_embedder
 
@@ -88,7 +89,8 @@ def main() -> None:
             "cache": size_of(cache), "files": files(cache),
             "tables": tables(cache / "index" / "catalog.sqlite"),
         })  # fmt: skip
-        shutil.rmtree(memdir.root, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(memdir.root, ignore_errors=True)
     print(f"machine: {machine()}; embedder {embedder.model_id}")
     for r in results:
         print(
