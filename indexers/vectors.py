@@ -40,8 +40,10 @@ ROW_TYPES = {".f16": "<f2", ".f32": "<f4"}  # a vector file's suffix → its row
 
 class VectorFile:
     """Rows of vectors in one flat file: row i starts at byte i * dim * width. New rows are
-    float16 in `path` (`.f16`); `legacy` is an older version's float32 file (`.f32`), used for
-    reading and appending while `path` does not exist, until `rewrite` replaces it."""
+    float16 in `path` (`.f16`); `legacy` is an older version's float32 file (`.f32`): while it
+    exists it holds the rows the catalog numbers, even beside a float16 file (an older memdir
+    wrote it after a downgrade, or a rewrite stopped before the catalog committed), and it is
+    read and appended to until `rewrite` replaces it."""
 
     def __init__(self, path: Path, dim: int, legacy: Path | None = None) -> None:
         self.path = path
@@ -52,7 +54,7 @@ class VectorFile:
 
     def _file(self) -> tuple[Path, str]:
         """The file the rows are in now, and their numpy type."""
-        if self.legacy is not None and not self.path.exists() and self.legacy.exists():
+        if self.legacy is not None and self.legacy.exists():
             return self.legacy, ROW_TYPES[self.legacy.suffix]
         return self.path, ROW_TYPES[self.path.suffix]
 
