@@ -111,7 +111,8 @@ class FullTextIndex(Protocol):
 
 # --- vectors ---------------------------------------------------------------------------------
 class VectorIndex(Protocol):
-    """Unit vectors by iid, searched by inner product (cosine); written whole by `build`."""
+    """Unit vectors by iid, searched by inner product (cosine); written whole by `build`. It
+    may keep them quantised, so its scores are approximate: it proposes, the cache scores."""
 
     def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
         """Replace the index with exactly these vectors (rows aligned with `iids`)."""
@@ -128,7 +129,8 @@ class VectorIndex(Protocol):
 
 
 class VectorRows(Protocol):
-    """The embedding cache of one model: float32 rows, appended and read by row number."""
+    """The embedding cache of one model: rows appended and read by row number, read back as
+    float32 (kept at least as precisely as float16)."""
 
     def count(self) -> int: ...
 

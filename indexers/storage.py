@@ -6,7 +6,7 @@ Everything lives under `.memdir/index/`:
   tantivy-N/, sessions-N/  full text of memories and of whole sessions (fulltext.py)
   memories-N.table         what recall needs of each memory, by iid (memorytable.py)
   faiss/base.index         the vector base (vectors.py)
-  vectors/MODEL.f32        the embedding cache of one model (vectors.py)
+  vectors/MODEL.f16        the embedding cache of one model, float16 rows (vectors.py)
 
 With `settings.index.backend: postgres` the catalog, full text and vectors live in the memdir's
 schema of a PostgreSQL database instead (indexers/postgres/); the memory table stays here.
@@ -197,7 +197,8 @@ class LocalParts:
     def store(self, model_id: str, dim: int) -> VectorRows:
         from .vectors import VectorFile, safe_name
 
-        return VectorFile(self.root / "vectors" / f"{safe_name(model_id)}.f32", dim)
+        folder, name = self.root / "vectors", safe_name(model_id)
+        return VectorFile(folder / f"{name}.f16", dim, legacy=folder / f"{name}.f32")
 
     def missing(self, generation: int) -> str | None:
         if not (self.root / f"tantivy-{generation}" / "meta.json").is_file():

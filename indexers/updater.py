@@ -40,7 +40,7 @@ from .memorytable import CONTEXT, name_code
 from .questions import question_share
 from .storage import IndexStorage
 
-INDEX_VERSION = "11"
+INDEX_VERSION = "12"  # 12: float16 embedding cache, 8-bit vector base (vectors.py)
 FINGERPRINT_WINDOW = 1 << 16
 NOT_SEARCHABLE = frozenset({"rejected", "superseded", "forgotten"})
 EMBED_BATCH = 512

@@ -1,10 +1,19 @@
-"""Vectors: an append-only float32 file per embedding model (backends.VectorRows), and a FAISS
+"""Vectors: an append-only float16 file per embedding model (backends.VectorRows), and a FAISS
 index over it (backends.VectorIndex).
+
+The file is the embedding cache: float16 rows, read back as float32 (cosines between MiniLM's
+unit vectors move by at most 5.5e-5 on chat sentences, median 8e-6). Older memdirs kept
+float32 rows in `MODEL.f32`; that file is read as it is until the next rebuild rewrites it as
+float16 (`rewrite`), so an upgrade re-embeds nothing. Each file's suffix names its row type,
+so neither is ever read as the other.
 
 The FAISS index is written whole only now and then (at rebuild, or when the delta grows);
 vectors added since live in the *delta*, searched exactly with numpy. So appending one memory
 never rewrites the index. The base index is an IndexIDMap2 over inner product (vectors are
-L2-normalised, so this is cosine): exact flat below `hnsw_above` vectors, HNSW above it. The
+L2-normalised, so this is cosine): exact flat over float16 vectors (the cache's own values)
+below `hnsw_above` vectors, HNSW over 8-bit scalar-quantised ones above it (one byte per
+dimension, each dimension's range trained on the vectors it holds). It only proposes
+candidates: the reader scores them again with the cached vectors (reader.vector_hits). The
 base is opened memory-mapped for reading (fast cold start); it is never written in place:
 writers build a new file and rename it over the old one.
 """
@@ -26,19 +35,36 @@ def safe_name(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)
 
 
-class VectorFile:
-    """Rows of float32 vectors in one flat file: row i starts at byte i * dim * 4."""
+ROW_TYPES = {".f16": "<f2", ".f32": "<f4"}  # a vector file's suffix → its rows' numpy type
 
-    def __init__(self, path: Path, dim: int) -> None:
+
+class VectorFile:
+    """Rows of vectors in one flat file: row i starts at byte i * dim * width. New rows are
+    float16 in `path` (`.f16`); `legacy` is an older version's float32 file (`.f32`): while it
+    exists it holds the rows the catalog numbers, even beside a float16 file (an older memdir
+    wrote it after a downgrade, or a rewrite stopped before the catalog committed), and it is
+    read and appended to until `rewrite` replaces it."""
+
+    def __init__(self, path: Path, dim: int, legacy: Path | None = None) -> None:
         self.path = path
         self.dim = dim
-        self.row_bytes = dim * 4
+        self.legacy = legacy
         self._map: Any = None
-        self._map_key: tuple[int, int] | None = None
+        self._map_key: tuple[str, int, int] | None = None
+
+    def _file(self) -> tuple[Path, str]:
+        """The file the rows are in now, and their numpy type."""
+        if self.legacy is not None and self.legacy.exists():
+            return self.legacy, ROW_TYPES[self.legacy.suffix]
+        return self.path, ROW_TYPES[self.path.suffix]
+
+    def _row_bytes(self, dtype: str) -> int:
+        return self.dim * int(dtype[-1])
 
     def count(self) -> int:
+        path, dtype = self._file()
         try:
-            return self.path.stat().st_size // self.row_bytes
+            return path.stat().st_size // self._row_bytes(dtype)
         except FileNotFoundError:
             return 0
 
@@ -46,16 +72,19 @@ class VectorFile:
         """Append rows; returns the first new row number. A torn row from a crash is cut off."""
         import numpy as np
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as handle:
+        path, dtype = self._file()
+        row_bytes = self._row_bytes(dtype)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as handle:
             size = handle.seek(0, os.SEEK_END)
-            start = size // self.row_bytes
-            if size % self.row_bytes:
-                handle.truncate(start * self.row_bytes)
-            handle.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+            start = size // row_bytes
+            if size % row_bytes:
+                handle.truncate(start * row_bytes)
+            handle.write(np.ascontiguousarray(vectors, dtype=dtype).tobytes())
         return start
 
     def rows(self, numbers: list[int] | np.ndarray) -> np.ndarray:
+        """These rows as float32."""
         import numpy as np
 
         wanted = np.asarray(numbers, dtype=np.int64)
@@ -68,35 +97,40 @@ class VectorFile:
         """The file memory-mapped, re-mapped only when it was replaced or is too short."""
         import numpy as np
 
+        path, dtype = self._file()
         try:
-            stat = self.path.stat()
+            stat = path.stat()
         except FileNotFoundError:
-            raise IndexError(f"vector row {rows - 1}: no vectors in {self.path} yet") from None
-        key = (stat.st_ino, stat.st_size)
+            raise IndexError(f"vector row {rows - 1}: no vectors in {path} yet") from None
+        key = (str(path), stat.st_ino, stat.st_size)
         if self._map is None or self._map_key != key or len(self._map) < rows:
-            count = stat.st_size // self.row_bytes
+            count = stat.st_size // self._row_bytes(dtype)
             if count < rows:
                 from memdir.archive_format.errors import DamagedCacheError
 
                 # the memory table points past the store: one of the two is damaged
-                raise DamagedCacheError(f"vector row {rows - 1} beyond the end of {self.path}")
-            self._map = np.memmap(self.path, dtype=np.float32, mode="r", shape=(count, self.dim))
+                raise DamagedCacheError(f"vector row {rows - 1} beyond the end of {path}")
+            self._map = np.memmap(path, dtype=dtype, mode="r", shape=(count, self.dim))
             self._map_key = key
         return self._map
 
     def rewrite(self, vectors: np.ndarray) -> None:
-        """Replace the store (rebuild compaction: only vectors still referenced survive)."""
+        """Replace the store (rebuild compaction: only vectors still referenced survive), as
+        float16 in `path`; a legacy float32 file goes."""
         import numpy as np
 
         temp = self.path.with_name(self.path.name + ".tmp")
         temp.parent.mkdir(parents=True, exist_ok=True)
+        dtype = ROW_TYPES[self.path.suffix]
         with open(temp, "wb") as handle:
-            handle.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+            handle.write(np.ascontiguousarray(vectors, dtype=dtype).tobytes())
         os.replace(temp, self.path)
+        if self.legacy is not None:
+            self.legacy.unlink(missing_ok=True)
 
 
 class FaissIndex:
-    """The FAISS base index file (IndexIDMap2 over flat IP or HNSW)."""
+    """The FAISS base index file (IndexIDMap2 over flat float16 or 8-bit HNSW vectors)."""
 
     def __init__(self, path: Path, dim: int, settings: VectorSettings) -> None:
         self.path = path
@@ -138,16 +172,19 @@ class FaissIndex:
 
         faiss.omp_set_num_threads(os.cpu_count() or 1)
         inner: Any
+        quantiser: Any = faiss.ScalarQuantizer  # (faiss's stubs type its constants as int)
+        inner_product = faiss.METRIC_INNER_PRODUCT
         if len(vectors) > self.settings.hnsw_above:
-            inner = faiss.IndexHNSWFlat(self.dim, self.settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            m = self.settings.hnsw_m
+            inner = faiss.IndexHNSWSQ(self.dim, quantiser.QT_8bit, m, inner_product)
             inner.hnsw.efConstruction = self.settings.ef_construction
         else:
-            inner = faiss.IndexFlatIP(self.dim)
+            inner = faiss.IndexScalarQuantizer(self.dim, quantiser.QT_fp16, inner_product)
         index = faiss.IndexIDMap2(inner)
         if len(vectors):
-            index.add_with_ids(
-                np.ascontiguousarray(vectors, dtype=np.float32), iids.astype(np.int64)
-            )
+            rows = np.ascontiguousarray(vectors, dtype=np.float32)
+            index.train(rows)  # 8 bits: each dimension's range, from exactly the vectors held
+            index.add_with_ids(rows, iids.astype(np.int64))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temp = self.path.with_name(self.path.name + ".tmp")
         faiss.write_index(index, str(temp))

@@ -230,6 +230,7 @@ class FullTextContract(Contract):
 
 # --- vectors ---------------------------------------------------------------------------------
 DIM = 16
+ROW_ATOL = 1e-3  # float16 keeps a unit vector's components to within 2**-11
 
 
 def unit_vectors(count: int, seed: int = 7) -> Any:
@@ -261,7 +262,7 @@ class VectorIndexContract(Contract):
         hits = index.search(query, 5)
         expected = np.argsort(-(vectors @ query))[:5]
         assert [iid for iid, _ in hits] == [int(iids[i]) for i in expected]
-        assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+        assert hits[0][1] == pytest.approx(1.0, abs=1e-2)  # an index may quantise (8 bits)
         assert [score for _, score in hits] == sorted((score for _, score in hits), reverse=True)
         assert all(isinstance(iid, int) for iid, _ in hits)
 
@@ -301,7 +302,8 @@ class VectorIndexContract(Contract):
 
 
 class VectorRowsContract(Contract):
-    """backends.VectorRows of DIM-dimensional float32 rows."""
+    """backends.VectorRows of DIM-dimensional rows, read back as float32 (stored at least as
+    precisely as float16: ROW_ATOL)."""
 
     @pytest.fixture
     def rows(self, opener: Callable[[], VectorRows]) -> VectorRows:
@@ -322,8 +324,8 @@ class VectorRowsContract(Contract):
         assert rows.count() == 5
         got = rows.rows([4, 0, 0])
         assert got.dtype == np.float32 and got.shape == (3, DIM)
-        assert np.allclose(got, [second[1], first[0], first[0]])
-        assert np.allclose(rows.rows(np.asarray([1, 2])), first[1:])
+        assert np.allclose(got, [second[1], first[0], first[0]], rtol=0, atol=ROW_ATOL)
+        assert np.allclose(rows.rows(np.asarray([1, 2])), first[1:], rtol=0, atol=ROW_ATOL)
         with pytest.raises(IndexError):
             rows.rows([5])
 
@@ -333,7 +335,7 @@ class VectorRowsContract(Contract):
         rows.append(unit_vectors(4, 1))
         kept = unit_vectors(2, 2)
         rows.rewrite(kept)
-        assert rows.count() == 2 and np.allclose(rows.rows([0, 1]), kept)
+        assert rows.count() == 2 and np.allclose(rows.rows([0, 1]), kept, rtol=0, atol=ROW_ATOL)
         rows.rewrite(np.zeros((0, DIM), np.float32))
         assert rows.count() == 0
 
@@ -342,7 +344,7 @@ class VectorRowsContract(Contract):
 
         vectors = unit_vectors(3)
         opener().append(vectors)
-        assert np.allclose(opener().rows([0, 1, 2]), vectors)
+        assert np.allclose(opener().rows([0, 1, 2]), vectors, rtol=0, atol=ROW_ATOL)
 
 
 # --- the catalog -----------------------------------------------------------------------------

@@ -92,8 +92,15 @@ def assert_vectors_match_texts(index: MemoryIndex, embedder: Any) -> None:
     memories = list(index.catalog.all_memories())
     matrix, found = index.vector_matrix([memory.iid for memory in memories])
     assert found.all()
-    expected = embedder.embed([memory.text for memory in memories])
+    expected = as_cached(embedder.embed([memory.text for memory in memories]))
     assert np.allclose(matrix, expected, atol=1e-6)
+
+
+def as_cached(vectors: Any) -> Any:
+    """Vectors as the embedding cache keeps them: float16 rows, read back as float32."""
+    import numpy as np
+
+    return vectors.astype(np.float16).astype(np.float32)
 
 
 def search_ids(index: MemoryIndex, query: str) -> set[str]:
@@ -494,6 +501,33 @@ def test_manifest_version_mismatch_rebuilds(md: Memdir, hashing: Any) -> None:
     index.close()
 
 
+def test_an_older_float32_vector_cache_is_kept_and_rewritten_as_float16(
+    md: Memdir, hashing: Any
+) -> None:
+    """An index of INDEX_VERSION 11 kept its embeddings as float32 rows in MODEL.f32: the
+    rebuild its version asks for embeds nothing and leaves only the float16 file."""
+    import numpy as np
+
+    index = indexed_texts(md, hashing)
+    before = results(index)
+    folder = md.cache_dir / "index" / "vectors"
+    (f16,) = folder.glob("*.f16")
+    vectors = np.frombuffer(f16.read_bytes(), dtype="<f2").astype("<f4")
+    f16.with_suffix(".f32").write_bytes(vectors.tobytes())
+    f16.unlink()
+    with index.catalog.transaction():
+        index.catalog.set_manifest({"version": "11"})
+    index.close()
+    index = MemoryIndex(md, embedder=hashing)
+    report = index.update()
+    assert report.rebuilt and report.reason.startswith("index version 11")
+    assert report.embedded == 0
+    assert [path.name for path in folder.iterdir()] == [f16.name]
+    assert f16.stat().st_size == vectors.nbytes // 2
+    assert results(index) == before
+    index.close()
+
+
 def test_cli_search_after_an_index_version_change_rebuilds(md: Memdir) -> None:
     md = configure(md, embedder={"kind": "hashing"})
     teach_texts(md)
@@ -533,7 +567,7 @@ def test_embedding_model_change_rebuilds_every_vector(md: Memdir, minilm: Any) -
     assert report.embedded == len(TEXTS)
     assert index.catalog.manifest()["model"] == "hashing-384"
     top = index.similar(TEXTS[3], k=1)[0]
-    assert top.id == ids[3] and top.score == pytest.approx(1.0, abs=1e-5)
+    assert top.id == ids[3] and top.score == pytest.approx(1.0, abs=1e-3)  # float16 cache
     index.close()
 
     # An index built with another model is never queried with this model's vectors.
@@ -736,8 +770,8 @@ def test_memory_table_neighbours_follow_the_sessions(md: Memdir, hashing: Any) -
     iids = np.asarray([memories[i].iid for i in ids])
     _, context = vectors_with_context(index, iids, index.memory_table.get(iids)["near"])
     for row, memory_id in enumerate(ids):
-        mixed = 2 * hashing.embed([memories[memory_id].text])[0] + sum(
-            hashing.embed([memories[j].text])[0] for j in expected[memory_id]
+        mixed = 2 * as_cached(hashing.embed([memories[memory_id].text]))[0] + sum(
+            as_cached(hashing.embed([memories[j].text]))[0] for j in expected[memory_id]
         )
         assert np.allclose(context[row], mixed / np.linalg.norm(mixed), atol=1e-6)
     index.close()
