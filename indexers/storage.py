@@ -38,6 +38,8 @@ from .catalog import unreadable
 from .memorytable import MemoryTable
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .affect import Annotator
     from .embedding import Embedder
 
@@ -243,6 +245,29 @@ def open_parts(memdir: Memdir, root: Path) -> IndexParts:
     return LocalParts(root)
 
 
+class CheckedRows:
+    """Vector rows read on behalf of the catalog: a row it names that the store lacks
+    (IndexError) means one of the two is damaged, so it is a DamagedCacheError."""
+
+    def __init__(self, rows: VectorRows) -> None:
+        self.inner = rows
+
+    def count(self) -> int:
+        return self.inner.count()
+
+    def append(self, vectors: np.ndarray) -> int:
+        return self.inner.append(vectors)
+
+    def rows(self, numbers: list[int] | np.ndarray) -> np.ndarray:
+        try:
+            return self.inner.rows(numbers)
+        except IndexError as error:
+            raise DamagedCacheError(f"the catalog points past the vectors ({error})") from None
+
+    def rewrite(self, vectors: np.ndarray) -> None:
+        self.inner.rewrite(vectors)
+
+
 class IndexStorage:
     """The catalog, full-text indexes, vector base, embedding cache and memory table of one
     memdir, and its embedder and affect annotator; each opened on first use."""
@@ -400,8 +425,9 @@ class IndexStorage:
 
     @cached_property
     def store(self) -> VectorRows:
-        """The embedding cache: the model's vectors, one row per distinct text."""
-        return self.parts.store(self.embedder.model_id, self.embedder.dim)
+        """The embedding cache: the model's vectors, one row per distinct text (a row the
+        catalog names but the cache lacks is a damaged cache, healed like one)."""
+        return CheckedRows(self.parts.store(self.embedder.model_id, self.embedder.dim))
 
     def close(self) -> None:
         if not self.resident:

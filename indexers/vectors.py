@@ -106,10 +106,7 @@ class VectorFile:
         if self._map is None or self._map_key != key or len(self._map) < rows:
             count = stat.st_size // self._row_bytes(dtype)
             if count < rows:
-                from memdir.archive_format.errors import DamagedCacheError
-
-                # the memory table points past the store: one of the two is damaged
-                raise DamagedCacheError(f"vector row {rows - 1} beyond the end of {path}")
+                raise IndexError(f"vector row {rows - 1} beyond the end of {path}")
             self._map = np.memmap(path, dtype=dtype, mode="r", shape=(count, self.dim))
             self._map_key = key
         return self._map

@@ -27,10 +27,10 @@ def run(root: Path, *args: str, now: str = NOW) -> int:
 
 
 def killed_sleep(root: Path, point: int) -> subprocess.CompletedProcess[str]:
-    """`memdir sleep` in a process of its own (the attack benchmark's KILLER) that counts the
+    """`memdir sleep` in a process of its own (the attack benchmark's KILLER script) that counts the
     canonical writes (shelf appends and atomic renames) and at write number `point` (0: never)
     SIGKILLs itself, as `kill -9` or the OOM killer would, before that write happens."""
-    return subprocess.run([sys.executable, "-c", KILLER, str(root), str(point), NOW],
+    return subprocess.run([sys.executable, str(KILLER), str(root), str(point), NOW],
                           capture_output=True, text=True, timeout=300,
                           env=clean_env(MEMDIR_NO_SERVICE="1"))  # fmt: skip
 
