@@ -93,7 +93,7 @@ class MemoryIndex(IndexStorage):
     def distilled_of(self, memories: list[CatalogMemory]) -> dict[str, dict[str, Any]]:
         """Each memory's distillation (indexers/distill.py), by id; none for those not yet
         distilled."""
-        found = self.catalog.distilled_for(m.content_hash for m in memories)
+        found = self.catalog_caches.distilled_for(m.content_hash for m in memories)
         return {m.id: found[m.content_hash] for m in memories if m.content_hash in found}
 
     def distillations(self) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ class IndexReader:
 
     @property
     def bookkeeping(self) -> CatalogStatus:
-        return self.storage.catalog
+        return self.storage.bookkeeping
 
     def search(self, query: str, k: int = 10, field: str = "text") -> list[Hit]:
         """Full-text search (BM25) on `field` (backends.TEXT_FIELDS) with highlighted snippets."""

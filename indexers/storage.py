@@ -33,7 +33,16 @@ from memdir.archive_format.errors import DamagedCacheError
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.settings import VectorSettings
 
-from .backends import Catalog, FullTextIndex, VectorIndex, VectorRows
+from .backends import (
+    Catalog,
+    CatalogCaches,
+    CatalogReader,
+    CatalogStatus,
+    CatalogWriter,
+    FullTextIndex,
+    VectorIndex,
+    VectorRows,
+)
 from .catalog import unreadable
 from .memorytable import MemoryTable
 
@@ -286,7 +295,7 @@ class IndexStorage:
         check_cache(memdir)
         self.root.mkdir(parents=True, exist_ok=True)
         self.parts = parts if parts is not None else open_parts(memdir, self.root)
-        self.catalog: Catalog = self._open_catalog()
+        self._catalog: Catalog = self._open_catalog()
         self._embedder = embedder
         self._annotator = annotator
         self.embedder_warning: str | None = None
@@ -314,7 +323,7 @@ class IndexStorage:
         """Delete the whole index (a cache) so it is rebuilt from the shelves; one notice."""
         check_writable(why)
         log.warning("%s: rebuilding the index from the shelves", why)
-        catalog = self.__dict__.get("catalog")
+        catalog = self.__dict__.get("_catalog")
         if catalog is not None:
             catalog.close()
         for name in (*GENERATION_PARTS, "store"):
@@ -330,8 +339,25 @@ class IndexStorage:
         if not (unreadable(error) or isinstance(error, DamagedCacheError)):
             return False
         self.discard(f"the index under {self.root} is damaged ({error})")
-        self.catalog = self.parts.catalog()
+        self._catalog = self.parts.catalog()
         return True
+
+    # the catalog by role: each client sees the one it needs (backends.py), never all four
+    @property
+    def catalog(self) -> CatalogReader:
+        return self._catalog
+
+    @property
+    def bookkeeping(self) -> CatalogStatus:
+        return self._catalog
+
+    @property
+    def catalog_writer(self) -> CatalogWriter:
+        return self._catalog
+
+    @property
+    def catalog_caches(self) -> CatalogCaches:
+        return self._catalog
 
     # the models -----------------------------------------------------------------------------
     # (loaded under _resident_lock, so that threads starting together load a model once)
@@ -379,14 +405,14 @@ class IndexStorage:
     def generation(self) -> int:
         """Which full-text directories and memory table are current (see the module doc)."""
         if self._generation is None:
-            self._generation = int(self.catalog.manifest().get("generation", "0"))
+            self._generation = int(self._catalog.manifest().get("generation", "0"))
         return self._generation
 
     @property
     def read_only(self) -> bool:
         """Whether this index cannot be written (a memdir on a read-only mount, a backup): it
         is answered from as it is, never updated."""
-        return bool(getattr(self.catalog, "read_only", False))
+        return bool(getattr(self._catalog, "read_only", False))
 
     # Each part is opened on first use and kept (cached_property); the parts of one generation
     # are dropped together when it changes, and reopened on next use.
@@ -410,7 +436,7 @@ class IndexStorage:
         from .fulltext import TantivyIndex
         from .updater import fulltext_documents
 
-        texts, sessions = fulltext_documents(self.catalog, self.memdir)
+        texts, sessions = fulltext_documents(self._catalog, self.memdir)
         return TantivyIndex.in_memory(texts), TantivyIndex.in_memory(sessions)
 
     @cached_property
@@ -431,13 +457,13 @@ class IndexStorage:
 
     def close(self) -> None:
         if not self.resident:
-            self.catalog.close()
+            self._catalog.close()
             self.parts.close()
 
     def foreign_writes(self) -> object:
         """A token that changes when another connection wrote to the catalog; a backend that
         cannot tell gives a new token each time (so its index is never kept)."""
-        return self.catalog.data_version()
+        return self._catalog.data_version()
 
     # generations ----------------------------------------------------------------------------
     def _drop_generation(self) -> None:
@@ -449,7 +475,7 @@ class IndexStorage:
     def follow_rebuilds(self) -> None:
         """If another process rebuilt the index (a new generation), reopen its files: the old
         generation's memory table numbers memories differently. One catalog read."""
-        current = self.catalog.manifest().get("generation")
+        current = self._catalog.manifest().get("generation")
         if (
             self._generation is not None
             and current is not None

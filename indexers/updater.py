@@ -30,8 +30,11 @@ from memdir.archive_format.memdir import Memdir
 
 from .backends import (
     META_FIELDS,
+    CatalogCaches,
     CatalogMemory,
     CatalogReader,
+    CatalogStatus,
+    CatalogWriter,
     Checkpoint,
     Document,
     speaker_of,
@@ -132,8 +135,24 @@ class IndexUpdater:
 
     def __init__(self, storage: IndexStorage) -> None:
         self.storage = storage
-        self.catalog = storage.catalog
         self._distiller: Any = None
+
+    # the storage's catalog (reopened when healing), by the role each use needs
+    @property
+    def reads(self) -> CatalogReader:
+        return self.storage.catalog
+
+    @property
+    def status(self) -> CatalogStatus:
+        return self.storage.bookkeeping
+
+    @property
+    def writes(self) -> CatalogWriter:
+        return self.storage.catalog_writer
+
+    @property
+    def caches(self) -> CatalogCaches:
+        return self.storage.catalog_caches
 
     def lock(self) -> WriterLock:
         """Only one process updates the index at a time; others wait (then fail clearly).
@@ -161,12 +180,12 @@ class IndexUpdater:
     def _stale_reason(self) -> str | None:
         """Why a full rebuild is needed, or None when appending is enough."""
         memdir = self.storage.memdir
-        manifest = self.catalog.manifest()
+        manifest = self.status.manifest()
         if not manifest:
             return "no index yet"
         if manifest.get("version") != INDEX_VERSION:
             return f"index version {manifest.get('version')} → {INDEX_VERSION}"
-        checkpoints = self.catalog.checkpoints()
+        checkpoints = self.status.checkpoints()
         present = {path.name for path in memdir.shelves()}
         for name, checkpoint in checkpoints.items():
             path = memdir.shelves_dir / name
@@ -190,7 +209,7 @@ class IndexUpdater:
         missing = self._files_missing()
         if missing:
             return missing
-        if self.storage.fulltext.count() != self.catalog.counts()["searchable"]:
+        if self.storage.fulltext.count() != self.status.counts()["searchable"]:
             return "full-text index out of step with the catalog"
         return None
 
@@ -199,14 +218,14 @@ class IndexUpdater:
         missing = self.storage.files_missing()
         if missing:
             return missing
-        last = self.catalog.max_iid()
+        last = self.status.max_iid()
         if last is not None and len(self.storage.memory_table) <= last:
             return "memory table shorter than the catalog"
         return None
 
     def _vector_cache_lost(self) -> bool:
         """True when the catalog points at vector rows the model's store no longer holds."""
-        last = self.catalog.max_vector_row()
+        last = self.caches.max_vector_row()
         return last is not None and last >= self.storage.store.count()
 
     def needs_update(self) -> bool:
@@ -215,8 +234,8 @@ class IndexUpdater:
         Also notices a rebuild made by another process (a new generation) and reopens.
         """
         self.storage.follow_rebuilds()
-        checkpoints = self.catalog.checkpoints()
-        if self.catalog.manifest().get("version") != INDEX_VERSION:
+        checkpoints = self.status.checkpoints()
+        if self.status.manifest().get("version") != INDEX_VERSION:
             return True  # no index yet, or one written by another memdir version
         shelves = self.storage.memdir.shelves()
         if {path.name for path in shelves} != set(checkpoints):
@@ -256,30 +275,30 @@ class IndexUpdater:
     def reannotate(self) -> int:
         """Re-derive every annotation with the configured annotator."""
         with self.lock():
-            memories = list(self.catalog.all_memories())
-            with self.catalog.transaction():
-                self.catalog.clear_affect()
+            memories = list(self.reads.all_memories())
+            with self.writes.transaction():
+                self.caches.clear_affect()
                 self._annotate([m.content_hash for m in memories], [m.text for m in memories])
-                self.catalog.set_manifest({"annotator": self.storage.annotator_label()})
+                self.writes.set_manifest({"annotator": self.storage.annotator_label()})
         return len(memories)
 
     def _reset_catalog(self) -> None:
         """Empty the catalog for a rebuild, keeping the caches that still apply."""
-        manifest = self.catalog.manifest()
-        self.catalog.clear()
+        manifest = self.status.manifest()
+        self.writes.clear()
         if (
             manifest.get("model") not in (None, self.storage.embedder.model_id)
             or self._vector_cache_lost()
         ):
-            self.catalog.clear_vector_rows()
+            self.caches.clear_vector_rows()
         if manifest.get("annotator") != self.storage.annotator_label():
-            self.catalog.clear_affect()
-        self.catalog.clear_manifest()
+            self.caches.clear_affect()
+        self.writes.clear_manifest()
 
     def _apply_appended(self, progress: Progress | None, reset: bool = False) -> UpdateReport:
         storage = self.storage
         report = UpdateReport()
-        checkpoints = {} if reset else self.catalog.checkpoints()
+        checkpoints = {} if reset else self.status.checkpoints()
         new_memories: list[dict[str, Any]] = []
         new_events: list[dict[str, Any]] = []
         recalls: list[dict[str, Any]] = []
@@ -319,7 +338,7 @@ class IndexUpdater:
             positions.append(Checkpoint(path.name, end, inode, fingerprint(path, end)))
             if path.stat().st_ino != inode:
                 raise ShelfReplaced(path.name)
-        with self.catalog.transaction():
+        with self.writes.transaction():
             if reset:
                 self._reset_catalog()
                 storage.memory_table.clear()
@@ -339,8 +358,8 @@ class IndexUpdater:
             if touched:
                 storage.cached_scoring_table = None  # it no longer matches
             for checkpoint in positions:
-                self.catalog.set_checkpoint(checkpoint)
-            self.catalog.set_manifest(self._expected_manifest())
+                self.writes.set_checkpoint(checkpoint)
+            self.writes.set_manifest(self._expected_manifest())
         return report
 
     def _ingest(
@@ -357,20 +376,20 @@ class IndexUpdater:
         iids: list[int] = []
         for line in memories:
             digest = content_hash(line["text"])
-            iid = self.catalog.add_memory(line, _epoch(line["created"]), digest)
+            iid = self.writes.add_memory(line, _epoch(line["created"]), digest)
             if iid is not None:
                 fresh.append((line, digest))
                 iids.append(iid)
                 affected.add(line["id"])
         rehearsed = list(recalls)  # recall lines and new confirm events: decay's rehearsals
         for line in events:
-            if self.catalog.add_event(line):
+            if self.writes.add_event(line):
                 affected.add(line["target"])
                 if line["op"] == "link" and str(line.get("to", "")).startswith("m-"):
                     affected.add(line["to"])
                 if line["op"] == "confirm":
                     rehearsed.append(line)
-        self.catalog.add_rehearsals(rehearsal_times(parseable(rehearsed)))
+        self.writes.add_rehearsals(rehearsal_times(parseable(rehearsed)))
         report.memories = len(fresh)
         report.events = len(events)
         if not affected:
@@ -382,7 +401,7 @@ class IndexUpdater:
         self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh],
                       [withheld_from_programs(line) for line, _ in fresh])  # fmt: skip
         self._settle_guaranteed(iids, [line for line, _ in fresh], [d for _, d in fresh])
-        rows = self.catalog.vector_rows(digest for _, digest in fresh)
+        rows = self.caches.vector_rows(digest for _, digest in fresh)
         self.storage.memory_table.set(
             iids,
             row=[rows.get(digest, -1) for _, digest in fresh],
@@ -397,14 +416,14 @@ class IndexUpdater:
     def _resettle(self, affected: set[str]) -> None:
         """Re-fold the affected memories (and those sharing their supersede keys); update
         each one's status, Tantivy document and searchability."""
-        current = self.catalog.memories_by_id(affected)
+        current = self.reads.memories_by_id(affected)
         keys = [memory.line["key"] for memory in current.values() if memory.line.get("key")]
-        group = set(current) | set(self.catalog.ids_with_keys(keys))
+        group = set(current) | set(self.reads.ids_with_keys(keys))
         group |= self._supersede_partners(set(current))
         if group - set(current):
-            current.update(self.catalog.memories_by_id(group - set(current)))
+            current.update(self.reads.memories_by_id(group - set(current)))
         # Tombstones need no line of their own here: forget always appends a forget event.
-        lines = [memory.line for memory in current.values()] + self.catalog.events_for(current)
+        lines = [memory.line for memory in current.values()] + self.reads.events_for(current)
         view = fold(lines, _FAR_FUTURE)
         deletes: list[str] = []
         searchable_now: list[CatalogMemory] = []
@@ -412,7 +431,7 @@ class IndexUpdater:
             state = view.states.get(memory_id)
             status = index_status(view, memory_id) if state else "forgotten"
             searchable = status not in NOT_SEARCHABLE
-            self.catalog.set_status(memory_id, status, searchable)
+            self.writes.set_status(memory_id, status, searchable)
             if searchable:
                 searchable_now.append(memory)
             else:
@@ -424,12 +443,12 @@ class IndexUpdater:
         """The other ends of the `superseded-by` links touching `ids`: an old memory's status
         follows its successor's (the links pointing at one are looked up only when a decision
         about it may have changed that)."""
-        events = self.catalog.events_for(ids)
+        events = self.reads.events_for(ids)
         found = {
             str(e["to"]) for e in events if e.get("link_type") == SUPERSEDED_BY and e.get("to")
         }
         if any(event["op"] in ("confirm", "reject", "forget") for event in events):
-            found |= {one for one, other, kind in self.catalog.links()
+            found |= {one for one, other, kind in self.reads.links()
                       if kind == SUPERSEDED_BY and other in ids}  # fmt: skip
         return found
 
@@ -439,7 +458,7 @@ class IndexUpdater:
         """Write the Tantivy documents of `searchable` memories and of their same-session
         neighbours (whose context text includes them), and the documents of touched sessions."""
         sessions = {m.line["session"] for m in touched if m.line.get("session")}
-        rows = self.catalog.session_rows(sessions)
+        rows = self.reads.session_rows(sessions)
         context, around = _contexts(rows)
         wanted = {memory.iid for memory in searchable}
         for members in rows.values():
@@ -458,9 +477,9 @@ class IndexUpdater:
                 [iid for iid, _ in around],
                 near=[near + [-1] * (2 * CONTEXT - len(near)) for _, near in around],
             )
-        memories = self.catalog.memories_by_iid(wanted)
+        memories = self.reads.memories_by_iid(wanted)
         shown = [memory for memory in memories.values() if memory.searchable]
-        attached = attached_texts(self.storage.memdir, self.catalog, shown)
+        attached = attached_texts(self.storage.memdir, self.reads, shown)
         self.storage.fulltext.upsert(
             [
                 _document(memory, context.get(memory.iid, memory.text), attached.get(memory.iid))
@@ -483,7 +502,7 @@ class IndexUpdater:
                 force or live < COMPACT_ALWAYS_BELOW or replaced > COMPACT_RATIO * live
             ):
                 return False
-            texts, sessions = fulltext_documents(self.catalog, storage.memdir)
+            texts, sessions = fulltext_documents(self.reads, storage.memdir)
             try:
                 storage.fulltext.replace_all(texts)
                 storage.sessions.replace_all(sessions)
@@ -497,7 +516,7 @@ class IndexUpdater:
             return True
 
     def _annotate(self, hashes: list[str], texts: list[str]) -> None:
-        known = self.catalog.affect_for(hashes)
+        known = self.caches.affect_for(hashes)
         missing = [(h, t) for h, t in zip(hashes, texts, strict=True) if h not in known]
         if not missing:
             return
@@ -505,7 +524,7 @@ class IndexUpdater:
 
         label = self.storage.annotator_label()
         values = annotate_many([text for _, text in missing], self.storage.annotator)
-        self.catalog.set_affect(
+        self.caches.set_affect(
             (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
         )
 
@@ -513,19 +532,19 @@ class IndexUpdater:
         """Distil the memories not yet distilled (indexers/distill.py), from their cached
         vectors; returns how many. A `withheld` text (private or sealed) never goes to the
         user's distill.command."""
-        known = self.catalog.distilled_for(hashes)
+        known = self.caches.distilled_for(hashes)
         pending = dict((h, t) for h, t in zip(hashes, texts, strict=True) if h not in known)
         if not pending:
             return 0
         kept_in = {h for h, hidden in zip(hashes, withheld, strict=True) if hidden}
-        rows = self.catalog.vector_rows(pending)
+        rows = self.caches.vector_rows(pending)
         ready = [digest for digest in pending if digest in rows]
         if not ready:
             return 0
         vectors = self.storage.store.rows([rows[digest] for digest in ready])
         found = self._distilled([pending[d] for d in ready], vectors,
                                 [digest in kept_in for digest in ready])  # fmt: skip
-        self.catalog.set_distilled(
+        self.caches.set_distilled(
             (digest, value.to_dict()) for digest, value in zip(ready, found, strict=True)
         )
         return len(ready)
@@ -560,10 +579,10 @@ class IndexUpdater:
     def redistill(self) -> int:
         """Distil every memory again (`memdir distill --recompute`)."""
         with self.lock():
-            memories = list(self.catalog.all_memories())
+            memories = list(self.reads.all_memories())
             hashes = [m.content_hash for m in memories]
-            with self.catalog.transaction():
-                self.catalog.clear_distilled()
+            with self.writes.transaction():
+                self.caches.clear_distilled()
                 done = self._distill(hashes, [m.text for m in memories],
                                      [withheld_from_programs(m.line) for m in memories])  # fmt: skip
                 self._settle_guaranteed(
@@ -583,8 +602,8 @@ class IndexUpdater:
             return  # add_memory set the line's own (switching the setting rebuilds)
         from .distill import effective
 
-        distilled = self.catalog.distilled_for(hashes)
-        self.catalog.set_guaranteed(
+        distilled = self.caches.distilled_for(hashes)
+        self.writes.set_guaranteed(
             (
                 iid,
                 bool(line.get("pinned")) or derived["temporal"] == "milestone",
@@ -596,7 +615,7 @@ class IndexUpdater:
 
     def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
         """Embed texts not yet in the vector cache; returns how many were embedded."""
-        known = self.catalog.vector_rows(hashes)
+        known = self.caches.vector_rows(hashes)
         pending: dict[str, str] = {}
         for digest, text in zip(hashes, texts, strict=True):
             if digest not in known and digest not in pending:
@@ -610,7 +629,7 @@ class IndexUpdater:
             batch = items[start : start + EMBED_BATCH]
             vectors = embedder.embed([text for _, text in batch])
             first = store.append(vectors)
-            self.catalog.add_vector_rows(
+            self.caches.add_vector_rows(
                 (digest, first + offset) for offset, (digest, _) in enumerate(batch)
             )
             done += len(batch)
@@ -629,26 +648,26 @@ class IndexUpdater:
         self._compact_caches()
         self.merge_delta()
         report.merged = True
-        self.catalog.release_space()
+        self.writes.release_space()
         return report
 
     def _compact_caches(self) -> None:
         """Drop cached vectors and annotations no memory refers to any more (e.g. forgotten)."""
         import numpy as np
 
-        hashes = self.catalog.content_hashes()
-        rows = self.catalog.vector_rows(hashes.values())
+        hashes = self.status.content_hashes()
+        rows = self.caches.vector_rows(hashes.values())
         store = self.storage.store
-        with self.catalog.transaction():
-            self.catalog.clear_affect(unreferenced_only=True)
+        with self.writes.transaction():
+            self.caches.clear_affect(unreferenced_only=True)
             ordered = sorted(rows.items(), key=lambda item: item[1])
             vectors = (
                 store.rows([row for _, row in ordered])
                 if ordered
                 else np.zeros((0, self.storage.embedder.dim), np.float32)
             )
-            self.catalog.clear_vector_rows()
-            self.catalog.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
+            self.caches.clear_vector_rows()
+            self.caches.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
             store.rewrite(vectors)
             renumbered = {digest: new for new, (digest, _) in enumerate(ordered)}
             by_iid = np.full(max(hashes, default=-1) + 1, -1, np.int32)
@@ -657,7 +676,7 @@ class IndexUpdater:
             self.storage.memory_table.set_rows(by_iid)
 
     def _maybe_merge(self, report: UpdateReport) -> None:
-        counts = self.catalog.counts()
+        counts = self.status.counts()
         if counts["delta"] > max(2000, counts["searchable"] // 20):
             self.merge_delta()
             report.merged = True
@@ -666,12 +685,12 @@ class IndexUpdater:
         """Write a new vector base holding every searchable vector (the delta becomes empty)."""
         import numpy as np
 
-        iids = np.asarray(self.catalog.searchable_iids(), dtype=np.int64)
+        iids = np.asarray(self.reads.searchable_iids(), dtype=np.int64)
         rows = self.storage.memory_table.get(iids)["row"]
         usable = rows >= 0
         self.storage.base.build(self.storage.store.rows(rows[usable]), iids[usable])
-        with self.catalog.transaction():
-            self.catalog.set_base(iids[usable].tolist())
+        with self.writes.transaction():
+            self.writes.set_base(iids[usable].tolist())
 
 
 class _IndexLock(WriterLock):

@@ -203,7 +203,7 @@ def test_incremental_updates_match_a_rebuild(md: Memdir, hashing: Any, base: str
         assert report.rebuilt == (number == 0), report
         assert_vectors_match_texts(index, hashing)
     assert index.status()["vector_base"]["kind"] == base
-    assert index.catalog.counts()["delta"] > 0  # later rounds live in the delta
+    assert index.bookkeeping.counts()["delta"] > 0  # later rounds live in the delta
     incremental = results(index)
 
     # sanity: the lifecycle reached the indexes
@@ -463,11 +463,11 @@ def test_appended_line_is_indexed_incrementally(md: Memdir) -> None:
 
 def test_appended_line_in_process_reads_only_the_tail(md: Memdir, hashing: Any) -> None:
     index = indexed_texts(md, hashing)
-    offset = index.catalog.checkpoints()["memories.jsonl"].offset
+    offset = index.bookkeeping.checkpoints()["memories.jsonl"].offset
     lifecycle.teach(md, "Blackbirds sing at dawn in April", at(50))
     report = index.update()
     assert (report.rebuilt, report.memories, report.embedded) == (False, 1, 1)
-    checkpoint = index.catalog.checkpoints()["memories.jsonl"]
+    checkpoint = index.bookkeeping.checkpoints()["memories.jsonl"]
     assert checkpoint.offset == md.memory_shelf.stat().st_size > offset
     index.close()
 
@@ -491,8 +491,8 @@ def test_trailing_blank_lines_do_not_keep_the_index_stale(md: Memdir, hashing: A
 def test_manifest_version_mismatch_rebuilds(md: Memdir, hashing: Any) -> None:
     index = indexed_texts(md, hashing)
     before = results(index)
-    with index.catalog.transaction():
-        index.catalog.set_manifest({"version": "0"})
+    with index.catalog_writer.transaction():
+        index.catalog_writer.set_manifest({"version": "0"})
     report = index.update()
     assert report.rebuilt and report.reason.startswith("index version 0")
     assert report.embedded == 0  # the cache survives a format change of the index
@@ -515,8 +515,8 @@ def test_an_older_float32_vector_cache_is_kept_and_rewritten_as_float16(
     vectors = np.frombuffer(f16.read_bytes(), dtype="<f2").astype("<f4")
     f16.with_suffix(".f32").write_bytes(vectors.tobytes())
     f16.unlink()
-    with index.catalog.transaction():
-        index.catalog.set_manifest({"version": "11"})
+    with index.catalog_writer.transaction():
+        index.catalog_writer.set_manifest({"version": "11"})
     index.close()
     index = MemoryIndex(md, embedder=hashing)
     report = index.update()
@@ -565,7 +565,7 @@ def test_embedding_model_change_rebuilds_every_vector(md: Memdir, minilm: Any) -
     report = index.update()
     assert report.rebuilt and report.reason.startswith("embedding model changed")
     assert report.embedded == len(TEXTS)
-    assert index.catalog.manifest()["model"] == "hashing-384"
+    assert index.bookkeeping.manifest()["model"] == "hashing-384"
     top = index.similar(TEXTS[3], k=1)[0]
     assert top.id == ids[3] and top.score == pytest.approx(1.0, abs=1e-3)  # float16 cache
     index.close()
@@ -574,7 +574,7 @@ def test_embedding_model_change_rebuilds_every_vector(md: Memdir, minilm: Any) -
     index = MemoryIndex(md, embedder=minilm)
     assert not index.status()["up_to_date"]
     assert index.similar("a flower bed with vegetables", k=1)[0].id == ids[3]
-    assert index.catalog.manifest()["model"] == minilm.model_id
+    assert index.bookkeeping.manifest()["model"] == minilm.model_id
     index.close()
 
 

@@ -114,7 +114,7 @@ def test_two_memdirs_in_one_database_never_see_each_other(
         assert {hit.id for hit in index.search("coffee", k=100)} == written[name]
         assert {hit.id for hit in index.similar("shared coffee note", k=100)} == written[name]
         assert {memory.id for memory in index.catalog.all_memories()} == written[name]
-        assert index.catalog.counts()["memories"] == len(written[name])
+        assert index.bookkeeping.counts()["memories"] == len(written[name])
 
 
 def _kill_on_embed(index: MemoryIndex, postgres_dsn: str) -> Any:
@@ -144,23 +144,23 @@ def test_a_connection_lost_mid_update_keeps_the_checkpoint_and_the_next_update_r
     taught(memdir.root, TEXTS[:3])
     MemoryIndex(memdir, embedder=HashingEmbedder()).update()
     before = MemoryIndex(memdir, embedder=HashingEmbedder())
-    checkpoints = before.catalog.checkpoints()
+    checkpoints = before.bookkeeping.checkpoints()
     taught(memdir.root, TEXTS[3:], minute=10)
 
     index = MemoryIndex(memdir, embedder=HashingEmbedder())
     index._embedder = _kill_on_embed(index, postgres_dsn)
     with pytest.raises(IndexUnavailableError):
         index.update()
-    assert before.catalog.checkpoints() == checkpoints  # nothing of the update committed
-    assert before.catalog.counts()["memories"] == 3
+    assert before.bookkeeping.checkpoints() == checkpoints  # nothing of the update committed
+    assert before.bookkeeping.counts()["memories"] == 3
 
     report = index.update()  # the same object reconnects and carries on from the checkpoint
     assert not report.rebuilt
-    assert before.catalog.checkpoints() != checkpoints
+    assert before.bookkeeping.checkpoints() != checkpoints
     assert {hit.id for hit in index.search("Lisbon", k=10)} == {
         m.id for m in index.catalog.all_memories() if "Lisbon" in m.text
     }
-    assert index.catalog.counts()["memories"] == len(TEXTS)
+    assert index.bookkeeping.counts()["memories"] == len(TEXTS)
     assert not index.needs_update()
 
 
@@ -258,7 +258,7 @@ def test_one_index_writer_across_hosts(tmp_path: Path, postgres_dsn: str, cli: A
         assert "MEMDIR_INDEX_TIMEOUT" in hint and "Traceback" not in done.err
         assert waited >= 0.5
         assert snapshot(second.root) == files
-        assert not MemoryIndex(second, embedder=HashingEmbedder()).catalog.checkpoints()
+        assert not MemoryIndex(second, embedder=HashingEmbedder()).bookkeeping.checkpoints()
         # a writer that waits long enough gets the lock when the holder lets go
         waiting = subprocess.Popen(
             [str(MEMDIR_BIN), "index"],
@@ -275,7 +275,7 @@ def test_one_index_writer_across_hosts(tmp_path: Path, postgres_dsn: str, cli: A
         holder.wait(10)
     _, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err
-    assert MemoryIndex(first, embedder=HashingEmbedder()).catalog.counts()["memories"] == 3
+    assert MemoryIndex(first, embedder=HashingEmbedder()).bookkeeping.counts()["memories"] == 3
 
 
 def test_a_killed_index_writer_leaves_no_lock_in_the_database(

@@ -150,7 +150,7 @@ for line in Path(sys.argv[2]).read_bytes().splitlines(keepends=True):
     def caught_up() -> bool:
         index = MemoryIndex(hashed)
         try:
-            return index.catalog.counts()["searchable"] == count and not index.needs_update()
+            return index.bookkeeping.counts()["searchable"] == count and not index.needs_update()
         finally:
             index.close()
 
