@@ -56,9 +56,12 @@ check: setup
 	$(VENV)/bin/mypy --config-file pyproject.toml -p memdir
 	$(VENV)/bin/lint-imports --no-cache  # the layer contracts of pyproject.toml
 
-# docs/CLI.md is generated from the commands; tests/test_reference.py checks it is current.
+# docs/CLI.md and cli/summaries.py (the root help's listing) are generated from the commands;
+# tests/test_reference.py and tests/test_cli_tree.py check they are current.
 docs: setup
 	$(PY) -m memdir.cli.reference > docs/CLI.md
+	$(PY) -m memdir.cli.reference --summaries > cli/summaries.py
+	$(VENV)/bin/ruff format -q cli/summaries.py
 
 demo: setup
 	bash examples/demo.sh

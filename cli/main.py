@@ -19,7 +19,7 @@ from memdir.archive_format.errors import INTERRUPTED, ExitStatus, MemdirError
 from memdir.archive_format.paths import describe_os_error
 
 from .context import Options
-from .panels import group_commands
+from .panels import group_commands, panel_of
 
 # Every top-level command → the module under cli/commands/ whose register() defines it, in the
 # order `memdir --help` lists them (tests/test_cli_tree.py checks this against the modules).
@@ -55,16 +55,38 @@ def commands_of(module: str) -> dict[str, Any]:
     return dict(typer.main.get_group(sub).commands)
 
 
+def listed(name: str) -> typer.core.TyperCommand | None:
+    """A command as the root help lists it (name, panel, first help paragraph from the
+    generated cli/summaries.py), not built: None for one the listing leaves out."""
+    from .summaries import SUMMARIES
+
+    if name not in SUMMARIES:
+        return None
+    return typer.core.TyperCommand(name=name, help=SUMMARIES[name], rich_help_panel=panel_of(name))
+
+
 class LazyGroup(typer.core.TyperGroup):
-    """The root group: lists COMMAND_MODULES and builds a command from its module on demand."""
+    """The root group: lists COMMAND_MODULES and builds a command from its module on demand;
+    its own help lists the commands without building any (~200 ms of typer's work)."""
+
+    listing = False  # True while the root's help is written
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMAND_MODULES, *(name for name in self.commands if name not in COMMAND_MODULES)]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            if self.listing:
+                return listed(cmd_name)
             self.commands.update(commands_of(COMMAND_MODULES[cmd_name]))
         return self.commands.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
 
 
 app = typer.Typer(

@@ -77,3 +77,41 @@ def test_completion_lists_commands_of_modules_not_yet_loaded() -> None:
         env=clean_env(_MEMDIR_COMPLETE="complete_bash", COMP_WORDS="memdir re", COMP_CWORD="1"),
     )  # fmt: skip
     assert set(done.stdout.split()) == {"recall", "review", "reject", "restore"}
+
+
+def test_the_generated_summaries_are_what_each_command_says() -> None:
+    """cli/summaries.py is current: each listed command's first help paragraph (`make docs`
+    writes it again after a command's help changed)."""
+    import inspect
+
+    from memdir.cli.summaries import SUMMARIES
+
+    tree, _ = eager_tree()
+    expected = {
+        name: inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+        for name in tree.list_commands(None)
+        if not (command := tree.get_command(None, name)).hidden
+    }
+    assert SUMMARIES == expected
+
+
+def test_the_root_help_builds_no_command_and_reads_as_the_whole_tree_would() -> None:
+    """`memdir --help` lists every command from the summaries without importing a command
+    module, and prints what the eagerly built tree prints."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c",
+         "from memdir.cli.main import main; raise SystemExit(main(['--help']))"],
+        capture_output=True, text=True, timeout=60, env=clean_env(COLUMNS="100"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "memdir.cli.commands." not in done.stderr
+    eager = typer.Typer(name="memdir", help=main.app.info.help, no_args_is_help=True,
+                        context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
+    eager.callback()(main.root)
+    for module in dict.fromkeys(main.COMMAND_MODULES.values()):
+        importlib.import_module(f"memdir.cli.commands.{module}").register(eager)
+    group_commands(eager)
+    from typer.testing import CliRunner
+
+    printed = CliRunner().invoke(eager, ["--help"], env={"COLUMNS": "100"}, terminal_width=100)
+    assert done.stdout.split() == printed.output.split()
