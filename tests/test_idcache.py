@@ -803,11 +803,11 @@ test_the_cache_agrees_with_the_fold = CacheAgreesWithTheFold.TestCase
 def test_the_archive_benchmark_runs_and_writes_do_not_grow(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.bench_archive", "--sizes", "1000,20000",
-         "--runs", "3", "--workdir", str(tmp_path), "--json", str(tmp_path / "out.json")],
+         "--runs", "3", "--workdir", str(tmp_path), "--result", str(tmp_path / "out.json")],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    figures = json.loads((tmp_path / "out.json").read_text())
-    small, large = figures["1000"], figures["20000"]
+    figures = json.loads((tmp_path / "out.json").read_text())["figures"]  # {row: {size: ms}}
     for name in ("add_memories, 1 new memory", "confirm by 8-character prefix"):
-        assert large[name] < 3 * small[name] + 2, (name, small[name], large[name])
+        small, large = figures[name]["1,000"], figures[name]["20,000"]
+        assert large < 3 * small + 2, (name, small, large)
