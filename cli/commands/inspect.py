@@ -17,9 +17,9 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.verify import verify as verify_memdir
 from memdir.words import counted
 
-from .. import context
+from .. import context, parameters
 from ..layout import Column, flat, width, wrap
-from ..parameters import LimitAlias, MemoryIdArg, moment
+from ..parameters import LimitAlias, MemoryIdArg, OneMemory, moment
 from ..render import emit_json, note, print_fields, print_table
 
 LIST_COLUMNS = (
@@ -197,25 +197,19 @@ def _distilled(memdir: Memdir, state: MemoryState) -> dict[str, Any] | None:
         return None
 
 
-def resolved(
-    ctx: typer.Context, memory_id: str, now: str | None
-) -> tuple[MemoryState, ArchiveView]:
+def resolved(ctx: typer.Context, asked: OneMemory) -> tuple[MemoryState, ArchiveView]:
     """The memory an id (or a unique prefix of one) names, folded as of --now, and the view."""
-    view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-    return view.resolve(memory_id), view
+    view = load_view(context.open_memdir(ctx), context.now(ctx, asked.now))
+    return view.resolve(asked.memory_id), view
 
 
-def show(
-    ctx: typer.Context,
-    memory_id: MemoryIdArg,
-    json_: context.JsonOpt = False,
-    now: context.NowOpt = None,
-) -> None:
+@parameters.group("asked", OneMemory)
+def show(ctx: typer.Context, asked: OneMemory) -> None:
     """Show one memory and its current status.
 
     Example: memdir show m-3f9a --json
     """
-    state, view = resolved(ctx, memory_id, now)
+    state, view = resolved(ctx, asked)
     data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
     if state.memory is not None and data.get("text") == state.memory.text:
         from memdir.archive_format.attachments import linked
@@ -227,26 +221,22 @@ def show(
     distilled = _distilled(context.open_memdir(ctx), state)
     if distilled is not None:
         data["distilled"] = distilled
-    if json_:
+    if asked.json_:
         emit_json(data)
         return
     print_fields(data, skip=("events",))
 
 
-def log(
-    ctx: typer.Context,
-    memory_id: MemoryIdArg,
-    json_: context.JsonOpt = False,
-    now: context.NowOpt = None,
-) -> None:
+@parameters.group("asked", OneMemory)
+def log(ctx: typer.Context, asked: OneMemory) -> None:
     """A memory's whole history: when it was written, every event, what it became.
 
     Example: memdir log m-3f9a
     """
-    state, view = resolved(ctx, memory_id, now)
+    state, view = resolved(ctx, asked)
     steps = history(state, view.incoming(state.id))
     text = state.text_on("log")
-    if json_:
+    if asked.json_:
         emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
         return
     for line in wrap(f"{state.id}  now {state.status}: {flat(text)}", width()):
