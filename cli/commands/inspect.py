@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -378,16 +378,27 @@ def stats(
         _counts_report(memdir, view, json_)
 
 
+def _monthly_report(
+    key: str,
+    report: dict[str, Any],
+    json_: bool,
+    empty: str,
+    render: Callable[[dict[str, Any]], None],
+) -> None:
+    """A report by month (evolution, drift): JSON under `key`; else `empty` said when it has
+    no month, or the report rendered."""
+    if json_:
+        emit_json({key: report})
+    elif not report["months"]:
+        note(empty)
+    else:
+        render(report)
+
+
 def _evolution_report(view: ArchiveView, json_: bool) -> None:
     from memdir.usecases.analytics import evolution as analyse_evolution
 
-    changed = analyse_evolution(view)
-    if json_:
-        emit_json({"evolution": changed})
-    elif not changed["months"]:
-        note("no memory yet")
-    else:
-        print_evolution(changed)
+    _monthly_report("evolution", analyse_evolution(view), json_, "no memory yet", print_evolution)
 
 
 def _drift_report(memdir: Memdir, view: ArchiveView, json_: bool) -> None:
@@ -396,12 +407,7 @@ def _drift_report(memdir: Memdir, view: ArchiveView, json_: bool) -> None:
 
     name = memdir.settings.affect.annotator
     found = analyse_drift(view, None if name == "none" else load_annotator(name))
-    if json_:
-        emit_json({"drift": found})
-    elif not found["months"]:
-        note("no memory every surface may show yet")
-    else:
-        print_drift(found)
+    _monthly_report("drift", found, json_, "no memory every surface may show yet", print_drift)
 
 
 def _provenance_report(view: ArchiveView, json_: bool) -> None:
