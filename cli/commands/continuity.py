@@ -64,7 +64,7 @@ def answer_wake(at: Invocation, asked: Wake) -> Answer:
     from memdir.usecases.islands import live_members
 
     memdir, moment = at.memdir(), at.moment(asked.now)
-    members = live_members(memdir, asked.island, moment) if asked.island is not None else None
+    members = live_members(memdir, asked.island, moment)
     document = build(memdir, moment, asked.budget, persona=asked.persona, island=members)
     if asked.json_:
         return Answer(json_text(document.to_dict()))
