@@ -28,17 +28,13 @@ from .atomic import write_text
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
-from .records import LineRecord, Tombstone, content_id, encode_line
+from .records import LineRecord, Tombstone, content_id, encode_line, line_fields
 from .rewrite import Lines, rewrite
 from .settings import JournalSettings
 from .tombstones import writing
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 
 ROLES = ("user", "assistant", "tool")
-TURN_FIELDS = (
-    "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
-)  # fmt: skip
-DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
 # The user's shell; a program using the API as the user; a prompt hook whose turn the
 # harness's own transcript held.
 TRUSTED_CHANNELS = ("cli", "api", "hook:verified")
@@ -51,17 +47,16 @@ class Turn(LineRecord):
     """One verbatim conversation turn."""
 
     KIND = "turn"
-    FIELDS = TURN_FIELDS
 
     id: str
     at: str
     role: str
     session: str
     text: str
-    channel: str = "cli"
+    topic: str | None = None
     visibility: str = "normal"
     secrecy: str = "public"
-    topic: str | None = None
+    channel: str = "cli"
 
     @property
     def moment(self) -> datetime:
@@ -81,6 +76,8 @@ class Turn(LineRecord):
         """False for a 'user' turn that arrived by a channel that cannot vouch for the user."""
         return self.role != "user" or channel_is_trusted(self.channel)
 
+
+TURN_FIELDS = line_fields(Turn)
 
 J = TypeVar("J", "Turn", "Digest")
 
@@ -111,8 +108,8 @@ def new_turn(
 ) -> Turn:
     """A validated turn with its content id; bad values are a BadInputError naming the field."""
     when = format_time(parse_time(at, "the turn's time") if isinstance(at, str) else at)
-    draft = Turn("t-0000000000000000", when, role, session.strip(), text, channel,
-                 visibility, secrecy, (topic or "").strip() or None)  # fmt: skip
+    draft = Turn("t-0000000000000000", when, role, session.strip(), text,
+                 (topic or "").strip() or None, visibility, secrecy, channel)  # fmt: skip
     return _identified(draft, "t")
 
 
@@ -121,7 +118,6 @@ class Digest(LineRecord):
     """What a dream did with one group of turns."""
 
     KIND = "digest"
-    FIELDS = DIGEST_FIELDS
 
     id: str
     at: str
@@ -135,6 +131,9 @@ class Digest(LineRecord):
     def summaries(self) -> tuple[str, ...]:
         """The memories written for this group (episodic, then the promoted semantic one)."""
         return tuple(m for m in (self.memory, self.promoted) if m)
+
+
+DIGEST_FIELDS = line_fields(Digest)
 
 
 def new_digest(at: datetime, turns: Iterable[str], withheld: Iterable[str] = (),
