@@ -84,12 +84,11 @@ J = TypeVar("J", "Turn", "Digest")
 
 def _identified(draft: J, prefix: str) -> J:
     """The draft with its content id, validated: a bad value is a BadInputError naming it."""
-    line = draft.to_line()
-    line["id"] = content_id(prefix, line)
-    found = line_problems(line, JOURNAL_KINDS)
+    identified = draft.with_content_id(prefix)
+    found = line_problems(identified.to_line(), JOURNAL_KINDS)
     if found:
         raise BadInputError(f"invalid {draft.KIND}: {found[0]}")
-    return type(draft).from_line(line)
+    return identified
 
 
 def channel_is_trusted(channel: str) -> bool:

@@ -135,6 +135,11 @@ class LineRecord:
             values[name] = values[name] or None
         return ordered_line(values, codec.order)
 
+    def with_content_id(self: R, prefix: str) -> R:
+        """This record (a draft) with the id its content gives it: `content_id(prefix, …)`."""
+        line = self.to_line()
+        return type(self).from_line({**line, "id": content_id(prefix, line)})
+
     @classmethod
     def from_line(cls: type[R], line: dict[str, Any]) -> R:
         """Build from a decoded line; unknown fields are ignored (forward compatibility)."""
@@ -241,9 +246,7 @@ MEMORY_FIELDS = line_fields(Memory)
 
 def new_memory(**fields: Any) -> Memory:
     """A memory with its content-derived id filled in."""
-    draft = Memory(id="m-0000000000000000", **fields)
-    line = draft.to_line()
-    return Memory.from_line({**line, "id": content_id("m", line)})
+    return Memory(id="m-0000000000000000", **fields).with_content_id("m")
 
 
 @dataclass(frozen=True)
@@ -283,8 +286,7 @@ def new_event(**fields: Any) -> Event:
     free_text = fields.get("reason") or fields.get("evidence")
     if free_text and fields.get("actor") != "memdir" and not fields.get("nonce"):
         fields["nonce"] = new_nonce()
-    line = Event(id="e-0000000000000000", **fields).to_line()
-    return Event.from_line({**line, "id": content_id("e", line)})
+    return Event(id="e-0000000000000000", **fields).with_content_id("e")
 
 
 @dataclass(frozen=True)
