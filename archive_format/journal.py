@@ -28,17 +28,13 @@ from .atomic import write_text
 from .clock import format_time, parse_time
 from .errors import BadInputError, FormatError
 from .memdir import Memdir
-from .records import LineRecord, Tombstone, content_id, encode_line
+from .records import LineRecord, Tombstone, content_id, encode_line, line_fields
 from .rewrite import Lines, rewrite
 from .settings import JournalSettings
 from .tombstones import writing
 from .validate import JOURNAL_KINDS, line_problems, load_schema
 
 ROLES = ("user", "assistant", "tool")
-TURN_FIELDS = (
-    "kind", "id", "at", "role", "session", "text", "topic", "visibility", "secrecy", "channel",
-)  # fmt: skip
-DIGEST_FIELDS = ("kind", "id", "at", "turns", "withheld", "memory", "promoted", "method")
 # The user's shell; a program using the API as the user; a prompt hook whose turn the
 # harness's own transcript held.
 TRUSTED_CHANNELS = ("cli", "api", "hook:verified")
@@ -51,17 +47,16 @@ class Turn(LineRecord):
     """One verbatim conversation turn."""
 
     KIND = "turn"
-    FIELDS = TURN_FIELDS
 
     id: str
     at: str
     role: str
     session: str
     text: str
-    channel: str = "cli"
+    topic: str | None = None
     visibility: str = "normal"
     secrecy: str = "public"
-    topic: str | None = None
+    channel: str = "cli"
 
     @property
     def moment(self) -> datetime:
@@ -82,17 +77,18 @@ class Turn(LineRecord):
         return self.role != "user" or channel_is_trusted(self.channel)
 
 
+TURN_FIELDS = line_fields(Turn)
+
 J = TypeVar("J", "Turn", "Digest")
 
 
 def _identified(draft: J, prefix: str) -> J:
     """The draft with its content id, validated: a bad value is a BadInputError naming it."""
-    line = draft.to_line()
-    line["id"] = content_id(prefix, line)
-    found = line_problems(line, JOURNAL_KINDS)
+    identified = draft.with_content_id(prefix)
+    found = line_problems(identified.to_line(), JOURNAL_KINDS)
     if found:
         raise BadInputError(f"invalid {draft.KIND}: {found[0]}")
-    return type(draft).from_line(line)
+    return identified
 
 
 def channel_is_trusted(channel: str) -> bool:
@@ -111,8 +107,8 @@ def new_turn(
 ) -> Turn:
     """A validated turn with its content id; bad values are a BadInputError naming the field."""
     when = format_time(parse_time(at, "the turn's time") if isinstance(at, str) else at)
-    draft = Turn("t-0000000000000000", when, role, session.strip(), text, channel,
-                 visibility, secrecy, (topic or "").strip() or None)  # fmt: skip
+    draft = Turn("t-0000000000000000", when, role, session.strip(), text,
+                 (topic or "").strip() or None, visibility, secrecy, channel)  # fmt: skip
     return _identified(draft, "t")
 
 
@@ -121,7 +117,6 @@ class Digest(LineRecord):
     """What a dream did with one group of turns."""
 
     KIND = "digest"
-    FIELDS = DIGEST_FIELDS
 
     id: str
     at: str
@@ -135,6 +130,9 @@ class Digest(LineRecord):
     def summaries(self) -> tuple[str, ...]:
         """The memories written for this group (episodic, then the promoted semantic one)."""
         return tuple(m for m in (self.memory, self.promoted) if m)
+
+
+DIGEST_FIELDS = line_fields(Digest)
 
 
 def new_digest(at: datetime, turns: Iterable[str], withheld: Iterable[str] = (),

@@ -133,11 +133,7 @@ def update_self(
     by: str,
 ) -> dict[str, Any]:
     """Set and remove fields of the self notes; returns the new fields."""
-    remove = list(remove)
-    _check(values, remove)
-    with writing(memdir):
-        _append(memdir, _changes(SELF, values, remove, format_time(now), by))
-        return read_self(memdir)
+    return _update(memdir, SELF, values, remove, now, by)
 
 
 def read_people(memdir: Memdir) -> dict[str, dict[str, Any]]:
@@ -162,15 +158,22 @@ def update_person(
     name = " ".join(name.split())
     if not name or len(name) > MAX_KEY:
         raise BadInputError(f"a person's name must be 1–{MAX_KEY} characters")
+    return _update(memdir, PERSON + name, values, remove, now, by)
+
+
+def _update(memdir: Memdir, subject: str, values: Mapping[str, str], remove: Iterable[str],
+            now: datetime, by: str) -> dict[str, Any]:  # fmt: skip
+    """Set and remove fields of the self or of a person (added first when new); returns the
+    subject's fields."""
     remove = list(remove)
     _check(values, remove)
     at = format_time(now)
     with writing(memdir):
-        new = name not in read_people(memdir)
-        lines = [_line(at, "add", PERSON + name, by)] if new else []
-        lines += _changes(PERSON + name, values, remove, at, by)
+        new = subject != SELF and subject not in _fold(memdir)
+        lines = [_line(at, "add", subject, by)] if new else []
+        lines += _changes(subject, values, remove, at, by)
         _append(memdir, lines)
-        return read_people(memdir).get(name, {})
+        return _fold(memdir).get(subject, {})
 
 
 def remove_person(

@@ -46,17 +46,6 @@ def memory_type(given: str | None) -> tuple[str | None, str | None]:
 EVENT_OPS = ("confirm", "reject", "expire", "forget", "link")
 PLUTCHIK = ("joy", "trust", "fear", "surprise", "sadness", "disgust", "anger", "anticipation")
 
-MEMORY_FIELDS = (
-    "kind", "id", "created", "text", "source", "author", "store", "type", "subtype", "key",
-    "importance", "temporal", "affect", "personas", "visibility", "meta", "links", "session",
-    "thread", "expires", "pinned", "origin", "nonce",
-)  # fmt: skip
-EVENT_FIELDS = (
-    "kind", "id", "at", "op", "target", "actor", "reason", "evidence", "to", "link_type",
-    "redacted", "nonce",
-)  # fmt: skip
-TOMBSTONE_FIELDS = ("kind", "id", "created", "forgotten")
-
 DEFAULT_STORE = {
     "teaching": "semantic",
     "inference": "semantic",
@@ -125,7 +114,8 @@ R = TypeVar("R", bound="LineRecord")
 
 
 class LineRecord:
-    """A frozen dataclass written as one line: `KIND`, then its fields in the order `FIELDS`.
+    """A frozen dataclass written as one line: `KIND`, then its fields in the order they are
+    declared in (the line's key order, docs/FORMAT.md: `line_fields`).
 
     The one codec of every line type: tuples are written as lists and read back as tuples,
     mappings are copied, a False flag and empty optional fields are left out, and an absent
@@ -133,7 +123,6 @@ class LineRecord:
     """
 
     KIND: ClassVar[str]
-    FIELDS: ClassVar[tuple[str, ...]]
 
     def to_line(self) -> dict[str, Any]:
         codec = _codec(type(self))
@@ -144,7 +133,12 @@ class LineRecord:
             values[name] = dict(values[name])
         for name in codec.flags:
             values[name] = values[name] or None
-        return ordered_line(values, self.FIELDS)
+        return ordered_line(values, codec.order)
+
+    def with_content_id(self: R, prefix: str) -> R:
+        """This record (a draft) with the id its content gives it: `content_id(prefix, …)`."""
+        line = self.to_line()
+        return type(self).from_line({**line, "id": content_id(prefix, line)})
 
     @classmethod
     def from_line(cls: type[R], line: dict[str, Any]) -> R:
@@ -165,6 +159,7 @@ class LineRecord:
 class _Codec:
     """A record class's fields, grouped by how they are read and written."""
 
+    order: tuple[str, ...] = ()  # the line's keys: kind, then every field as declared
     required: list[str] = field(default_factory=list)  # as they are; absent is a KeyError
     optional: list[tuple[str, Any]] = field(default_factory=list)  # absent: the default
     coerced: list[tuple[str, type]] = field(default_factory=list)  # bool and int, on reading
@@ -180,6 +175,7 @@ def _codec(cls: type) -> _Codec:
     """The codec of a record class, worked out once from its dataclass fields."""
     if cls not in _CODECS:
         codec, hints = _Codec(), get_type_hints(cls)
+        codec.order = ("kind", *(spec.name for spec in fields(cls)))
         for spec in fields(cls):
             name, hint = spec.name, hints[spec.name]
             if get_origin(hint) is tuple:
@@ -198,6 +194,11 @@ def _codec(cls: type) -> _Codec:
     return _CODECS[cls]
 
 
+def line_fields(cls: type[LineRecord]) -> tuple[str, ...]:
+    """The keys of a line type's lines, in their order: `kind`, then its fields."""
+    return _codec(cls).order
+
+
 def _copy(item: Any) -> Any:
     """An element of a tuple field: a mapping (a link) is copied, a string kept."""
     return dict(item) if isinstance(item, dict) else item
@@ -208,7 +209,6 @@ class Memory(LineRecord):
     """A memory record as written to a shelf. Status is not here: it is a fold over events."""
 
     KIND = "memory"
-    FIELDS = MEMORY_FIELDS
 
     id: str
     created: str
@@ -216,14 +216,14 @@ class Memory(LineRecord):
     source: str
     author: str
     store: str
-    importance: int = 5
-    temporal: str = "persistent"
-    visibility: str = "normal"
     type: str | None = None
     subtype: str | None = None
     key: str | None = None
+    importance: int = 5
+    temporal: str = "persistent"
     affect: dict[str, Any] = field(default_factory=dict)
     personas: tuple[str, ...] = ()
+    visibility: str = "normal"
     meta: dict[str, Any] = field(default_factory=dict)
     links: tuple[dict[str, str], ...] = ()
     session: str | None = None
@@ -241,11 +241,12 @@ class Memory(LineRecord):
         return f"{self.type}:{self.subtype}" if self.subtype else self.type
 
 
+MEMORY_FIELDS = line_fields(Memory)
+
+
 def new_memory(**fields: Any) -> Memory:
     """A memory with its content-derived id filled in."""
-    draft = Memory(id="m-0000000000000000", **fields)
-    line = draft.to_line()
-    return Memory.from_line({**line, "id": content_id("m", line)})
+    return Memory(id="m-0000000000000000", **fields).with_content_id("m")
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,6 @@ class Event(LineRecord):
     """A lifecycle event about one memory."""
 
     KIND = "event"
-    FIELDS = EVENT_FIELDS
 
     id: str
     at: str
@@ -266,6 +266,9 @@ class Event(LineRecord):
     link_type: str | None = None
     redacted: bool = False
     nonce: str | None = None
+
+
+EVENT_FIELDS = line_fields(Event)
 
 
 def new_nonce() -> str:
@@ -283,8 +286,7 @@ def new_event(**fields: Any) -> Event:
     free_text = fields.get("reason") or fields.get("evidence")
     if free_text and fields.get("actor") != "memdir" and not fields.get("nonce"):
         fields["nonce"] = new_nonce()
-    line = Event(id="e-0000000000000000", **fields).to_line()
-    return Event.from_line({**line, "id": content_id("e", line)})
+    return Event(id="e-0000000000000000", **fields).with_content_id("e")
 
 
 @dataclass(frozen=True)
@@ -292,8 +294,10 @@ class Tombstone(LineRecord):
     """What `forget` leaves where a memory line was."""
 
     KIND = "tombstone"
-    FIELDS = TOMBSTONE_FIELDS
 
     id: str
     created: str
     forgotten: str
+
+
+TOMBSTONE_FIELDS = line_fields(Tombstone)

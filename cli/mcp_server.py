@@ -287,7 +287,7 @@ class MemdirTools:
         from memdir.usecases.recall import journal_group
         from memdir.usecases.recall import recall as run_recall
 
-        members = live_members(self.memdir, island, self._now()) if island else None
+        members = live_members(self.memdir, island or None, self._now())
         options = RecallOptions(
             k=k,
             profile=profile,
@@ -437,7 +437,7 @@ class MemdirTools:
         from memdir.usecases.documents import wake
         from memdir.usecases.islands import live_members
 
-        members = live_members(self.memdir, island, self._now()) if island else None
+        members = live_members(self.memdir, island or None, self._now())
         return wake(self.memdir, self._now(), budget, persona=persona, island=members).to_dict()
 
     def boot(self) -> dict[str, Any]:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
 from memdir.archive_format.clock import parse_moment as moment  # noqa: F401 (re-export)
+
+from .context import JsonOpt, NowOpt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,6 +23,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 MemoryIdArg = Annotated[
     str, typer.Argument(metavar="ID", help="The memory (an id prefix is enough).")
 ]
+
+
+@dataclass(frozen=True)
+class OneMemory:
+    """The parameters of a command that shows one memory (show, log, decay, attachments):
+    which, as JSON or not, as of when (`group`)."""
+
+    memory_id: MemoryIdArg
+    json_: JsonOpt = False
+    now: NowOpt = None
+
+
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Conversation session id.")]
 VisibilityOpt = Annotated[str, typer.Option("--visibility", help="normal | private | sealed.")]
 TranscriptOpt = Annotated[

@@ -46,7 +46,6 @@ import io
 import json
 import logging
 import os
-import signal
 import socket
 import struct
 import sys
@@ -57,14 +56,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from memdir.actor import ACTORS, Actor, caller_actor, peer_environ, serving_as
 from memdir.archive_format.errors import ExitStatus, LockedError
 from memdir.archive_format.lock import InstanceLock
 from memdir.archive_format.memdir import Memdir
-from memdir.usecases.watch import Watcher, WatchLock
+from memdir.usecases.watch import Watcher, WatchLock, stopped_by_signals
 from memdir.words import counted
 
 from .service import MAX_REQUEST, PROTOCOL, SERVED, address, exchange, socket_path
@@ -636,20 +634,8 @@ def serve(memdir: Memdir, keep_fresh: bool = True, allowed_uid: int | None = Non
     """Run the service in the foreground until SIGTERM/SIGINT; returns how many requests it
     answered."""
     service = Service(memdir, allowed_uid)
-
-    def on_signal(number: int, frame: FrameType | None) -> None:
-        log.info("received %s, stopping", signal.Signals(number).name)
-        service.stop()
-
-    with ServeLock(memdir):
-        previous = {
-            number: signal.signal(number, on_signal) for number in (signal.SIGTERM, signal.SIGINT)
-        }
-        try:
-            service.run(keep_fresh)
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+    with ServeLock(memdir), stopped_by_signals(service.stop):
+        service.run(keep_fresh)
     return service.requests
 
 

@@ -19,6 +19,7 @@ from conftest import T0, T0_DT, configure
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.memdir import Memdir, init
 from memdir.archive_format.tombstones import writing
+from memdir.cli.bench.safety.leftovers import postgres_rows_holding
 from memdir.cli.main import main
 
 LATER = "2026-05-01T10:00:00Z"
@@ -35,26 +36,6 @@ def run(root: Path, *args: str, now: str = T0) -> int:
         del os.environ["MEMDIR_NOW"]
 
 
-def database_rows_holding(dsn: str, schema: str, needle: str) -> list[str]:
-    """Every table.column of the memdir's schema whose rows hold `needle` (any text column,
-    case-insensitively: the postings hold lower-cased lexemes)."""
-    import psycopg
-
-    found = []
-    with psycopg.connect(dsn) as connection:
-        columns = connection.execute(
-            "SELECT table_name, column_name FROM information_schema.columns"
-            " WHERE table_schema = %s AND data_type IN ('text', 'character varying', 'ARRAY')",
-            (schema,),
-        ).fetchall()
-        for table, column in columns:
-            query = f'SELECT count(*) FROM "{schema}"."{table}" WHERE "{column}"::text ILIKE %s'
-            (count,) = connection.execute(query, (f"%{needle}%",)).fetchone()
-            if count:
-                found.append(f"{table}.{column}")
-    return found
-
-
 def test_forget_removes_the_text_from_the_postgres_index(tmp_path: Path, postgres_dsn: str) -> None:
     from memdir.indexers.postgres import memdir_schema
 
@@ -67,11 +48,11 @@ def test_forget_removes_the_text_from_the_postgres_index(tmp_path: Path, postgre
     secret = lifecycle.teach(memdir, TEXT, T0_DT)
     assert run(memdir.root, "index") == 0
     schema = memdir_schema(memdir)
-    assert database_rows_holding(postgres_dsn, schema, SECRET_WORDS), "the test must see it"
+    assert postgres_rows_holding(postgres_dsn, schema, SECRET_WORDS), "the test must see it"
     assert run(memdir.root, "forget", secret.id) == 0
     # the forget itself removed it: no later command ran
-    assert database_rows_holding(postgres_dsn, schema, SECRET_WORDS) == []
-    assert database_rows_holding(postgres_dsn, schema, "coffee"), "the rest stays indexed"
+    assert postgres_rows_holding(postgres_dsn, schema, SECRET_WORDS) == {}
+    assert postgres_rows_holding(postgres_dsn, schema, "coffee"), "the rest stays indexed"
 
 
 def test_forget_with_the_database_down_says_the_text_is_still_there(

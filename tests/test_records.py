@@ -365,36 +365,43 @@ digests = journal_lines(
 )
 
 
-@st.composite
-def notes(draw: st.DrawFn) -> dict[str, Any]:
-    op = draw(st.sampled_from(["set", "unset", "add", "drop"]))
-    line = {
-        "kind": "note",
-        "at": draw(timestamps),
-        "op": op,
-        "subject": draw(st.sampled_from(["self", "person:Sam"])),
-        "field": draw(words) if op in ("set", "unset") else None,
-        "value": draw(words) if op == "set" else None,
-        "by": draw(st.sampled_from(["user", "assistant"])),
-    }
-    return identified("n", line)
+def op_lines(
+    kind: str, prefix: str, ops: list[str], **fields: Any
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Lines of a state file folded by op (notes, islands): one of `ops`, then each field drawn
+    from its strategy or, given as (ops, strategy), only on those ops (absent on the others)."""
+
+    @st.composite
+    def lines(draw: st.DrawFn) -> dict[str, Any]:
+        op = draw(st.sampled_from(ops))
+        line = {"kind": kind, "at": draw(timestamps), "op": op}
+        for name, field in fields.items():
+            only, strategy = field if isinstance(field, tuple) else (ops, field)
+            line[name] = draw(strategy) if op in only else None
+        return identified(prefix, line)
+
+    return lines()
 
 
-@st.composite
-def islands(draw: st.DrawFn) -> dict[str, Any]:
-    op = draw(st.sampled_from(["create", "add", "remove", "drop"]))
-    line = {
-        "kind": "island",
-        "at": draw(timestamps),
-        "op": op,
-        "island": draw(words),
-        "about": draw(optional_words) if op == "create" else None,
-        "members": draw(st.lists(memory_ids, min_size=1, max_size=3))
-        if op in ("add", "remove")
-        else None,
-        "by": draw(st.sampled_from(["user", "assistant"])),
-    }
-    return identified("i", line)
+writers = st.sampled_from(["user", "assistant"])
+notes = op_lines(
+    "note",
+    "n",
+    ["set", "unset", "add", "drop"],
+    subject=st.sampled_from(["self", "person:Sam"]),
+    field=(("set", "unset"), words),
+    value=(("set",), words),
+    by=writers,
+)
+islands = op_lines(
+    "island",
+    "i",
+    ["create", "add", "remove", "drop"],
+    island=words,
+    about=(("create",), optional_words),
+    members=(("add", "remove"), st.lists(memory_ids, min_size=1, max_size=3)),
+    by=writers,
+)
 
 
 @st.composite
@@ -420,8 +427,8 @@ def attachments(draw: st.DrawFn) -> dict[str, Any]:
 
 VALID = {
     "attachment": attachments(),
-    "note": notes(),
-    "island": islands(),
+    "note": notes,
+    "island": islands,
     "turn": turns,
     "digest": digests,
     "memory": memories().map(lambda r: r.to_line()),

@@ -506,16 +506,23 @@ def test_decay_reactivation_refreshes_a_linked_memory_by_its_factor(md: Memdir) 
     assert fidelity(0.0) < fidelity(0.25) < fidelity(0.5) < fidelity(1.0)
 
 
+def _distiller(tmp_path: Path, label: dict[str, Any]) -> str:
+    """A distill.command (distiller.py) that labels every memory `label`, after sleeping as
+    many seconds as its argument says, if it has one."""
+    import sys
+
+    script = tmp_path / "distiller.py"
+    script.write_text("import json, sys, time\n"
+                      "time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 0)\n"
+                      f"for line in sys.stdin:\n    print(json.dumps({label!r}))\n")  # fmt: skip
+    return f"{sys.executable} {script}"
+
+
 @effect("distill.command", "distill.timeout")
 def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
     """The command distils in place of the built-in distiller; past its timeout the
     built-in one takes over."""
-    import sys
-
-    script = tmp_path / "distiller.py"
-    script.write_text("import json, sys, time\ntime.sleep(float(sys.argv[1]))\n"
-                      "for line in sys.stdin:\n"
-                      "    print(json.dumps({'type': 'RULE', 'importance': 9}))\n")  # fmt: skip
+    command = _distiller(tmp_path, {"type": "RULE", "importance": 9})
     lifecycle.teach(md, "The kettle is blue", T0_DT)
 
     def annotators(**distill: Any) -> set[str]:
@@ -523,8 +530,8 @@ def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
             index.distill(recompute=True)
             return {row["distilled"]["annotator"] for row in index.distillations()}
 
-    assert annotators(command=f"{sys.executable} {script} 0") == {"command:distiller.py"}
-    slow = annotators(command=f"{sys.executable} {script} 5", timeout="1s")
+    assert annotators(command=f"{command} 0") == {"command:distiller.py"}
+    slow = annotators(command=f"{command} 5", timeout="1s")
     assert slow == {"memdir-distill/1"}
 
 
@@ -532,16 +539,10 @@ def test_distill_command_and_its_timeout(md: Memdir, tmp_path: Path) -> None:
 def test_distill_milestones_put_distilled_milestones_in_the_guaranteed_channel(
     md: Memdir, tmp_path: Path
 ) -> None:
-    import sys
-
-    script = tmp_path / "distiller.py"
-    script.write_text("import json, sys\nfor line in sys.stdin:\n"
-                      "    print(json.dumps({'type': 'MILESTONE', 'importance': 9,"
-                      " 'temporal': 'milestone'}))\n")  # fmt: skip
+    command = _distiller(tmp_path, {"type": "MILESTONE", "importance": 9, "temporal": "milestone"})
     lifecycle.teach(md, "We got married in Lisbon", T0_DT)
 
     def guaranteed(**distill: Any) -> list[str]:
-        command = f"{sys.executable} {script}"
         with _updated_index(_hashing(md, distill={"command": command, **distill})) as index:
             return [memory.text for memory in index.catalog.guaranteed(5)]
 

@@ -53,6 +53,12 @@ def site(tmp_path: Path) -> Iterator[tuple[UiServer, dict[str, str]]]:
         yield served
 
 
+@pytest.fixture
+def page(browser: Any, site: tuple[UiServer, dict[str, str]]) -> Any:
+    """A desktop-sized page signed in to the served memdir."""
+    return signed_in(browser, site[0])
+
+
 def signed_in(browser: Any, server: UiServer, size: tuple[int, int] = SIZES["desktop"]) -> Any:
     """A page signed in through the one-time link (it lands on the review)."""
     width, height = size
@@ -91,11 +97,8 @@ def _log(server: UiServer, memory_id: str) -> dict[str, Any]:
     return json.loads(done.out)
 
 
-def test_confirm_and_reject_by_clicking(
-    browser: Any, site: tuple[UiServer, dict[str, str]]
-) -> None:
+def test_confirm_and_reject_by_clicking(page: Any, site: tuple[UiServer, dict[str, str]]) -> None:
     server, ids = site
-    page = signed_in(browser, server)
     card = page.locator(f".review-item[data-id='{ids['guess']}']")
     card.locator("input").fill("yes, mornings are best")
     page.evaluate("document.body.dataset.ready = ''")
@@ -117,10 +120,9 @@ def test_confirm_and_reject_by_clicking(
 
 
 def test_explained_recall_bars_carry_the_cli_numbers(
-    browser: Any, site: tuple[UiServer, dict[str, str]]
+    page: Any, site: tuple[UiServer, dict[str, str]]
 ) -> None:
     server, _ = site
-    page = signed_in(browser, server)
     visit(page, "#/recall?q=coffee+black")
     shown = page.evaluate(
         """() => [...document.querySelectorAll('.result')].map((card) => ({
@@ -166,11 +168,8 @@ def test_explained_recall_bars_carry_the_cli_numbers(
     assert page.errors == []
 
 
-def test_a_memory_page_masks_sealed_text(
-    browser: Any, site: tuple[UiServer, dict[str, str]]
-) -> None:
-    server, ids = site
-    page = signed_in(browser, server)
+def test_a_memory_page_masks_sealed_text(page: Any, site: tuple[UiServer, dict[str, str]]) -> None:
+    _, ids = site
     visit(page, f"#/memory/{ids['sealed']}")
     assert page.locator("#memory-text .text").inner_text() == "[sealed]"
     assert "qksealedword" not in page.content()
@@ -213,9 +212,9 @@ LAYOUT = """() => {
 
 
 def test_every_view_lays_out_at_both_sizes(
-    browser: Any, site: tuple[UiServer, dict[str, str]], tmp_path: Path
+    page: Any, site: tuple[UiServer, dict[str, str]], tmp_path: Path
 ) -> None:
-    server, ids = site
+    _, ids = site
     fragments = {
         "review": "#/review",
         "recall": "#/recall?q=coffee+black",
@@ -224,7 +223,6 @@ def test_every_view_lays_out_at_both_sizes(
         "links": f"#/links/{ids['coffee']}",
         "health": "#/health",
     }
-    page = signed_in(browser, server)  # the link signs in once
     for label, (width, height) in SIZES.items():
         page.set_viewport_size({"width": width, "height": height})
         for view, fragment in fragments.items():

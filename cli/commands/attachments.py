@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from memdir.cli import context
-from memdir.cli.parameters import MemoryIdArg
+from memdir.cli.parameters import MemoryIdArg, OneMemory, group
 from memdir.cli.render import emit_json, note, print_fields
 
 AttachOpt = Annotated[
@@ -63,12 +63,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(result.attached.id)
 
     @app.command("attachments")
-    def list_attachments(
-        ctx: typer.Context,
-        memory_id: MemoryIdArg,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
+    @group("asked", OneMemory)
+    def list_attachments(ctx: typer.Context, asked: OneMemory) -> None:
         """A memory's attached files, with what was read from each (text, date, place, title…).
         A sealed memory's are masked.
 
@@ -76,8 +72,9 @@ def register(app: typer.Typer) -> None:
         """
         from memdir.usecases import attachments
 
-        found = attachments.listing(context.open_memdir(ctx), memory_id, context.now(ctx, now))
-        if json_:
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, asked.now)
+        found = attachments.listing(memdir, asked.memory_id, moment)
+        if asked.json_:
             emit_json(found)
             return
         typer.echo(f"{found['id']}  {found['status']}: {found['text']}")

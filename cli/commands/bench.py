@@ -15,7 +15,13 @@ from .index import progress_bar
 if TYPE_CHECKING:
     from memdir.indexers.index import Progress
 
-# the options of more than one benchmark
+# the arguments and options of more than one benchmark
+FilesArg = Annotated[
+    list[Path], typer.Argument(help="locomo10.json-style files.", exists=True, dir_okay=False)
+]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Only the first N samples of each file.")
+]
 WeightOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -39,14 +45,9 @@ bench_app = typer.Typer(help="Benchmarks run through memdir's own pipeline.", no
 
 @bench_app.command("locomo")
 def locomo(
-    files: Annotated[
-        list[Path],
-        typer.Argument(help="locomo10.json-style files.", exists=True, dir_okay=False),
-    ],
+    files: FilesArg,
     profile: Annotated[str | None, typer.Option("--profile", help="Recall weight profile.")] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N samples of each file.")
-    ] = None,
+    limit: LimitOpt = None,
     decay: Annotated[
         bool, typer.Option("--decay", help="Let decay lower old memories (off: no rehearsals).")
     ] = False,
@@ -190,13 +191,8 @@ def measured(
 
 @bench_app.command("delivery")
 def delivery(
-    files: Annotated[
-        list[Path],
-        typer.Argument(help="locomo10.json-style files.", exists=True, dir_okay=False),
-    ],
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N samples of each file.")
-    ] = None,
+    files: FilesArg,
+    limit: LimitOpt = None,
     budget: Annotated[
         int | None, typer.Option("--budget", min=1, help="The context block's token budget.")
     ] = None,

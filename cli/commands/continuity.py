@@ -14,7 +14,7 @@ from memdir.archive_format.lifecycle import load_view
 from memdir.cli import context
 from memdir.cli.context import Invocation, Served
 from memdir.cli.layout import Column, flat, width, wrap
-from memdir.cli.parameters import MemoryIdArg, group
+from memdir.cli.parameters import OneMemory, group
 from memdir.cli.render import (
     Answer,
     console,
@@ -64,7 +64,7 @@ def answer_wake(at: Invocation, asked: Wake) -> Answer:
     from memdir.usecases.islands import live_members
 
     memdir, moment = at.memdir(), at.moment(asked.now)
-    members = live_members(memdir, asked.island, moment) if asked.island is not None else None
+    members = live_members(memdir, asked.island, moment)
     document = build(memdir, moment, asked.budget, persona=asked.persona, island=members)
     if asked.json_:
         return Answer(json_text(document.to_dict()))
@@ -100,12 +100,8 @@ def register(app: typer.Typer) -> None:
         note(f"{len(slots)} of {ring_file.RING_SIZE} slots used")
 
     @app.command()
-    def decay(
-        ctx: typer.Context,
-        memory_id: MemoryIdArg,
-        json_: context.JsonOpt = False,
-        now: context.NowOpt = None,
-    ) -> None:
+    @group("asked", OneMemory)
+    def decay(ctx: typer.Context, asked: OneMemory) -> None:
         """Show a memory's fidelity now, what it is made of, and a forecast.
 
         F = (1 + t/S)^-d from timestamps; decay only lowers recall rank, it never deletes.
@@ -115,9 +111,9 @@ def register(app: typer.Typer) -> None:
         from memdir.archive_format.decay import linked_memories
         from memdir.indexers.decay import describe
 
-        memdir, moment = context.open_memdir(ctx), context.now(ctx, now)
+        memdir, moment = context.open_memdir(ctx), context.now(ctx, asked.now)
         view = load_view(memdir, moment)
-        state = view.resolve(memory_id)
+        state = view.resolve(asked.memory_id)
         if state.memory is None:
             raise LifecycleError(
                 f"{state.id} was forgotten", hint="`memdir log ID` shows its history"
@@ -127,7 +123,7 @@ def register(app: typer.Typer) -> None:
         data.update(
             text=state.text_on("show"), status=state.status, visibility=state.memory.visibility
         )
-        if json_:
+        if asked.json_:
             emit_json(data)
             return
         render_decay(data)

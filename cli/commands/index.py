@@ -45,6 +45,16 @@ DISTILL_COLUMNS = (
     Column("id", ident=True), Column("type"), Column("source", drop=2), Column("imp", drop=1),
     Column("temporal", drop=3), Column("text", text=True),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Labelling:
+    """The parameters of the derived labels' commands (distill, annotate), declared once."""
+
+    recompute: RecomputeOpt = False
+    json_: context.JsonOpt = False
+
+
 KOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")]
 SEARCH_FIELDS = ("text", "intent", "rationale", "evidence", "meta")
 
@@ -232,11 +242,8 @@ def register(app: typer.Typer) -> None:
         emit(answer_similar(context.invocation(ctx), asked))
 
     @app.command()
-    def distill(
-        ctx: typer.Context,
-        recompute: RecomputeOpt = False,
-        json_: context.JsonOpt = False,
-    ) -> None:
+    @group("asked", Labelling)
+    def distill(ctx: typer.Context, asked: Labelling) -> None:
         """Derived labels for memories the user did not label: type, importance, temporal
         class, relational impact, with a confidence (docs/RECALL.md, the taxonomy).
 
@@ -247,15 +254,15 @@ def register(app: typer.Typer) -> None:
         from collections import Counter
 
         memory_index = open_index(ctx)
-        count = memory_index.distill(recompute)
-        if recompute:
+        count = memory_index.distill(asked.recompute)
+        if asked.recompute:
             note(f"distilled {counted(count, 'memory')} again")
         rows = []
         for row in memory_index.distillations():  # the text as the policy lets it show
             text = visibility.present("annotate", row["text"], row["status"], row["visibility"])
             if text is not None:
                 rows.append({**row, "text": text})
-        if json_:
+        if asked.json_:
             emit_json(rows)
             return
         table = []
@@ -272,11 +279,8 @@ def register(app: typer.Typer) -> None:
         note(", ".join(f"{label} {n}" for label, n in counts.most_common()) or "no memories")
 
     @app.command()
-    def annotate(
-        ctx: typer.Context,
-        recompute: RecomputeOpt = False,
-        json_: context.JsonOpt = False,
-    ) -> None:
+    @group("asked", Labelling)
+    def annotate(ctx: typer.Context, asked: Labelling) -> None:
         """Affect annotations (valence, arousal, Plutchik chord) of the memories.
 
         Affect given by the user wins over the annotator.
@@ -284,7 +288,7 @@ def register(app: typer.Typer) -> None:
         Example: memdir annotate --recompute
         """
         memory_index = open_index(ctx)
-        if recompute:
+        if asked.recompute:
             count = memory_index.reannotate()
             note(
                 f"re-annotated {counted(count, 'memory')} with "
@@ -299,7 +303,7 @@ def register(app: typer.Typer) -> None:
             }
             for row in memory_index.affects()
         ]
-        if json_:
+        if asked.json_:
             emit_json(rows)
             return
         table = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -17,9 +17,9 @@ from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.verify import verify as verify_memdir
 from memdir.words import counted
 
-from .. import context
+from .. import context, parameters
 from ..layout import Column, flat, width, wrap
-from ..parameters import LimitAlias, MemoryIdArg, moment
+from ..parameters import LimitAlias, MemoryIdArg, OneMemory, moment
 from ..render import emit_json, note, print_fields, print_table
 
 LIST_COLUMNS = (
@@ -197,25 +197,19 @@ def _distilled(memdir: Memdir, state: MemoryState) -> dict[str, Any] | None:
         return None
 
 
-def resolved(
-    ctx: typer.Context, memory_id: str, now: str | None
-) -> tuple[MemoryState, ArchiveView]:
+def resolved(ctx: typer.Context, asked: OneMemory) -> tuple[MemoryState, ArchiveView]:
     """The memory an id (or a unique prefix of one) names, folded as of --now, and the view."""
-    view = load_view(context.open_memdir(ctx), context.now(ctx, now))
-    return view.resolve(memory_id), view
+    view = load_view(context.open_memdir(ctx), context.now(ctx, asked.now))
+    return view.resolve(asked.memory_id), view
 
 
-def show(
-    ctx: typer.Context,
-    memory_id: MemoryIdArg,
-    json_: context.JsonOpt = False,
-    now: context.NowOpt = None,
-) -> None:
+@parameters.group("asked", OneMemory)
+def show(ctx: typer.Context, asked: OneMemory) -> None:
     """Show one memory and its current status.
 
     Example: memdir show m-3f9a --json
     """
-    state, view = resolved(ctx, memory_id, now)
+    state, view = resolved(ctx, asked)
     data = {**(state.shown_on("show") or {}), "incoming_links": view.incoming(state.id)}
     if state.memory is not None and data.get("text") == state.memory.text:
         from memdir.archive_format.attachments import linked
@@ -227,26 +221,22 @@ def show(
     distilled = _distilled(context.open_memdir(ctx), state)
     if distilled is not None:
         data["distilled"] = distilled
-    if json_:
+    if asked.json_:
         emit_json(data)
         return
     print_fields(data, skip=("events",))
 
 
-def log(
-    ctx: typer.Context,
-    memory_id: MemoryIdArg,
-    json_: context.JsonOpt = False,
-    now: context.NowOpt = None,
-) -> None:
+@parameters.group("asked", OneMemory)
+def log(ctx: typer.Context, asked: OneMemory) -> None:
     """A memory's whole history: when it was written, every event, what it became.
 
     Example: memdir log m-3f9a
     """
-    state, view = resolved(ctx, memory_id, now)
+    state, view = resolved(ctx, asked)
     steps = history(state, view.incoming(state.id))
     text = state.text_on("log")
-    if json_:
+    if asked.json_:
         emit_json({"id": state.id, "status": state.status, "text": text, "history": steps})
         return
     for line in wrap(f"{state.id}  now {state.status}: {flat(text)}", width()):
@@ -388,16 +378,27 @@ def stats(
         _counts_report(memdir, view, json_)
 
 
+def _monthly_report(
+    key: str,
+    report: dict[str, Any],
+    json_: bool,
+    empty: str,
+    render: Callable[[dict[str, Any]], None],
+) -> None:
+    """A report by month (evolution, drift): JSON under `key`; else `empty` said when it has
+    no month, or the report rendered."""
+    if json_:
+        emit_json({key: report})
+    elif not report["months"]:
+        note(empty)
+    else:
+        render(report)
+
+
 def _evolution_report(view: ArchiveView, json_: bool) -> None:
     from memdir.usecases.analytics import evolution as analyse_evolution
 
-    changed = analyse_evolution(view)
-    if json_:
-        emit_json({"evolution": changed})
-    elif not changed["months"]:
-        note("no memory yet")
-    else:
-        print_evolution(changed)
+    _monthly_report("evolution", analyse_evolution(view), json_, "no memory yet", print_evolution)
 
 
 def _drift_report(memdir: Memdir, view: ArchiveView, json_: bool) -> None:
@@ -406,12 +407,7 @@ def _drift_report(memdir: Memdir, view: ArchiveView, json_: bool) -> None:
 
     name = memdir.settings.affect.annotator
     found = analyse_drift(view, None if name == "none" else load_annotator(name))
-    if json_:
-        emit_json({"drift": found})
-    elif not found["months"]:
-        note("no memory every surface may show yet")
-    else:
-        print_drift(found)
+    _monthly_report("drift", found, json_, "no memory every surface may show yet", print_drift)
 
 
 def _provenance_report(view: ArchiveView, json_: bool) -> None:

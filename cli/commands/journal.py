@@ -32,6 +32,16 @@ WindowOpt = Annotated[
 ]
 EntriesOpt = Annotated[bool, typer.Option("--entries", help="List narrative entries instead.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Show private, sealed and secret text too.")]
+# journal search
+QueryArg = Annotated[str, typer.Argument(help="Words to find in the turns.")]
+SearchKOpt = Annotated[int, typer.Option("--k", "-k", min=1, help="At most this many turns.")]
+SearchAllOpt = Annotated[
+    bool, typer.Option("--all", help="Search private turns too (never sealed or secret).")
+]
+# journal forget
+TurnIdsArg = Annotated[
+    list[str] | None, typer.Argument(metavar="[ID]...", help="Turn ids (t-…) or prefixes.")
+]
 
 journal_app = typer.Typer(
     help="The raw journal: verbatim conversation turns and narrative entries.",
@@ -145,12 +155,10 @@ def read(
 @journal_app.command("search")
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to find in the turns.")],
-    k: Annotated[int, typer.Option("--k", "-k", min=1, help="At most this many turns.")] = 20,
+    query: QueryArg,
+    k: SearchKOpt = 20,
     limit: LimitAlias = None,
-    everything: Annotated[
-        bool, typer.Option("--all", help="Search private turns too (never sealed or secret).")
-    ] = False,
+    everything: SearchAllOpt = False,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,
 ) -> None:
@@ -211,9 +219,7 @@ def write(
 @journal_app.command("forget")
 def forget(
     ctx: typer.Context,
-    turn_ids: Annotated[
-        list[str] | None, typer.Argument(metavar="[ID]...", help="Turn ids (t-…) or prefixes.")
-    ] = None,
+    turn_ids: TurnIdsArg = None,
     session: SessionOpt = None,
     json_: context.JsonOpt = False,
     now: context.NowOpt = None,

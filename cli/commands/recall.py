@@ -161,9 +161,7 @@ def answer_recall(at: Invocation, asked: Recall) -> Answer:
     from memdir.usecases.recall import recall as run
 
     moment = at.moment(asked.now)
-    members = None
-    if asked.island is not None:
-        members = live_members(at.memdir(), asked.island, moment)
+    members = live_members(at.memdir(), asked.island, moment)
     options = RecallOptions(
         k=asked.k, profile=asked.profile, include_expired=asked.include_expired,
         include_private=asked.include_private, persona=asked.persona, budget=asked.budget,

@@ -589,30 +589,19 @@ def prometheus(app: App) -> str:
 def serve(app: App, sock: Any) -> None:
     """Serve on the bound socket until SIGTERM or Ctrl-C, then exit 0 (uvicorn's own handlers
     would raise the signal again once it has stopped)."""
-    import contextlib
-    import signal
-
     import uvicorn
 
     from memdir.indexers.storage import keep_models_resident
+    from memdir.usecases.watch import stopped_by_signals
 
     keep_models_resident()  # the model and the open index stay loaded between requests
 
     class Server(uvicorn.Server):
-        @contextlib.contextmanager
         def capture_signals(self) -> Any:
-            def stop(number: int, frame: Any) -> None:
-                log.info("received %s, stopping", signal.Signals(number).name)
-                self.should_exit = True
+            return stopped_by_signals(self.stop, log)
 
-            before = {
-                number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)
-            }
-            try:
-                yield
-            finally:
-                for number, handler in before.items():
-                    signal.signal(number, handler)
+        def stop(self) -> None:
+            self.should_exit = True
 
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
                             timeout_graceful_shutdown=2)  # fmt: skip

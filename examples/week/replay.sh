@@ -5,7 +5,8 @@
 #   examples/week/replay.sh [DIR]      (default: a fresh examples/week/memdir)
 #
 # The conversations are in conversations.jsonl beside it, one turn a line with its session;
-# `say SESSION` stores that session's turns verbatim with `memdir journal add --jsonl`.
+# `say SESSION` stores that session's turns verbatim with `memdir journal add --jsonl`, `talk
+# TIME SESSION` does so at that time.
 # Teachings, inferences, confirmations and recalls happen on the days they would; `memdir sleep`
 # runs every night at 03:00 (its summaries go to output/sleep.log); on the next Monday morning
 # the script saves `memdir wake`, the boot document, the journal and one memory's decay in
@@ -21,26 +22,23 @@ export MEMDIR=$dir COLUMNS=100
 sed -i 's/^  timezone: UTC$/  timezone: Europe\/Lisbon/' "$dir/memdir.yaml"
 at() { export MEMDIR_NOW="$1"; }
 say() { grep -F "\"session\": \"$1\"," "$here/conversations.jsonl" | $memdir journal add --jsonl >/dev/null; }  # one session's turns
+talk() { at "$1"; say "$2"; }  # at that time, that session
 night() { at "$1T03:00:00Z"; echo "== night before $1" >>"$out/sleep.log"; $memdir sleep >>"$out/sleep.log"; }
 
 # Monday: marathon plans, two teachings, one guess.
-at 2026-05-04T08:40:00Z
-say mon-am
+talk 2026-05-04T08:40:00Z mon-am
 $memdir teach "I can run three mornings a week, never before 7am; long runs on Sundays" --type RULE:schedule --key running-schedule >/dev/null
 $memdir teach "I take my coffee black, no sugar" --type FACT:preference --key coffee >/dev/null
 $memdir infer "Sam is anxious about the marathon and may want encouragement" --ttl 7d >/dev/null
-at 2026-05-04T21:10:00Z
-say mon-pm
+talk 2026-05-04T21:10:00Z mon-pm
 night 2026-05-05
 
 # Tuesday: a bad day at work, and a secret that must never be summarised.
-at 2026-05-05T18:30:00Z
-say tue
+talk 2026-05-05T18:30:00Z tue
 night 2026-05-06
 
 # Wednesday: the balcony garden, an explicit topic.
-at 2026-05-06T19:00:00Z
-say wed
+talk 2026-05-06T19:00:00Z wed
 $memdir teach "My sister Ana is visiting on Saturday" --store episodic >/dev/null
 night 2026-05-07
 
@@ -54,21 +52,18 @@ $memdir teach "I switched to oat milk flat whites" --type FACT:preference --key 
 night 2026-05-08
 
 # Friday: a guess with a short fuse (it will expire unconfirmed), and a reflection.
-at 2026-05-08T17:30:00Z
-say fri
+talk 2026-05-08T17:30:00Z fri
 $memdir infer "Sam prefers not to talk about work on weekends" --ttl 2d >/dev/null
 echo "Sam's week turned around: the migration shipped and he sounded proud. Marathon training is on track; ask about the knee only if he raises it." \
   | $memdir journal write - >/dev/null
 night 2026-05-09
 
 # Saturday: Ana visits, back to the balcony.
-at 2026-05-09T16:00:00Z
-say sat
+talk 2026-05-09T16:00:00Z sat
 night 2026-05-10
 
 # Sunday: the first long run.
-at 2026-05-10T10:30:00Z
-say sun
+talk 2026-05-10T10:30:00Z sun
 night 2026-05-11
 
 # Monday morning: what the assistant reads before the next conversation.

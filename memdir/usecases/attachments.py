@@ -32,28 +32,24 @@ SURFACE = "attachments"  # the policy row of `memdir attachments` (visibility.SU
 GET_SURFACE = "attachment get"
 MCP_SURFACE = "attachments (MCP)"
 
-# the first bytes of each kind of file memdir reads something from: (prefix, media type, ext)
+# each kind of file memdir reads something from: (media type, ext, the first bytes it starts with)
 _MAGIC = (
-    (b"%PDF-", "application/pdf", "pdf"),
-    (b"\xff\xd8\xff", "image/jpeg", "jpg"),
-    (b"\x89PNG\r\n\x1a\n", "image/png", "png"),
-    (b"GIF87a", "image/gif", "gif"),
-    (b"GIF89a", "image/gif", "gif"),
-    (b"II*\x00", "image/tiff", "tif"),
-    (b"MM\x00*", "image/tiff", "tif"),
-    (b"ID3", "audio/mpeg", "mp3"),
-    (b"\xff\xfb", "audio/mpeg", "mp3"),
-    (b"\xff\xf3", "audio/mpeg", "mp3"),
-    (b"fLaC", "audio/flac", "flac"),
-    (b"OggS", "audio/ogg", "ogg"),
+    ("application/pdf", "pdf", (b"%PDF-",)),
+    ("image/jpeg", "jpg", (b"\xff\xd8\xff",)),
+    ("image/png", "png", (b"\x89PNG\r\n\x1a\n",)),
+    ("image/gif", "gif", (b"GIF87a", b"GIF89a")),
+    ("image/tiff", "tif", (b"II*\x00", b"MM\x00*")),
+    ("audio/mpeg", "mp3", (b"ID3", b"\xff\xfb", b"\xff\xf3")),
+    ("audio/flac", "flac", (b"fLaC",)),
+    ("audio/ogg", "ogg", (b"OggS",)),
 )
 
 
 def sniff(data: bytes, name: str) -> tuple[str, str]:
     """The media type and file extension, from the bytes (the name only where the bytes do not
     say: a text file, an unknown kind)."""
-    for prefix, media_type, ext in _MAGIC:
-        if data.startswith(prefix):
+    for media_type, ext, prefixes in _MAGIC:
+        if data.startswith(prefixes):
             return media_type, ext
     if data[:4] == b"RIFF" and data[8:12] in (b"WAVE", b"WEBP"):
         return ("audio/wav", "wav") if data[8:12] == b"WAVE" else ("image/webp", "webp")

@@ -38,8 +38,11 @@ def shown(memdir: Memdir, name: str, now: datetime, surface: str = "island show"
             "created": island["created"], "by": island["by"], "members": rows}  # fmt: skip
 
 
-def live_members(memdir: Memdir, name: str, now: datetime) -> frozenset[str]:
-    """The ids recall may draw from when scoped to an island: its members not forgotten (the
-    recall filters then apply to them as to every candidate)."""
+def live_members(memdir: Memdir, name: str | None, now: datetime) -> frozenset[str] | None:
+    """The ids recall and wake may draw from when scoped to the island `name`: its members not
+    forgotten (the recall filters then apply to them as to every candidate); None, every
+    memory, when no island is named."""
+    if name is None:
+        return None
     island = islands.known(memdir, name)
     return frozenset(islands.members(island, load_view(memdir, now)))

@@ -18,6 +18,8 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -240,21 +242,29 @@ def _relevant(path: Path, root: Path) -> bool:
     return len(parts) > 1 and not parts[-1].startswith(".")
 
 
+@contextmanager
+def stopped_by_signals(stop: Callable[[], None], logger: logging.Logger = log) -> Iterator[None]:
+    """Inside it, SIGTERM and SIGINT log (to `logger`) and call `stop`: how a foreground
+    process (this daemon, the resident service, the web page's server) ends cleanly. The
+    previous handlers come back on leaving."""
+
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        logger.info("received %s, stopping", signal.Signals(number).name)
+        stop()
+
+    previous = {
+        number: signal.signal(number, on_signal) for number in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def watch(memdir: Memdir, settings: WatchSettings | None = None) -> int:
     """Run the daemon in the foreground until SIGTERM/SIGINT; returns how many updates ran."""
     watcher = Watcher(memdir, settings)
-
-    def on_signal(number: int, frame: FrameType | None) -> None:
-        log.info("received %s, stopping", signal.Signals(number).name)
-        watcher.stop()
-
-    with WatchLock(memdir):
-        previous = {
-            number: signal.signal(number, on_signal) for number in (signal.SIGTERM, signal.SIGINT)
-        }
-        try:
-            watcher.run()
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+    with WatchLock(memdir), stopped_by_signals(watcher.stop):
+        watcher.run()
     return watcher.updates

@@ -19,7 +19,7 @@ from memdir.archive_format import journal, lifecycle, people
 from memdir.archive_format.clock import format_time
 from memdir.archive_format.records import author_is_user
 
-from .harness import ARMS, OPEN, SAFE, Lab, Measure, Metric, compare, escapes
+from .harness import ARMS, OPEN, SAFE, Lab, Metric, escape_metrics, escapes
 
 SHELLS = {SAFE: {"CLAUDECODE": "1"}, OPEN: {"MEMDIR_ACTOR": "user"}}
 HOOKS = {SAFE: {"CLAUDECODE": "1", "MEMDIR_ACTOR": "user"}, OPEN: {"MEMDIR_ACTOR": "user"}}
@@ -78,12 +78,12 @@ def agent_writes(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, 
             run("teach", payload)
             escaped["payload piped into the hook"] = _taught(memdir, now, payload)
         found[arm] = escapes(escaped, "commands")
-    metrics = compare(
+    metrics = escape_metrics(
         "13 agent writes",
         found,
-        Measure("agent writes: escapes as the user", "escapes",
-                note="link, people, self, journal write, infer --by, --now, the hook"),
-    )  # fmt: skip
+        "agent writes: escapes as the user",
+        "link, people, self, journal write, infer --by, --now, the hook",
+    )
     return metrics, found
 
 

@@ -26,7 +26,7 @@ from memdir.archive_format.errors import MemdirError
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.records import encode_line, new_event, new_memory
 
-from .harness import ARMS, SAFE, Lab, Measure, Metric, compare, escapes
+from .harness import ARMS, SAFE, Lab, Metric, escape_metrics, escapes
 from .user import START
 
 HANG_SECONDS = 3.0  # how long either arm gets against the remote that never answers
@@ -147,12 +147,12 @@ def clones(lab: Lab, rng: random.Random) -> tuple[list[Metric], dict[str, Any]]:
             _git(memdir.root, "merge", "--abort")
         escaped["a remote that never answers hangs"] = _hangs(lab, arm)
         found[arm] = escapes(escaped, "attacks")
-    metrics = compare(
+    metrics = escape_metrics(
         "15 crafted clones",
         found,
-        Measure("crafted clones: escapes", "escapes",
-                note="deleted reject, programs in memdir.yaml, impossible lines, NUL, hang"),
-    )  # fmt: skip
+        "crafted clones: escapes",
+        "deleted reject, programs in memdir.yaml, impossible lines, NUL, hang",
+    )
     return metrics, found
 
 

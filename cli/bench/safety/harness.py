@@ -80,6 +80,14 @@ def compare(
     ]  # fmt: skip
 
 
+def escape_metrics(
+    experiment: str, found: Mapping[str, Mapping[str, Any]], name: str, note: str
+) -> list[Metric]:
+    """The one metric of an attack experiment whose arms' results are `escapes`': how many
+    attempts got through, named `name`."""
+    return compare(experiment, found, Measure(name, "escapes", note=note))
+
+
 @dataclass
 class Lab:
     """Shared, loaded once: the embedder and annotator every throwaway memdir uses."""

@@ -203,9 +203,7 @@ def _pull_and_read(lab: Lab, arm: str) -> int:
 
 
 def _postgres_rows(lab: Lab, arm: str, dsn: str) -> int:
-    """Text columns of a PostgreSQL-indexed memdir's schema holding a forgotten text."""
-    import psycopg
-
+    """Rows of a PostgreSQL-indexed memdir's schema holding a forgotten text."""
     from memdir.indexers.postgres import memdir_schema
     from memdir.usecases.forgetting import forget_memory
 
@@ -220,19 +218,28 @@ def _postgres_rows(lab: Lab, arm: str, dsn: str) -> int:
         forget_memory(memdir, taught, on_day(1, 10))
     else:  # the files only: a local index would have been refreshed, this one is not
         lifecycle.forget(memdir, taught, on_day(1, 10))
-    schema = memdir_schema(memdir)
-    holding = 0
+    return sum(postgres_rows_holding(dsn, memdir_schema(memdir), FORGOTTEN).values())
+
+
+def postgres_rows_holding(dsn: str, schema: str, needle: str) -> dict[str, int]:
+    """How many rows of each text column ('table.column') of a memdir's PostgreSQL schema hold
+    `needle`, case-insensitively (the postings hold lower-cased lexemes); columns with none are
+    left out."""
+    import psycopg
+
+    found = {}
     with psycopg.connect(dsn) as connection:
         columns = connection.execute(
             "SELECT table_name, column_name FROM information_schema.columns"
-            " WHERE table_schema = %s AND data_type IN ('text', 'ARRAY')",
+            " WHERE table_schema = %s AND data_type IN ('text', 'character varying', 'ARRAY')",
             (schema,),
         ).fetchall()
         for table, column in columns:
             query = f'SELECT count(*) FROM "{schema}"."{table}" WHERE "{column}"::text ILIKE %s'
-            row = connection.execute(query, (f"%{FORGOTTEN}%",)).fetchone()  # type: ignore[arg-type]
-            holding += int(row[0]) if row else 0
-    return holding
+            row = connection.execute(query, (f"%{needle}%",)).fetchone()  # type: ignore[arg-type]
+            if row and row[0]:
+                found[f"{table}.{column}"] = int(row[0])
+    return found
 
 
 def _postgres_server() -> tuple[Any, Path] | None:
