@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memdir.archive_format.settings import VectorSettings
+from memdir.indexers.postgres import fulltext as fulltext_module
 from memdir.indexers.postgres.catalog import PostgresCatalog
 from memdir.indexers.postgres.database import Database
-from memdir.indexers.postgres import fulltext as fulltext_module
 from memdir.indexers.postgres.fulltext import PostgresFullText
 from memdir.indexers.postgres.vectors import PgVectorIndex, PgVectorRows
 
