@@ -485,9 +485,13 @@ class SqlCatalog:
     def clear_affect(self, unreferenced_only: bool = False) -> None:
         self._forget_cache()
         if unreferenced_only:
+            # IN over an anti-join, not NOT IN: PostgreSQL hashes a NOT IN subquery only
+            # within work_mem (4 MB by default) and else rescans it per row (at 100k memories
+            # the delete never ended); a join spills to disk instead
             self.sql.execute(
-                "DELETE FROM {s}.affect"
-                " WHERE content_hash NOT IN (SELECT content_hash FROM {s}.memories)"
+                "DELETE FROM {s}.affect WHERE content_hash IN (SELECT a.content_hash"
+                " FROM {s}.affect AS a LEFT JOIN {s}.memories AS m"
+                " ON m.content_hash = a.content_hash WHERE m.content_hash IS NULL)"
             )
         else:
             self.sql.execute("DELETE FROM {s}.affect")
