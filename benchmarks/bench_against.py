@@ -9,7 +9,7 @@ runs a process of its own that answers every question through `main(argv)` (`rec
 --no-record`, output discarded), the first --warmup questions untimed; the sides alternate
 --rounds times and the figure is the median of the per-round medians.
 The result goes to benchmarks/results/against.json (--result elsewhere).
-Usage: python -m benchmarks.bench_against BASELINE_CHECKOUT [--runs 9] [--rounds 3]
+Usage: python -m benchmarks.bench_against BASELINE_CHECKOUT [--runs 9] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("baseline", type=Path, help="a checkout of the baseline commit, set up")
     parser.add_argument("--runs", type=int, default=9)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench/against"))
     parser.add_argument("--file", type=Path, default=LOCOMO)

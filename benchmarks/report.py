@@ -55,6 +55,11 @@ SECTIONS = (
             "(MEMDIR_NO_SERVICE=1) on LoCoMo conv-26 (419 memories, indexed), next to `python -c "
             "pass` and `memdir --help` in the same rounds (each round runs each once).",
             "command", "Item 6, cold start without the service"),
+    Section("against", "python -m benchmarks.bench_against BASELINE_CHECKOUT",
+            "Against issue 28's base", "Cold `memdir --help`, cold `memdir recall` without "
+            "the service and warm recall through `main(argv)` on LoCoMo conv-26, this commit "
+            "and 6863d84 (the commit issue 28 reviewed) in the same rounds.", "measure",
+            "Library first, against its base (`benchmarks/bench_against.py`, issue 28)"),
     Section("embedding", "python -m benchmarks.bench_embedding",
             "Embedding speed", "2,000 synthetic chat sentences embedded at once "
             "(median of the runs), one query on its own, and the model's load in fresh processes.",
