@@ -16,11 +16,10 @@ from contracts import (
     VectorRowsContract,
     unit_vectors,
 )
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memdir.archive_format.settings import VectorSettings
-from memdir.indexers.postgres import fulltext as fulltext_module
 from memdir.indexers.postgres.catalog import PostgresCatalog
 from memdir.indexers.postgres.database import Database
 from memdir.indexers.postgres.fulltext import PostgresFullText
@@ -269,6 +268,42 @@ def test_bm25_from_the_postings_is_bm25_from_scratch(
         assert list(best) == list(found)[:2]
 
 
+def test_the_first_commit_loads_postings_then_makes_their_btrees(
+    database: Callable[[], Database],
+) -> None:
+    """A new table has no postings btrees; its first commit (a rebuild's bulk load) makes them
+    after loading, with the document frequencies counted from the postings, and a later
+    commit updates frequencies incrementally on top (the same figures as a count from
+    scratch); BM25 is the same as on a table written one document per commit."""
+    from contracts import document
+
+    db = database()
+    bulk, single = PostgresFullText(db, "fulltext_0"), PostgresFullText(db, "fulltext_1")
+    texts = [f"coffee {'tea ' * (n % 3)}morning {n}" for n in range(1, 41)]
+    for index in (bulk, single):
+        index.create()
+        assert not db.table_exists(f"{index.table}_lexeme")
+    bulk.upsert([document(n, text) for n, text in enumerate(texts, 1)])
+    bulk.commit()
+    for n, text in enumerate(texts, 1):
+        single.upsert([document(n, text)])
+        single.commit()
+    for index in (bulk, single):
+        index.upsert([document(50, "tea tea rain")])
+        index.delete(["m-000002"])
+        index.commit()
+        assert db.table_exists(f"{index.table}_lexeme")
+        assert db.table_exists(f"{index.table}_document")
+        frequencies = "SELECT field, lexeme, df FROM {s}.{name} WHERE df > 0 ORDER BY 1, 2"
+        counted = ("SELECT field, lexeme, COUNT(*) FROM {s}.{name}"
+                   " GROUP BY 1, 2 ORDER BY 1, 2")  # fmt: skip
+        assert db.rows(frequencies, name=f"{index.table}_terms") == db.rows(
+            counted, name=f"{index.table}_postings"
+        )
+    assert bulk.scores("coffee tea rain", 50) == single.scores("coffee tea rain", 50)
+    assert len(bulk.scores("coffee tea rain", 50)) == 40
+
+
 def test_bm25_reads_the_postings_from_the_btree_alone(database: Callable[[], Database]) -> None:
     """After vacuum() (which a rebuild runs), a query's postings come from an index-only
     scan of the (field, lexeme) btree, with no visit to the table's rows."""
@@ -319,131 +354,3 @@ def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) ->
     with reopened.transaction():
         reopened.set_distilled([("h1", {"type": "FACT"})])
     assert reopened.distilled_for(["h1"]) == {"h1": {"type": "FACT"}}
-
-
-# --- the pruned ranking returns the exhaustive one ------------------------------------------
-# A skewed vocabulary (the first words in most documents, the last in few) over short and long
-# documents, so impacts and frequencies vary and heads prune.
-SKEWED = ("coffee", "tea", "morning", "milk", "dog", "rain", "garden", "piano", "kyoto", "lisbon")
-bodies = st.lists(
-    st.integers(0, len(SKEWED) - 1).map(lambda n: SKEWED[n * n // len(SKEWED)]),
-    min_size=1, max_size=14,
-).map(" ".join)  # fmt: skip
-
-
-def same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> bool:
-    """The same documents in the same order with the same scores, to the last bit (term scores
-    are rounded so that their sums do not depend on the order of addition: fulltext.QUANTUM)."""
-    return [(iid, float(score)) for iid, score in found] == expected
-
-
-def pruned(fulltext: PostgresFullText, query: str, limit: int, depth: tuple[int, float],
-           between: tuple[int, int] | None = None) -> tuple[list[tuple[int, float]], bool]:  # fmt: skip
-    """The pruned statement's rows and whether its heads proved them."""
-    words = " ".join(query.lower().split())
-    statement, params = fulltext._statement(words, limit, "text", None, between, False, depth)
-    rows = fulltext.db.rows(statement, params, **fulltext._names())
-    return [(int(iid), float(score)) for iid, score, _ in rows], all(row[2] for row in rows)
-
-
-@settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    first=st.lists(bodies, min_size=1, max_size=60),
-    later=st.lists(st.tuples(st.integers(0, 80), st.one_of(st.none(), bodies)), max_size=30),
-    query=st.lists(st.sampled_from(SKEWED), min_size=1, max_size=5).map(" ".join),
-    limit=st.integers(1, 8),
-    least=st.integers(1, 12),
-    share=st.sampled_from([0.0, 0.05, 0.3]),
-    window=st.integers(0, 4),
-)
-def test_the_pruned_ranking_is_the_exhaustive_one(
-    database: Callable[[], Database], first: list[str], later: list[tuple[int, str | None]],
-    query: str, limit: int, least: int, share: float, window: int,
-) -> None:  # fmt: skip
-    """On a real index whose statistics moved after the first load (later upserts and deletes
-    change the average length the impacts were computed at), whenever the pruned statement
-    says its heads prove the top `limit`, that top is the exhaustive ranking's and BM25 from
-    scratch's: the same documents in the same order with the same scores, also within a time
-    window; and `scores`, which prunes where it can, always is."""
-    db = database()
-    try:
-        check_pruning(db, first, later, query, limit, (least, share), window)
-    finally:
-        db.close()
-
-
-def check_pruning(db: Database, first: list[str], later: list[tuple[int, str | None]],
-                  query: str, limit: int, depth: tuple[int, float], window: int) -> None:  # fmt: skip
-    from contracts import document
-
-    fulltext = PostgresFullText(db, f"fulltext_{uuid.uuid4().hex[:8]}")
-    fulltext.create()
-    committed = {iid: body for iid, body in enumerate(first)}
-    fulltext.upsert([document(iid, body, time=iid % 5) for iid, body in committed.items()])
-    fulltext.commit()
-    for iid, body in later:
-        if body is None:
-            fulltext.delete([f"m-{iid:06d}"])
-            committed.pop(iid, None)
-        else:
-            fulltext.upsert([document(iid, body * 3, time=iid % 5)])  # longer: the average moves
-            committed[iid] = body * 3
-        fulltext.commit()
-    times = {iid: iid % 5 for iid in committed}
-    whole = [(int(iid), float(score))
-             for iid, score in fulltext._ranked(query, limit, "text", None, None, False)]  # fmt: skip
-    for between in (None, (0, window)):
-        exhaustive = fulltext._ranked(query, limit, "text", None, between, with_ids=False)
-        expected = [(int(iid), float(score)) for iid, score in exhaustive]
-        scratch = [(iid, score) for iid, score in reference_bm25(db, committed, query).items()
-                   if between is None or times[iid] < window]  # fmt: skip
-        scratch.sort(key=lambda item: (-item[1], item[0]))
-        assert dict(expected) == pytest.approx(dict(scratch[:limit]), rel=1e-9)
-        found, proved = pruned(fulltext, query, limit, depth, between)
-        event("proved" if proved else "not proved")
-        if proved:
-            assert same_ranking(found, expected)
-    fulltext_module.PRUNE_BELOW = 1  # restored by the fixture below
-    assert same_ranking(list(fulltext.scores(query, limit).items()), whole)
-
-
-@pytest.fixture(autouse=True)
-def _prune_below() -> Iterator[None]:
-    """Tests may lower fulltext.PRUNE_BELOW (to prune small indexes); it is restored after."""
-    kept = fulltext_module.PRUNE_BELOW
-    yield
-    fulltext_module.PRUNE_BELOW = kept
-
-
-def test_the_pruned_ranking_reads_heads_not_whole_lists(database: Callable[[], Database]) -> None:
-    """On 3,000 documents where one word is in every document, one in a third and two in a
-    few, the top 5 of a query of the four is proved from heads of 20 postings a lexeme (an
-    index range in impact order), the same as the exhaustive ranking, and `scores` takes that
-    path."""
-    from contracts import document
-
-    db = database()
-    fulltext = PostgresFullText(db, "fulltext_0")
-    fulltext.create()
-    documents = [document(n, " ".join(["note", *["coffee"] * (n % 3 == 0), *["filler"] * (n % 7),
-                                       *["garden milk"] * (n % 500 == 0)]))
-                 for n in range(1, 3001)]  # fmt: skip
-    fulltext.upsert(documents)
-    fulltext.commit()
-    fulltext.vacuum()
-    query = "note coffee garden milk"
-    exhaustive = [(int(i), float(s)) for i, s in
-                  fulltext._ranked(query, 5, "text", None, None, with_ids=False)]  # fmt: skip
-    found, proved = pruned(fulltext, query, 5, (20, 0.0))
-    assert proved and same_ranking(found, exhaustive)
-    assert fulltext._depths(5, None)  # 3,000 ≥ PRUNE_BELOW × 5: scores() prunes
-    assert same_ranking(list(fulltext.scores(query, 5).items()), exhaustive)
-    statement, params = fulltext._statement("note", 5, "text", None, None, False, (20, 0.0))
-    [plan] = db.one("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params,
-                    **fulltext._names())[0]  # fmt: skip
-    heads = [node for node in plan_nodes(plan["Plan"])
-             if node.get("Relation Name") == "fulltext_0_postings"
-             and node.get("Index Name") == "fulltext_0_lexeme"]  # fmt: skip
-    assert heads and all(node["Actual Rows"] <= 20 for node in heads), heads

@@ -28,7 +28,9 @@ The statistics are live: every commit updates the postings, document frequencies
 lengths of the documents it adds or removes, in one transaction (a savepoint inside the
 catalog's, so an update's catalog rows and documents commit together). A rebuild writes a new
 generation's tables and then vacuums them (`vacuum`), so their postings are read from the
-index alone; later commits leave that to autovacuum.
+index alone; later commits leave that to autovacuum. A new table's first commit (a rebuild's)
+is a bulk load: documents by COPY, postings without their btrees, then the document
+frequencies counted and each btree sorted once.
 """
 
 from __future__ import annotations
@@ -45,120 +47,35 @@ _LENGTHS = {field: f"{field}_length" for field in TEXT_FIELDS}  # the documents'
 K1, B = 1.2, 0.75
 COMPANIONS = ("postings", "terms", "stats")  # T_postings, T_terms, T_stats
 BATCH = 1000  # documents per INSERT of postings
-# The pruned ranking (_PRUNED) runs when the index holds at least PRUNE_BELOW × the documents
-# asked for; its heads are the best HEAD × limit postings of each lexeme, or the share of them
-# in HEAD_SHARES if more, each tried in turn until one proves the top (then the exhaustive one).
-PRUNE_BELOW = 20
-HEAD = 4
-HEAD_SHARES = (0.05, 0.25)
 
-
-# A posting's BM25 term score: its lexeme's weight (inverse document frequency) times its
-# term-frequency part, rounded to a multiple of 2⁻³⁶ (< 1.5·10⁻¹¹ off). Sums of such numbers
-# below 2¹⁶ are exact in float8, so a document's score does not depend on the order its
-# postings are added in: both rankings give identical documents identical scores (ties go by
-# iid) and the pruned one returns exactly the exhaustive one's floats.
-QUANTUM = 2.0**36
-
-
-def _term_score(posting: str) -> str:
-    return (
-        f"round(idf.weight * {posting}.tf * {K1 + 1}::float8 / ({posting}.tf + {K1}::float8"
-        f" * ({1 - B}::float8 + {B}::float8 * {posting}.dl / st.average)) * {QUANTUM}::float8)"
-        f" / {QUANTUM}::float8"
-    )
-
-
-# The query's lexemes, the field's statistics and each lexeme's weight (inverse document
-# frequency, from T_terms, once per lexeme: MATERIALIZED, in float8). `m` bounds how far the
-# live average length has moved from the reference one that the impacts were computed with
-# (see _PRUNED); `take` is how many of a lexeme's postings the pruned ranking reads first.
-_WEIGHTS = """
+# BM25 of the documents holding any of the query's lexemes: each lexeme's inverse document
+# frequency from T_terms (once per lexeme: MATERIALIZED, in float8), then its postings (term
+# frequency, length, time) from the btree.
+_BM25 = f"""
 WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s)))
         AS lexeme
 ), stats AS (
     SELECT GREATEST(documents, 1)::float8 AS n,
-           GREATEST(length, 1)::float8 / GREATEST(documents, 1) AS average,
-           LEAST(1.0::float8, GREATEST(reference, 1e-9::float8)
-                 * GREATEST(documents, 1) / GREATEST(length, 1)) AS m
-    FROM {s}.{stats} WHERE field = %(name)s
+           GREATEST(length, 1)::float8 / GREATEST(documents, 1) AS average
+    FROM {{s}}.{{stats}} WHERE field = %(name)s
 ), idf AS MATERIALIZED (
     SELECT t.lexeme, ln(1.0::float8 + (st.n - t.df + 0.5::float8) / (t.df + 0.5::float8))
-           AS weight, GREATEST(%(least)s, ceil(t.df * %(depth)s::float8))::int AS take
-    FROM {s}.{terms} AS t JOIN q ON t.lexeme = q.lexeme, stats AS st
+           AS weight
+    FROM {{s}}.{{terms}} AS t JOIN q ON t.lexeme = q.lexeme, stats AS st
     WHERE t.field = %(field)s AND t.df > 0
-)"""
-
-# Exhaustive BM25 of the documents holding any of the query's lexemes: every posting of each
-# lexeme from the btree (an index-only scan), summed by document.
-_BM25 = (
-    _WEIGHTS
-    + f"""
-SELECT p.iid, SUM({_term_score("p")}) AS score
+)
+SELECT p.iid, SUM(
+    idf.weight * p.tf * {K1 + 1}::float8
+    / (p.tf + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * p.dl / st.average))
+) AS score
 FROM idf JOIN {{s}}.{{postings}} AS p ON p.field = %(field)s AND p.lexeme = idf.lexeme,
      stats AS st
 WHERE TRUE {{filters}}
 GROUP BY p.iid ORDER BY score DESC, p.iid LIMIT %(limit)s
 """
-)
-
-# Pruned BM25 (docs/SCALE.md, "Ranking"): the same top `limit` as _BM25, with the same
-# scores, from the heads of the query's posting lists, or `proved` false when the heads do not
-# settle it (the caller then reads deeper). A posting's impact is its term-frequency part
-# tf / (tf + k1 (1 − b + b·dl/a₀)) at the field's reference average length a₀; at the live
-# average a the part is at most u / (u + m (1 − u)) for impact u, m = min(1, a₀/a), so every
-# posting below a head (impact ≤ the head's last) scores at most the lexeme's `beta`, and 0
-# for a lexeme read to its end. Then:
-#   seen      the documents in some head, `lower` the sum of their head scores, and their
-#             `upper` = lower + the betas of the lexemes whose heads miss them;
-#   resolve   those whose upper reaches the limit-th best lower: their exact scores (each a
-#             probe of the (iid, field, lexeme) btree per lexeme);
-#   proved    when the limit-th exact score beats the sum of all betas (what a document in no
-#             head can score at most); every document left unresolved scores below it too.
-# Bounds carry a slack of 1e-6 relative (impacts are float4) and 1e-9 absolute (the scores'
-# rounding), comparisons 1e-9.
-_PRUNED = (
-    _WEIGHTS
-    + f""", head AS MATERIALIZED (
-    SELECT idf.lexeme, h.iid, h.impact, {_term_score("h")} AS score
-    FROM idf CROSS JOIN stats AS st CROSS JOIN LATERAL (
-        SELECT p.iid, p.tf, p.dl, p.impact FROM {{s}}.{{postings}} AS p
-        WHERE p.field = %(field)s AND p.lexeme = idf.lexeme {{filters}}
-        ORDER BY p.impact DESC LIMIT idf.take
-    ) AS h
-), cut AS (
-    SELECT idf.lexeme, CASE WHEN COUNT(h.iid) < idf.take THEN 0::float8
-        ELSE idf.weight * {K1 + 1}::float8 * (1 + 1e-6::float8) * MIN(h.impact)
-             / (MIN(h.impact) + st.m * (1 - MIN(h.impact))) + 1e-9::float8 END AS beta
-    FROM idf LEFT JOIN head AS h ON h.lexeme = idf.lexeme, stats AS st
-    GROUP BY idf.lexeme, idf.weight, idf.take, st.m
-), total AS (
-    SELECT COALESCE(SUM(beta), 0) AS beta FROM cut
-), seen AS MATERIALIZED (
-    SELECT h.iid, SUM(h.score) AS lower, SUM(c.beta) AS beta
-    FROM head AS h JOIN cut AS c ON c.lexeme = h.lexeme GROUP BY h.iid
-), kth AS (
-    SELECT CASE WHEN COUNT(*) >= %(limit)s THEN MIN(lower) ELSE 0 END AS lower
-    FROM (SELECT lower FROM seen ORDER BY lower DESC LIMIT %(limit)s) AS best
-), exact AS (
-    SELECT s.iid, SUM({_term_score("p")}) AS score
-    FROM seen AS s CROSS JOIN total CROSS JOIN kth CROSS JOIN idf CROSS JOIN stats AS st
-    JOIN {{s}}.{{postings}} AS p
-        ON p.iid = s.iid AND p.field = %(field)s AND p.lexeme = idf.lexeme
-    WHERE s.lower + total.beta - s.beta >= kth.lower * (1 - 1e-9::float8)
-    GROUP BY s.iid
-), ranked AS (
-    SELECT iid, score FROM exact ORDER BY score DESC, iid LIMIT %(limit)s
-)
-SELECT r.iid, r.score, (SELECT total.beta = 0 OR (COUNT(*) >= %(limit)s
-                        AND total.beta * (1 + 1e-9::float8) < MIN(x.score)) FROM ranked AS x)
-       AS proved
-FROM ranked AS r CROSS JOIN total ORDER BY r.score DESC, r.iid
-"""
-)
 _WITH_IDS = (
-    "SELECT r.iid, d.id, r.score{proved} FROM ({ranked}) AS r JOIN {s}.{table} AS d"
+    "SELECT r.iid, d.id, r.score FROM ({ranked}) AS r JOIN {s}.{table} AS d"
     " ON d.iid = r.iid ORDER BY r.score DESC, r.iid"
 )
 _HEADLINE = "StartSel=[, StopSel=], MinWords=12, MaxWords=30, ShortWord=2"
@@ -176,31 +93,26 @@ CREATE TABLE IF NOT EXISTS {s}.{table} (
 CREATE INDEX IF NOT EXISTS {iid_index} ON {s}.{table} (iid);
 CREATE TABLE IF NOT EXISTS {s}.{postings} (
     field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, iid BIGINT NOT NULL,
-    tf INTEGER NOT NULL, dl INTEGER NOT NULL, time BIGINT NOT NULL, impact REAL NOT NULL
+    tf INTEGER NOT NULL, dl INTEGER NOT NULL, time BIGINT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS {s}.{terms} (
     field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, df INTEGER NOT NULL,
     PRIMARY KEY (field, lexeme)
 );
 CREATE TABLE IF NOT EXISTS {s}.{stats} (
-    field TEXT PRIMARY KEY, documents BIGINT NOT NULL, length BIGINT NOT NULL,
-    reference FLOAT8 NOT NULL
+    field TEXT PRIMARY KEY, documents BIGINT NOT NULL, length BIGINT NOT NULL
 );
-INSERT INTO {s}.{stats} (field, documents, length, reference)
-    SELECT unnest(%(fields)s::text[]), 0, 0, 0 ON CONFLICT (field) DO NOTHING;
+INSERT INTO {s}.{stats} (field, documents, length)
+    SELECT unnest(%(fields)s::text[]), 0, 0 ON CONFLICT (field) DO NOTHING;
 """
 )
 
 # The postings' btrees, made by the first commit that writes postings, after loading them
-# (a rebuild's bulk load: one sort per btree instead of an insertion per posting). The first
-# holds each lexeme's postings in impact order, with the columns BM25 reads (index-only scans
-# for the exhaustive ranking and the pruned one's heads); the second finds a document's
-# postings (deletes, and the pruned ranking's exact scores of its candidates).
+# (a rebuild's bulk load: one sort per btree instead of an insertion per posting).
 _INDEXES = """
-CREATE INDEX IF NOT EXISTS {lexeme_index} ON {s}.{postings} (field, lexeme, impact DESC)
+CREATE INDEX IF NOT EXISTS {lexeme_index} ON {s}.{postings} (field, lexeme)
     INCLUDE (iid, tf, dl, time);
-CREATE INDEX IF NOT EXISTS {document_index} ON {s}.{postings} (iid, field, lexeme)
-    INCLUDE (tf, dl)
+CREATE INDEX IF NOT EXISTS {document_index} ON {s}.{postings} (iid)
 """
 
 _COPY = (
@@ -210,36 +122,17 @@ _COPY = (
 _COPY_TYPES = ["text", "int8", "text", "text", "text", "text", "text[]", "text", "int8",
                "text", "text", "text", *["int4"] * len(_LENGTHS)]  # fmt: skip
 
-# Each field's reference average length, fixed by the first documents it had (their average
-# length, 1 for none), by field code.
-_REFERENCES = """
-WITH fixed AS (
-    UPDATE {s}.{stats} SET reference = GREATEST(length, 1)::float8 / GREATEST(documents, 1)
-    WHERE reference = 0 AND length > 0 RETURNING field, reference
-)
-SELECT COALESCE(f.reference, NULLIF(st.reference, 0), 1)
-FROM unnest(%s::text[]) WITH ORDINALITY AS n(field, code)
-JOIN {s}.{stats} AS st ON st.field = n.field LEFT JOIN fixed AS f ON f.field = n.field
-ORDER BY n.code
-"""
-
-# The postings of a batch of (field, iid, lowered text, length, time) and the document
-# frequencies they add; each posting's impact is its BM25 term-frequency part at the field's
-# reference average length (`%s` last: the references by field code), which orders a lexeme's
-# postings for the pruned ranking.
-_POSTINGS = f"""
-    SELECT b.field, u.lexeme, b.iid, f.tf, b.dl, b.time,
-           f.tf / (f.tf + {K1 * (1 - B)}::float8
-                   + {K1 * B}::float8 * b.dl / (%s::float8[])[b.field + 1]) AS impact
-    FROM (SELECT * FROM unnest(%s::int2[], %s::int8[], %s::text[], %s::int4[], %s::int8[])
-          AS b(field, iid, body, dl, time)) AS b,
-         unnest(to_tsvector('english', b.body)) AS u,
-         LATERAL (SELECT COALESCE(array_length(u.positions, 1), 1)::float8 AS tf) AS f
+# The postings of a batch of (field, iid, lowered text, length, time), and the document
+# frequencies they add.
+_POSTINGS = """
+    SELECT b.field, u.lexeme, b.iid, COALESCE(array_length(u.positions, 1), 1), b.dl, b.time
+    FROM unnest(%s::int2[], %s::int8[], %s::text[], %s::int4[], %s::int8[])
+        AS b(field, iid, body, dl, time), unnest(to_tsvector('english', b.body)) AS u
 """
 _POST = (
     """
 WITH added AS (
-    INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time, impact)"""
+    INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time)"""
     + _POSTINGS
     + """
     RETURNING field, lexeme
@@ -249,8 +142,9 @@ SELECT field, lexeme, COUNT(*) FROM added GROUP BY field, lexeme
 ON CONFLICT (field, lexeme) DO UPDATE SET df = t.df + EXCLUDED.df
 """
 )
-# A bulk load (the postings' btrees not made yet): postings alone; their frequencies after.
-_LOAD = "INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time, impact)" + _POSTINGS
+# A bulk load (the postings' btrees not made yet): the postings alone, their frequencies
+# counted once at the end of the commit.
+_LOAD = "INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
 _COUNT_TERMS = (
     "INSERT INTO {s}.{terms} (field, lexeme, df)"
     " SELECT field, lexeme, COUNT(*) FROM {s}.{postings} GROUP BY field, lexeme"
@@ -311,11 +205,9 @@ class PostgresFullText:
         return names
 
     def _layout(self) -> tuple[bool, bool]:
-        """Whether the documents table exists, and whether its inverted index does too, in
-        this layout (postings with their impacts)."""
+        """Whether the documents table exists, and whether its inverted index does too."""
         found = self.db.one(
-            "SELECT to_regclass(%s) IS NOT NULL, EXISTS (SELECT 1 FROM pg_attribute"
-            " WHERE attrelid = to_regclass(%s) AND attname = 'impact' AND NOT attisdropped)",
+            "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL",
             (f'"{self.db.schema}"."{self.table}"', f'"{self.db.schema}"."{self.table}_postings"'),
         )
         return bool(found[0]), bool(found[1])
@@ -330,8 +222,8 @@ class PostgresFullText:
         with self.db.transaction():
             self.db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.db.schema,))
             exists, current = self._layout()  # another process may have just done it
-            # A table of an older layout (tsvector columns, or postings without impacts) is a
-            # cache: it starts again empty, and the updater, seeing fewer documents than the catalog has
+            # A table of an older layout (tsvector columns, no postings) is a cache: it starts
+            # again empty, and the updater, seeing fewer documents than the catalog has
             # searchable memories, rebuilds the index.
             if exists and not current:
                 self.wipe(self.db, self.table)
@@ -392,9 +284,9 @@ class PostgresFullText:
         self.create()
         names = self._names()
         with self.db.transaction():
-            # Before the first postings, their btrees are not made yet: this commit loads them
-            # in bulk (no document frequencies per batch), then counts the frequencies and
-            # sorts the btrees once. A rebuild's generation starts so.
+            # Before the first postings their btrees are not made yet (a rebuild's generation
+            # starts so): this commit loads the postings in bulk, without document frequencies
+            # per batch, then counts the frequencies and sorts each btree once.
             bulk = not self.db.table_exists(names["lexeme_index"])
             for action, items in staged:
                 if action == "clear":
@@ -430,33 +322,31 @@ class PostgresFullText:
         self._add_stats(-len(gone), lengths, names)
 
     def _insert(self, documents: list[Document], names: dict[str, str], bulk: bool) -> None:
-        """Add documents: their rows (COPY), postings, frequencies (unless `bulk`) and
-        statistics. The first documents of a field fix its reference length (see _PRUNED)."""
-        rows, postings = [], []
-        totals = [0] * len(TEXT_FIELDS)
-        for fields in documents:
-            iid, time = int(fields.get("iid", -1)), int(fields["time"])
-            bodies = _bodies(fields)
-            lengths = [len(_WORDS.findall(bodies[field])) for field in TEXT_FIELDS]
-            rows.append((
-                fields["id"], iid, fields["text"], fields.get("type"), fields.get("source"),
-                fields.get("status"), list(fields.get("persona") or ()),
-                fields.get("session"), time,
-                *(bodies[name] or None for name in META_FIELDS), *lengths,
-            ))  # fmt: skip
-            for code, (field, length) in enumerate(zip(TEXT_FIELDS, lengths, strict=True)):
-                totals[code] += length
-                if length:
-                    postings.append((code, iid, bodies[field].lower(), length, time))
-        self.db.copy(_COPY, rows, _COPY_TYPES, **names)
-        self._add_stats(len(documents), totals, names)
-        references = self.db.rows(_REFERENCES, (list(TEXT_FIELDS),), **names)
-        reference = [float(value) for (value,) in references]
+        """Add documents: their rows (COPY), postings, frequencies (unless `bulk`: counted at
+        the end of the commit) and statistics."""
         statement = _LOAD if bulk else _POST
-        for start in range(0, len(postings), BATCH * len(TEXT_FIELDS)):
-            batch = postings[start : start + BATCH * len(TEXT_FIELDS)]
-            columns = [list(column) for column in zip(*batch, strict=True)]
-            self.db.execute(statement, [reference, *columns], **names)
+        totals = [0] * len(TEXT_FIELDS)
+        for start in range(0, len(documents), BATCH):
+            rows, postings = [], []
+            for fields in documents[start : start + BATCH]:
+                iid, time = int(fields.get("iid", -1)), int(fields["time"])
+                bodies = _bodies(fields)
+                lengths = [len(_WORDS.findall(bodies[field])) for field in TEXT_FIELDS]
+                rows.append((
+                    fields["id"], iid, fields["text"], fields.get("type"), fields.get("source"),
+                    fields.get("status"), list(fields.get("persona") or ()),
+                    fields.get("session"), time,
+                    *(bodies[name] or None for name in META_FIELDS), *lengths,
+                ))  # fmt: skip
+                for code, (field, length) in enumerate(zip(TEXT_FIELDS, lengths, strict=True)):
+                    totals[code] += length
+                    if length:
+                        postings.append((code, iid, bodies[field].lower(), length, time))
+            self.db.copy(_COPY, rows, _COPY_TYPES, **names)
+            if postings:
+                columns = [list(column) for column in zip(*postings, strict=True)]
+                self.db.execute(statement, columns, **names)
+        self._add_stats(len(documents), totals, names)
 
     def _add_stats(self, documents: int, lengths: list[int], names: dict[str, str]) -> None:
         self.db.execute(
@@ -473,23 +363,13 @@ class PostgresFullText:
         return int(found[0]) if found else 0
 
     def _statement(
-        self,
-        words: str,
-        limit: int,
-        field: str,
-        within: Iids,
-        between: Span,
-        with_ids: bool,
-        depth: tuple[int, float] | None = None,
+        self, words: str, limit: int, field: str, within: Iids, between: Span, with_ids: bool
     ) -> tuple[str, dict[str, Any]]:
-        """The BM25 statement (a template for Database) and its parameters: exhaustive, or
-        pruned with heads of `depth` = (at least N postings, a share of each lexeme's)."""
+        """The BM25 statement (a template for Database) and its parameters."""
         if field not in FIELD_CODES:
             raise ValueError(f"no full-text field {field!r} (one of {', '.join(TEXT_FIELDS)})")
-        least, share = depth or (0, 0.0)
         params: dict[str, Any] = {
             "words": words, "name": field, "field": FIELD_CODES[field], "limit": limit,
-            "least": least, "depth": share,
         }  # fmt: skip
         filters = ""
         if within is not None:
@@ -498,38 +378,20 @@ class PostgresFullText:
         if between is not None:
             filters += " AND p.time >= %(start)s AND p.time < %(end)s"
             params.update(start=int(between[0]), end=int(between[1]))
-        statement = (_BM25 if depth is None else _PRUNED).replace("{filters}", filters)
+        statement = _BM25.replace("{filters}", filters)
         if with_ids:
-            proved = "" if depth is None else ", r.proved"
-            statement = _WITH_IDS.replace("{ranked}", statement).replace("{proved}", proved)
+            statement = _WITH_IDS.replace("{ranked}", statement)
         return statement, params
-
-    def _depths(self, limit: int, within: Iids) -> list[tuple[int, float]]:
-        """The heads the pruned ranking tries, shallow first, before the exhaustive one: none
-        when the ranking asks for much of the index (the exact scope's top 2,000 of 10,000)
-        or for named documents (`within`: few, read at once)."""
-        if within is not None or limit * PRUNE_BELOW > self.count():
-            return []
-        return [(HEAD * limit, share) for share in HEAD_SHARES]
 
     def _ranked(
         self, text: str, limit: int, field: str, within: Iids, between: Span, with_ids: bool
     ) -> list[Any]:
-        """(iid, BM25) of the best `limit` documents, best first ((iid, id, BM25) with ids):
-        pruned while the heads prove the result, else exhaustive (the same rows)."""
+        """(iid, BM25) of the best `limit` documents, best first ((iid, id, BM25) with ids)."""
         words = " ".join(_WORDS.findall(text.lower()))
         if not words or limit <= 0 or within == [] or not self.exists():
             return []
-        names = self._names()
-        for depth in self._depths(limit, within):
-            statement, params = self._statement(
-                words, limit, field, within, between, with_ids, depth
-            )
-            rows = self.db.rows(statement, params, **names)
-            if not rows or rows[0][-1]:
-                return [row[:-1] for row in rows]
         statement, params = self._statement(words, limit, field, within, between, with_ids)
-        return self.db.rows(statement, params, **names)
+        return self.db.rows(statement, params, **self._names())
 
     def scores(
         self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
