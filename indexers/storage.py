@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from memdir.archive_format.errors import DamagedCacheError
 from memdir.archive_format.memdir import Memdir
@@ -277,6 +277,16 @@ class CheckedRows:
         self.inner.rewrite(vectors)
 
 
+Role = TypeVar("Role")
+
+
+class CatalogRole(Generic[Role]):
+    """The storage's catalog, the one open now (heal reopens it), seen through one role."""
+
+    def __get__(self, storage: IndexStorage, owner: object = None) -> Role:
+        return cast(Role, storage._catalog)
+
+
 class IndexStorage:
     """The catalog, full-text indexes, vector base, embedding cache and memory table of one
     memdir, and its embedder and affect annotator; each opened on first use."""
@@ -343,21 +353,10 @@ class IndexStorage:
         return True
 
     # the catalog by role: each client sees the one it needs (backends.py), never all four
-    @property
-    def catalog(self) -> CatalogReader:
-        return self._catalog
-
-    @property
-    def bookkeeping(self) -> CatalogStatus:
-        return self._catalog
-
-    @property
-    def catalog_writer(self) -> CatalogWriter:
-        return self._catalog
-
-    @property
-    def catalog_caches(self) -> CatalogCaches:
-        return self._catalog
+    catalog: CatalogRole[CatalogReader] = CatalogRole()
+    bookkeeping: CatalogRole[CatalogStatus] = CatalogRole()
+    catalog_writer: CatalogRole[CatalogWriter] = CatalogRole()
+    catalog_caches: CatalogRole[CatalogCaches] = CatalogRole()
 
     # the models -----------------------------------------------------------------------------
     # (loaded under _resident_lock, so that threads starting together load a model once)

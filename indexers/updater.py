@@ -30,11 +30,8 @@ from memdir.archive_format.memdir import Memdir
 
 from .backends import (
     META_FIELDS,
-    CatalogCaches,
     CatalogMemory,
     CatalogReader,
-    CatalogStatus,
-    CatalogWriter,
     Checkpoint,
     Document,
     speaker_of,
@@ -137,23 +134,6 @@ class IndexUpdater:
         self.storage = storage
         self._distiller: Any = None
 
-    # the storage's catalog (reopened when healing), by the role each use needs
-    @property
-    def reads(self) -> CatalogReader:
-        return self.storage.catalog
-
-    @property
-    def status(self) -> CatalogStatus:
-        return self.storage.bookkeeping
-
-    @property
-    def writes(self) -> CatalogWriter:
-        return self.storage.catalog_writer
-
-    @property
-    def caches(self) -> CatalogCaches:
-        return self.storage.catalog_caches
-
     def lock(self) -> WriterLock:
         """Only one process updates the index at a time; others wait (then fail clearly).
         The lock file covers this host; the parts add a lock of their own where they are
@@ -180,12 +160,12 @@ class IndexUpdater:
     def _stale_reason(self) -> str | None:
         """Why a full rebuild is needed, or None when appending is enough."""
         memdir = self.storage.memdir
-        manifest = self.status.manifest()
+        manifest = self.storage.bookkeeping.manifest()
         if not manifest:
             return "no index yet"
         if manifest.get("version") != INDEX_VERSION:
             return f"index version {manifest.get('version')} → {INDEX_VERSION}"
-        checkpoints = self.status.checkpoints()
+        checkpoints = self.storage.bookkeeping.checkpoints()
         present = {path.name for path in memdir.shelves()}
         for name, checkpoint in checkpoints.items():
             path = memdir.shelves_dir / name
@@ -209,7 +189,7 @@ class IndexUpdater:
         missing = self._files_missing()
         if missing:
             return missing
-        if self.storage.fulltext.count() != self.status.counts()["searchable"]:
+        if self.storage.fulltext.count() != self.storage.bookkeeping.counts()["searchable"]:
             return "full-text index out of step with the catalog"
         return None
 
@@ -218,14 +198,14 @@ class IndexUpdater:
         missing = self.storage.files_missing()
         if missing:
             return missing
-        last = self.status.max_iid()
+        last = self.storage.bookkeeping.max_iid()
         if last is not None and len(self.storage.memory_table) <= last:
             return "memory table shorter than the catalog"
         return None
 
     def _vector_cache_lost(self) -> bool:
         """True when the catalog points at vector rows the model's store no longer holds."""
-        last = self.caches.max_vector_row()
+        last = self.storage.catalog_caches.max_vector_row()
         return last is not None and last >= self.storage.store.count()
 
     def needs_update(self) -> bool:
@@ -234,8 +214,8 @@ class IndexUpdater:
         Also notices a rebuild made by another process (a new generation) and reopens.
         """
         self.storage.follow_rebuilds()
-        checkpoints = self.status.checkpoints()
-        if self.status.manifest().get("version") != INDEX_VERSION:
+        checkpoints = self.storage.bookkeeping.checkpoints()
+        if self.storage.bookkeeping.manifest().get("version") != INDEX_VERSION:
             return True  # no index yet, or one written by another memdir version
         shelves = self.storage.memdir.shelves()
         if {path.name for path in shelves} != set(checkpoints):
@@ -275,30 +255,32 @@ class IndexUpdater:
     def reannotate(self) -> int:
         """Re-derive every annotation with the configured annotator."""
         with self.lock():
-            memories = list(self.reads.all_memories())
-            with self.writes.transaction():
-                self.caches.clear_affect()
+            memories = list(self.storage.catalog.all_memories())
+            with self.storage.catalog_writer.transaction():
+                self.storage.catalog_caches.clear_affect()
                 self._annotate([m.content_hash for m in memories], [m.text for m in memories])
-                self.writes.set_manifest({"annotator": self.storage.annotator_label()})
+                self.storage.catalog_writer.set_manifest(
+                    {"annotator": self.storage.annotator_label()}
+                )
         return len(memories)
 
     def _reset_catalog(self) -> None:
         """Empty the catalog for a rebuild, keeping the caches that still apply."""
-        manifest = self.status.manifest()
-        self.writes.clear()
+        manifest = self.storage.bookkeeping.manifest()
+        self.storage.catalog_writer.clear()
         if (
             manifest.get("model") not in (None, self.storage.embedder.model_id)
             or self._vector_cache_lost()
         ):
-            self.caches.clear_vector_rows()
+            self.storage.catalog_caches.clear_vector_rows()
         if manifest.get("annotator") != self.storage.annotator_label():
-            self.caches.clear_affect()
-        self.writes.clear_manifest()
+            self.storage.catalog_caches.clear_affect()
+        self.storage.catalog_writer.clear_manifest()
 
     def _apply_appended(self, progress: Progress | None, reset: bool = False) -> UpdateReport:
         storage = self.storage
         report = UpdateReport()
-        checkpoints = {} if reset else self.status.checkpoints()
+        checkpoints = {} if reset else self.storage.bookkeeping.checkpoints()
         new_memories: list[dict[str, Any]] = []
         new_events: list[dict[str, Any]] = []
         recalls: list[dict[str, Any]] = []
@@ -338,7 +320,7 @@ class IndexUpdater:
             positions.append(Checkpoint(path.name, end, inode, fingerprint(path, end)))
             if path.stat().st_ino != inode:
                 raise ShelfReplaced(path.name)
-        with self.writes.transaction():
+        with self.storage.catalog_writer.transaction():
             if reset:
                 self._reset_catalog()
                 storage.memory_table.clear()
@@ -358,8 +340,8 @@ class IndexUpdater:
             if touched:
                 storage.cached_scoring_table = None  # it no longer matches
             for checkpoint in positions:
-                self.writes.set_checkpoint(checkpoint)
-            self.writes.set_manifest(self._expected_manifest())
+                self.storage.catalog_writer.set_checkpoint(checkpoint)
+            self.storage.catalog_writer.set_manifest(self._expected_manifest())
         return report
 
     def _ingest(
@@ -376,20 +358,20 @@ class IndexUpdater:
         iids: list[int] = []
         for line in memories:
             digest = content_hash(line["text"])
-            iid = self.writes.add_memory(line, _epoch(line["created"]), digest)
+            iid = self.storage.catalog_writer.add_memory(line, _epoch(line["created"]), digest)
             if iid is not None:
                 fresh.append((line, digest))
                 iids.append(iid)
                 affected.add(line["id"])
         rehearsed = list(recalls)  # recall lines and new confirm events: decay's rehearsals
         for line in events:
-            if self.writes.add_event(line):
+            if self.storage.catalog_writer.add_event(line):
                 affected.add(line["target"])
                 if line["op"] == "link" and str(line.get("to", "")).startswith("m-"):
                     affected.add(line["to"])
                 if line["op"] == "confirm":
                     rehearsed.append(line)
-        self.writes.add_rehearsals(rehearsal_times(parseable(rehearsed)))
+        self.storage.catalog_writer.add_rehearsals(rehearsal_times(parseable(rehearsed)))
         report.memories = len(fresh)
         report.events = len(events)
         if not affected:
@@ -401,7 +383,7 @@ class IndexUpdater:
         self._distill([digest for _, digest in fresh], [line["text"] for line, _ in fresh],
                       [withheld_from_programs(line) for line, _ in fresh])  # fmt: skip
         self._settle_guaranteed(iids, [line for line, _ in fresh], [d for _, d in fresh])
-        rows = self.caches.vector_rows(digest for _, digest in fresh)
+        rows = self.storage.catalog_caches.vector_rows(digest for _, digest in fresh)
         self.storage.memory_table.set(
             iids,
             row=[rows.get(digest, -1) for _, digest in fresh],
@@ -416,14 +398,16 @@ class IndexUpdater:
     def _resettle(self, affected: set[str]) -> None:
         """Re-fold the affected memories (and those sharing their supersede keys); update
         each one's status, Tantivy document and searchability."""
-        current = self.reads.memories_by_id(affected)
+        current = self.storage.catalog.memories_by_id(affected)
         keys = [memory.line["key"] for memory in current.values() if memory.line.get("key")]
-        group = set(current) | set(self.reads.ids_with_keys(keys))
+        group = set(current) | set(self.storage.catalog.ids_with_keys(keys))
         group |= self._supersede_partners(set(current))
         if group - set(current):
-            current.update(self.reads.memories_by_id(group - set(current)))
+            current.update(self.storage.catalog.memories_by_id(group - set(current)))
         # Tombstones need no line of their own here: forget always appends a forget event.
-        lines = [memory.line for memory in current.values()] + self.reads.events_for(current)
+        lines = [memory.line for memory in current.values()] + self.storage.catalog.events_for(
+            current
+        )
         view = fold(lines, _FAR_FUTURE)
         deletes: list[str] = []
         searchable_now: list[CatalogMemory] = []
@@ -431,7 +415,7 @@ class IndexUpdater:
             state = view.states.get(memory_id)
             status = index_status(view, memory_id) if state else "forgotten"
             searchable = status not in NOT_SEARCHABLE
-            self.writes.set_status(memory_id, status, searchable)
+            self.storage.catalog_writer.set_status(memory_id, status, searchable)
             if searchable:
                 searchable_now.append(memory)
             else:
@@ -443,12 +427,12 @@ class IndexUpdater:
         """The other ends of the `superseded-by` links touching `ids`: an old memory's status
         follows its successor's (the links pointing at one are looked up only when a decision
         about it may have changed that)."""
-        events = self.reads.events_for(ids)
+        events = self.storage.catalog.events_for(ids)
         found = {
             str(e["to"]) for e in events if e.get("link_type") == SUPERSEDED_BY and e.get("to")
         }
         if any(event["op"] in ("confirm", "reject", "forget") for event in events):
-            found |= {one for one, other, kind in self.reads.links()
+            found |= {one for one, other, kind in self.storage.catalog.links()
                       if kind == SUPERSEDED_BY and other in ids}  # fmt: skip
         return found
 
@@ -458,7 +442,7 @@ class IndexUpdater:
         """Write the Tantivy documents of `searchable` memories and of their same-session
         neighbours (whose context text includes them), and the documents of touched sessions."""
         sessions = {m.line["session"] for m in touched if m.line.get("session")}
-        rows = self.reads.session_rows(sessions)
+        rows = self.storage.catalog.session_rows(sessions)
         context, around = _contexts(rows)
         wanted = {memory.iid for memory in searchable}
         for members in rows.values():
@@ -477,9 +461,9 @@ class IndexUpdater:
                 [iid for iid, _ in around],
                 near=[near + [-1] * (2 * CONTEXT - len(near)) for _, near in around],
             )
-        memories = self.reads.memories_by_iid(wanted)
+        memories = self.storage.catalog.memories_by_iid(wanted)
         shown = [memory for memory in memories.values() if memory.searchable]
-        attached = attached_texts(self.storage.memdir, self.reads, shown)
+        attached = attached_texts(self.storage.memdir, self.storage.catalog, shown)
         self.storage.fulltext.upsert(
             [
                 _document(memory, context.get(memory.iid, memory.text), attached.get(memory.iid))
@@ -502,7 +486,7 @@ class IndexUpdater:
                 force or live < COMPACT_ALWAYS_BELOW or replaced > COMPACT_RATIO * live
             ):
                 return False
-            texts, sessions = fulltext_documents(self.reads, storage.memdir)
+            texts, sessions = fulltext_documents(self.storage.catalog, storage.memdir)
             try:
                 storage.fulltext.replace_all(texts)
                 storage.sessions.replace_all(sessions)
@@ -516,7 +500,7 @@ class IndexUpdater:
             return True
 
     def _annotate(self, hashes: list[str], texts: list[str]) -> None:
-        known = self.caches.affect_for(hashes)
+        known = self.storage.catalog_caches.affect_for(hashes)
         missing = [(h, t) for h, t in zip(hashes, texts, strict=True) if h not in known]
         if not missing:
             return
@@ -524,7 +508,7 @@ class IndexUpdater:
 
         label = self.storage.annotator_label()
         values = annotate_many([text for _, text in missing], self.storage.annotator)
-        self.caches.set_affect(
+        self.storage.catalog_caches.set_affect(
             (h, label, value.to_dict()) for (h, _), value in zip(missing, values, strict=True)
         )
 
@@ -532,19 +516,19 @@ class IndexUpdater:
         """Distil the memories not yet distilled (indexers/distill.py), from their cached
         vectors; returns how many. A `withheld` text (private or sealed) never goes to the
         user's distill.command."""
-        known = self.caches.distilled_for(hashes)
+        known = self.storage.catalog_caches.distilled_for(hashes)
         pending = dict((h, t) for h, t in zip(hashes, texts, strict=True) if h not in known)
         if not pending:
             return 0
         kept_in = {h for h, hidden in zip(hashes, withheld, strict=True) if hidden}
-        rows = self.caches.vector_rows(pending)
+        rows = self.storage.catalog_caches.vector_rows(pending)
         ready = [digest for digest in pending if digest in rows]
         if not ready:
             return 0
         vectors = self.storage.store.rows([rows[digest] for digest in ready])
         found = self._distilled([pending[d] for d in ready], vectors,
                                 [digest in kept_in for digest in ready])  # fmt: skip
-        self.caches.set_distilled(
+        self.storage.catalog_caches.set_distilled(
             (digest, value.to_dict()) for digest, value in zip(ready, found, strict=True)
         )
         return len(ready)
@@ -579,10 +563,10 @@ class IndexUpdater:
     def redistill(self) -> int:
         """Distil every memory again (`memdir distill --recompute`)."""
         with self.lock():
-            memories = list(self.reads.all_memories())
+            memories = list(self.storage.catalog.all_memories())
             hashes = [m.content_hash for m in memories]
-            with self.writes.transaction():
-                self.caches.clear_distilled()
+            with self.storage.catalog_writer.transaction():
+                self.storage.catalog_caches.clear_distilled()
                 done = self._distill(hashes, [m.text for m in memories],
                                      [withheld_from_programs(m.line) for m in memories])  # fmt: skip
                 self._settle_guaranteed(
@@ -602,8 +586,8 @@ class IndexUpdater:
             return  # add_memory set the line's own (switching the setting rebuilds)
         from .distill import effective
 
-        distilled = self.caches.distilled_for(hashes)
-        self.writes.set_guaranteed(
+        distilled = self.storage.catalog_caches.distilled_for(hashes)
+        self.storage.catalog_writer.set_guaranteed(
             (
                 iid,
                 bool(line.get("pinned")) or derived["temporal"] == "milestone",
@@ -615,7 +599,7 @@ class IndexUpdater:
 
     def _embed(self, hashes: list[str], texts: list[str], progress: Progress | None) -> int:
         """Embed texts not yet in the vector cache; returns how many were embedded."""
-        known = self.caches.vector_rows(hashes)
+        known = self.storage.catalog_caches.vector_rows(hashes)
         pending: dict[str, str] = {}
         for digest, text in zip(hashes, texts, strict=True):
             if digest not in known and digest not in pending:
@@ -629,7 +613,7 @@ class IndexUpdater:
             batch = items[start : start + EMBED_BATCH]
             vectors = embedder.embed([text for _, text in batch])
             first = store.append(vectors)
-            self.caches.add_vector_rows(
+            self.storage.catalog_caches.add_vector_rows(
                 (digest, first + offset) for offset, (digest, _) in enumerate(batch)
             )
             done += len(batch)
@@ -648,26 +632,28 @@ class IndexUpdater:
         self._compact_caches()
         self.merge_delta()
         report.merged = True
-        self.writes.release_space()
+        self.storage.catalog_writer.release_space()
         return report
 
     def _compact_caches(self) -> None:
         """Drop cached vectors and annotations no memory refers to any more (e.g. forgotten)."""
         import numpy as np
 
-        hashes = self.status.content_hashes()
-        rows = self.caches.vector_rows(hashes.values())
+        hashes = self.storage.bookkeeping.content_hashes()
+        rows = self.storage.catalog_caches.vector_rows(hashes.values())
         store = self.storage.store
-        with self.writes.transaction():
-            self.caches.clear_affect(unreferenced_only=True)
+        with self.storage.catalog_writer.transaction():
+            self.storage.catalog_caches.clear_affect(unreferenced_only=True)
             ordered = sorted(rows.items(), key=lambda item: item[1])
             vectors = (
                 store.rows([row for _, row in ordered])
                 if ordered
                 else np.zeros((0, self.storage.embedder.dim), np.float32)
             )
-            self.caches.clear_vector_rows()
-            self.caches.add_vector_rows((digest, new) for new, (digest, _) in enumerate(ordered))
+            self.storage.catalog_caches.clear_vector_rows()
+            self.storage.catalog_caches.add_vector_rows(
+                (digest, new) for new, (digest, _) in enumerate(ordered)
+            )
             store.rewrite(vectors)
             renumbered = {digest: new for new, (digest, _) in enumerate(ordered)}
             by_iid = np.full(max(hashes, default=-1) + 1, -1, np.int32)
@@ -676,7 +662,7 @@ class IndexUpdater:
             self.storage.memory_table.set_rows(by_iid)
 
     def _maybe_merge(self, report: UpdateReport) -> None:
-        counts = self.status.counts()
+        counts = self.storage.bookkeeping.counts()
         if counts["delta"] > max(2000, counts["searchable"] // 20):
             self.merge_delta()
             report.merged = True
@@ -685,12 +671,12 @@ class IndexUpdater:
         """Write a new vector base holding every searchable vector (the delta becomes empty)."""
         import numpy as np
 
-        iids = np.asarray(self.reads.searchable_iids(), dtype=np.int64)
+        iids = np.asarray(self.storage.catalog.searchable_iids(), dtype=np.int64)
         rows = self.storage.memory_table.get(iids)["row"]
         usable = rows >= 0
         self.storage.base.build(self.storage.store.rows(rows[usable]), iids[usable])
-        with self.writes.transaction():
-            self.writes.set_base(iids[usable].tolist())
+        with self.storage.catalog_writer.transaction():
+            self.storage.catalog_writer.set_base(iids[usable].tolist())
 
 
 class _IndexLock(WriterLock):
