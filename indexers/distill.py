@@ -235,6 +235,9 @@ class Distillation:
         return f"{self.type}:{self.subtype}" if self.subtype else self.type
 
 
+_PROTOTYPE_VECTORS: dict[str, np.ndarray] = {}  # normalised, by the embedder's model_id
+
+
 class Distiller:
     """Nearest-prototype classification on an embedder's vectors, plus the rules."""
 
@@ -245,10 +248,15 @@ class Distiller:
         texts = [text for label in self.labels for text in PROTOTYPES[label]]
         self.owner = np.asarray([i for i, label in enumerate(self.labels)
                                  for _ in PROTOTYPES[label]])  # fmt: skip
-        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-        self.prototypes = vectors / np.maximum(
-            np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12
-        )
+        # model_id names the vector space (the index re-embeds when it changes), so the same
+        # id gives the same prototype vectors: embedded once per process, not per index.
+        prototypes = _PROTOTYPE_VECTORS.get(embedder.model_id)
+        if prototypes is None:
+            vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+            prototypes = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            prototypes.setflags(write=False)
+            _PROTOTYPE_VECTORS[embedder.model_id] = prototypes
+        self.prototypes: np.ndarray = prototypes
 
     def distill(self, texts: Sequence[str], vectors: np.ndarray) -> list[Distillation]:
         """One distillation per text; `vectors` are the texts' embeddings (rows aligned)."""

@@ -41,6 +41,32 @@ def test_the_fixture_is_classified_well_with_the_real_embedder(minilm) -> None:
     assert untyped and all(got.confidence < 1 and got.temporal == "persistent" for got in untyped)
 
 
+class _Counting:
+    """An embedder that counts the texts it is asked to embed."""
+
+    def __init__(self, inner, model_id: str) -> None:
+        self.inner, self.model_id, self.texts = inner, model_id, 0
+
+    def embed(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def test_the_prototypes_are_embedded_once_per_model(minilm) -> None:
+    """Each index opens a Distiller; the prototypes' vectors depend on the model alone
+    (model_id), so a second one for the same model embeds nothing and classifies the same."""
+    texts = ["I take 20 mg of fluoxetine at night", "My sister lives in Porto"]
+    first = _Counting(minilm, "counting-test@1")
+    labels = [got.label for got in Distiller(first).distill(texts, minilm.embed(texts))]
+    assert first.texts > 0
+    again = _Counting(minilm, "counting-test@1")
+    assert [got.label for got in Distiller(again).distill(texts, minilm.embed(texts))] == labels
+    assert again.texts == 0
+    other = _Counting(minilm, "counting-test@2")  # another model: its own prototypes
+    Distiller(other)
+    assert other.texts == first.texts
+
+
 def test_rules_and_the_users_labels(minilm) -> None:
     texts = ["I take 20 mg of fluoxetine at night", "Never text me after ten",
              "The parking costs 12 euros a day", "My sister Ines is allergic to nuts"]  # fmt: skip
