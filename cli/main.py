@@ -14,7 +14,6 @@ import typer
 import typer.core
 import typer.main
 
-from memdir import __version__
 from memdir.archive_format.errors import INTERRUPTED, ExitStatus, MemdirError
 from memdir.archive_format.paths import describe_os_error
 
@@ -102,6 +101,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from memdir import __version__  # importlib.metadata (~18 ms): only when asked
+
         typer.echo(f"memdir {__version__}")
         raise typer.Exit()
 
