@@ -112,7 +112,7 @@ def cold(sides: list[Side], question: str, runs: int) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("baseline", type=Path, help="a checkout of the baseline commit, set up")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=5)
