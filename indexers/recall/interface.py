@@ -6,7 +6,9 @@ another backend can stand in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -32,8 +34,23 @@ class ScoringTable:
     vectors: np.ndarray
     context: np.ndarray
     row_of_iid: np.ndarray  # iid → row, -1 when not in the table
-    partners: np.ndarray  # the iid of the question each memory replies to (-1: none)
-    paired: np.ndarray  # normalise(v_i + v_partner), for pair_semantic
+    # (partners, paired), worked out on first use: a profile that weighs the adjacency pairs 0
+    # (the default) never pays for them
+    pairing: Callable[[], tuple[np.ndarray, np.ndarray]] = field(repr=False, compare=False)
+
+    @cached_property
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.pairing()
+
+    @property
+    def partners(self) -> np.ndarray:
+        """The iid of the question each memory replies to (-1: none)."""
+        return self._pairs[0]
+
+    @property
+    def paired(self) -> np.ndarray:
+        """normalise(v_i + v_partner), for pair_semantic."""
+        return self._pairs[1]
 
     def __len__(self) -> int:
         return len(self.iids)

@@ -53,7 +53,11 @@ def build_table(index: RecallIndex) -> ScoringTable:
     iids = np.asarray(index.catalog.searchable_iids(), dtype=np.int64)
     records = index.memory_table.get(iids)
     vectors, context = vectors_with_context(index, iids, records["near"])
-    partners = adjacency_partners(index, iids, records)
+
+    def pairing() -> tuple[np.ndarray, np.ndarray]:
+        partners = adjacency_partners(index, iids, records)
+        return partners, paired_vectors(index, vectors, partners)
+
     session_keys, session_of = np.unique(records["session"], return_inverse=True)
     row_of_iid = np.full(int(iids.max()) + 1 if len(iids) else 0, -1, dtype=np.int64)
     row_of_iid[iids] = np.arange(len(iids))
@@ -67,8 +71,7 @@ def build_table(index: RecallIndex) -> ScoringTable:
         vectors=vectors,
         context=context,
         row_of_iid=row_of_iid,
-        partners=partners,
-        paired=paired_vectors(index, vectors, partners),
+        pairing=pairing,
     )
 
 
