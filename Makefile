@@ -35,15 +35,11 @@ $(MPNET_DIR)/model.safetensors: | setup
 	rm $(VENV)/mpnet.zip
 	touch $@
 
-# The tests run in parallel (pytest-xdist), each file's tests on one worker, so a fixture built
-# once for a module (scope="module") is built once. (Not --dist loadgroup: with pytest 9.2,
-# xdist 3.8's groups are silently ignored.) One worker more than there are cores: many tests
-# wait on a process they started, and a third worker on two cores fills that time (make test
-# 168 s with two workers, 142 s with three, back to back on a quiet host, 2026-12-03).
-# PARALLEL= runs them in this one process; PYTEST_ARGS adds options (.ci/run passes
-# --durations: CI shows the slowest tests).
-WORKERS ?= $(shell python3 -c 'import os; print((os.cpu_count() or 1) + 1)')
-PARALLEL ?= -n $(WORKERS) --dist loadfile
+# The tests run in parallel, a worker per core (pytest-xdist), each file's tests on one worker,
+# so a fixture built once for a module (scope="module") is built once. (Not --dist loadgroup:
+# with pytest 9.2, xdist 3.8's groups are silently ignored.) PARALLEL= runs them in this one
+# process; PYTEST_ARGS adds options (.ci/run passes --durations: CI shows the slowest tests).
+PARALLEL ?= -n auto --dist loadfile
 test: setup
 	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
