@@ -245,13 +245,13 @@ class Distiller:
         import numpy as np
 
         self.labels = list(PROTOTYPES)
-        texts = [text for label in self.labels for text in PROTOTYPES[label]]
         self.owner = np.asarray([i for i, label in enumerate(self.labels)
                                  for _ in PROTOTYPES[label]])  # fmt: skip
         # model_id names the vector space (the index re-embeds when it changes), so the same
         # id gives the same prototype vectors: embedded once per process, not per index.
         prototypes = _PROTOTYPE_VECTORS.get(embedder.model_id)
         if prototypes is None:
+            texts = [text for label in self.labels for text in PROTOTYPES[label]]
             vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
             prototypes = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             prototypes.setflags(write=False)

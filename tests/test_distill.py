@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -56,13 +57,14 @@ def test_the_prototypes_are_embedded_once_per_model(minilm) -> None:
     """Each index opens a Distiller; the prototypes' vectors depend on the model alone
     (model_id), so a second one for the same model embeds nothing and classifies the same."""
     texts = ["I take 20 mg of fluoxetine at night", "My sister lives in Porto"]
-    first = _Counting(minilm, "counting-test@1")
+    model = f"counting-test-{uuid.uuid4().hex}"  # new to this process, however often it runs
+    first = _Counting(minilm, f"{model}@1")
     labels = [got.label for got in Distiller(first).distill(texts, minilm.embed(texts))]
     assert first.texts > 0
-    again = _Counting(minilm, "counting-test@1")
+    again = _Counting(minilm, f"{model}@1")
     assert [got.label for got in Distiller(again).distill(texts, minilm.embed(texts))] == labels
     assert again.texts == 0
-    other = _Counting(minilm, "counting-test@2")  # another model: its own prototypes
+    other = _Counting(minilm, f"{model}@2")  # another model: its own prototypes
     Distiller(other)
     assert other.texts == first.texts
 
