@@ -225,3 +225,28 @@ def test_watch_keeps_an_index_on_postgres_fresh(
     assert not list((remote.cache_dir / "index").glob("tantivy-*"))
     code, _ = running.stop()
     assert code == 0
+
+
+def test_a_signal_that_arrives_while_the_main_thread_holds_the_stop_lock_still_stops() -> None:
+    """A signal handler runs between two bytecodes of the main thread. If it called `stop`
+    there and `stop` needed a lock the main thread held at that moment (an Event's condition,
+    logging's lock), the process would hang and ignore SIGTERM; the relay thread avoids it."""
+    script = """
+import os, signal, threading
+from memdir.usecases.watch import stopped_by_signals
+held, stopped = threading.Lock(), threading.Event()
+def stop():
+    with held:
+        stopped.set()
+with stopped_by_signals(stop):
+    with held:
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(100000))  # the handler runs here, while `held` is held
+    assert stopped.wait(5)
+print("stopped")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=20,
+        env=clean_env(),
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "stopped\n"), done.stderr

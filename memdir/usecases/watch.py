@@ -15,6 +15,7 @@ it cleanly between updates. It logs to stderr or a file, never to stdout.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -246,12 +247,25 @@ def _relevant(path: Path, root: Path) -> bool:
 def stopped_by_signals(stop: Callable[[], None], logger: logging.Logger = log) -> Iterator[None]:
     """Inside it, SIGTERM and SIGINT log (to `logger`) and call `stop`: how a foreground
     process (this daemon, the resident service, the web page's server) ends cleanly. The
-    previous handlers come back on leaving."""
+    previous handlers come back on leaving.
+
+    The handler itself only writes the signal's number to a pipe; a thread reads it, logs and
+    calls `stop`. A handler runs between two bytecodes of the main thread, which may be holding
+    the very lock `stop` takes (an Event's condition, logging's handler lock): calling `stop`
+    there can deadlock the process, which then ignores SIGTERM for good."""
+    reader, writer = os.pipe()
 
     def on_signal(number: int, frame: FrameType | None) -> None:
-        logger.info("received %s, stopping", signal.Signals(number).name)
-        stop()
+        os.write(writer, bytes([number]))
 
+    def relay() -> None:
+        while (received := os.read(reader, 1)) not in (b"", b"\0"):
+            number = received[0]
+            logger.info("received %s, stopping", signal.Signals(number).name)
+            stop()
+
+    relaying = threading.Thread(target=relay, name="memdir-signals", daemon=True)
+    relaying.start()
     previous = {
         number: signal.signal(number, on_signal) for number in (signal.SIGTERM, signal.SIGINT)
     }
@@ -260,6 +274,10 @@ def stopped_by_signals(stop: Callable[[], None], logger: logging.Logger = log) -
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+        os.write(writer, b"\0")  # ends the relay
+        relaying.join(timeout=5)
+        os.close(reader)
+        os.close(writer)
 
 
 def watch(memdir: Memdir, settings: WatchSettings | None = None) -> int:
