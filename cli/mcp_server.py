@@ -283,19 +283,16 @@ class MemdirTools:
         `include_journal` adds the conversation turns that hold the query's words, for a
         detail no memory kept."""
         from memdir.indexers.recall import RecallOptions
-        from memdir.usecases.islands import live_members
         from memdir.usecases.recall import journal_group
         from memdir.usecases.recall import recall as run_recall
 
-        members = live_members(self.memdir, island or None, self._now())
         options = RecallOptions(
             k=k,
             profile=profile,
             include_private=include_private,
             budget=budget,
             persona=persona,
-            island=island,
-            members=members,
+            island=island or None,
         )
         index = self._index()
         result = run_recall(self.memdir, query.strip(), self._now(), options,

@@ -155,18 +155,16 @@ def register(app: typer.Typer) -> None:
 def answer_recall(at: Invocation, asked: Recall) -> Answer:
     """What `memdir recall` prints: the one body of the command and of the service's answer."""
     from memdir.indexers.recall import RecallOptions
-    from memdir.usecases.islands import live_members
     from memdir.usecases.journal import read_turns
     from memdir.usecases.recall import journal_group
     from memdir.usecases.recall import recall as run
 
     moment = at.moment(asked.now)
-    members = live_members(at.memdir(), asked.island, moment)
     options = RecallOptions(
         k=asked.k, profile=asked.profile, include_expired=asked.include_expired,
         include_private=asked.include_private, persona=asked.persona, budget=asked.budget,
         counterweights=not asked.no_counterweights, mmr=asked.mmr, perfect=asked.perfect,
-        island=asked.island, members=members, interference=asked.interference, seed=asked.seed,
+        island=asked.island, interference=asked.interference, seed=asked.seed,
     )  # fmt: skip
     text = at.text(asked.query).strip()
     if not text:

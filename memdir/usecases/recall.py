@@ -6,6 +6,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +54,16 @@ def recall(
     """Recall for `query` at `now`; unless `record` is off, the surfaced ids are appended to the
     recall shelf (rehearsal statistics) and the console ring. A busy lock skips the record.
 
-    A long-lived caller (the MCP server) passes a fresh `index` built with its already-loaded
-    embedder; it is brought up to date and closed here like the default one."""
+    Recall scoped to `options.island` draws from that island's live members (an unknown
+    island is NotFoundError). A long-lived caller (the MCP server) passes a fresh `index` built
+    with its already-loaded embedder; it is brought up to date and closed here like the default
+    one."""
     from memdir.indexers.recall import recall as run_recall
 
+    from .islands import live_members
+
+    if options.island is not None and options.members is None:
+        options = replace(options, members=live_members(memdir, options.island, now))
     try:
         check_profile(memdir, options.profile)  # (before any index work)
         if index is None:
