@@ -62,10 +62,10 @@ def recall(
 
     from .islands import live_members
 
-    if options.island is not None and options.members is None:
-        options = replace(options, members=live_members(memdir, options.island, now))
     try:
         check_profile(memdir, options.profile)  # (before any index work)
+        if options.island is not None and options.members is None:
+            options = replace(options, members=live_members(memdir, options.island, now))
         if index is None:
             index = fresh_index(memdir, progress)
         elif index.needs_update():
