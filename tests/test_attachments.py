@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from attachment_files import jpeg_with_exif, pdf_with_text, wav_with_tags
 from clones import conflicts, git, hub_and_clones
-from conftest import T0, clean_env, configure, memdir_cli, memdir_main, shelf_lines, snapshot
+from conftest import T0, clean_env, configure, memdir_main, shelf_lines, snapshot
 
 from memdir.archive_format.memdir import Memdir
 
@@ -239,12 +239,12 @@ def test_a_sealed_memorys_file_is_git_ignored_kept_out_of_search_and_never_pushe
     got = memdir_main("--dir", str(a), "attachment", "get", listed["attachments"][0]["id"],
                       "--out", str(tmp_path / "out.txt"))  # fmt: skip
     assert got.code == 8 and "sealed" in got.err and not (tmp_path / "out.txt").exists()
-    done = memdir_cli("--dir", str(a), "sync", now=LATER)
+    done = memdir_main("--dir", str(a), "sync", now=LATER)
     assert done.code == 0, done
     pushed = git(a, "ls-tree", "-r", "--name-only", "origin/main").stdout.split()
     assert not [name for name in pushed if name.startswith("attachments/sealed")]
     assert any(name.startswith("attachments/") and name.endswith(".txt") for name in pushed)
-    assert memdir_cli("--dir", str(b), "sync", now=LATER).code == 0
+    assert memdir_main("--dir", str(b), "sync", now=LATER).code == 0
     assert not (b / "attachments" / "sealed").exists()
     assert b"wombat" not in b"".join(p.read_bytes() for p in b.rglob("*") if p.is_file())
     lunch = json.loads(memdir_main("--dir", str(b), "search", "lemur", "--json").out)
@@ -262,7 +262,7 @@ def test_two_clones_attaching_the_same_bytes_under_other_names_merge_without_con
         assert memdir_main("--dir", str(clone), "teach", f"trip from {name}",
                            "--attach", str(path)).code == 0  # fmt: skip
     for clone in (a, b, a):
-        done = memdir_cli("--dir", str(clone), "sync", now=LATER)
+        done = memdir_main("--dir", str(clone), "sync", now=LATER)
         assert done.code == 0, done
         assert conflicts(clone) == []
     for clone in (a, b):
@@ -367,12 +367,12 @@ def test_a_file_one_clone_forgot_stays_while_another_clones_memory_links_it(
     path = write(tmp_path, "map.txt", b"the okapi trail map\n")
     old = memdir_main("--dir", str(a), "teach", "the old trail", "--attach", str(path))
     for clone in (a, b):
-        assert memdir_cli("--dir", str(clone), "sync", now=LATER).code == 0
+        assert memdir_main("--dir", str(clone), "sync", now=LATER).code == 0
     assert memdir_main("--dir", str(b), "forget", old.out.strip()).code == 0  # b deletes it
     new = memdir_main("--dir", str(a), "teach", "the new trail", "--attach", str(path))
     order = (b, a, b, a) if first == "forgetter" else (a, b, a, b)
     for clone in order:
-        done = memdir_cli("--dir", str(clone), "sync", now="2026-05-01T11:00:00Z")
+        done = memdir_main("--dir", str(clone), "sync", now="2026-05-01T11:00:00Z")
         assert done.code == 0, done
     for clone in (a, b):
         hits = json.loads(memdir_main("--dir", str(clone), "search", "okapi", "--json").out)

@@ -1,8 +1,8 @@
 """Git sync (docs/FORMAT.md "Sync"): clones merge without conflicts, loss or resurrection.
 
-Real git repositories in tmp_path; `memdir sync` is the real console script (it runs git, whose
-merge driver and hooks run memdir again), the other commands run through the CLI in this
-process."""
+Real git repositories in tmp_path; the commands run through the CLI in this process, and git's
+merge driver and hooks run the real console script. test_sync_says_clearly_what_stops_it runs
+`memdir sync` itself as a process too (its one-line errors and exit codes)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ LATER = "2026-05-01T10:00:00Z"
 
 
 def run(clone: Path, *args: str, now: str | None = "2026-05-01T09:00:00Z"):
-    command = memdir_cli if args[0] == "sync" else memdir_main
-    done = command("--dir", str(clone), *args, now=now)
+    done = memdir_main("--dir", str(clone), *args, now=now)
     assert done.code == 0, str(done)
     return done
 
