@@ -432,10 +432,9 @@ class MemdirTools:
         within a token budget. With a persona, memories scoped to other personas are left out;
         with an island, the memory sections hold only its members."""
         from memdir.usecases.documents import wake
-        from memdir.usecases.islands import live_members
 
-        members = live_members(self.memdir, island or None, self._now())
-        return wake(self.memdir, self._now(), budget, persona=persona, island=members).to_dict()
+        document = wake(self.memdir, self._now(), budget, persona=persona, island=island or None)
+        return document.to_dict()
 
     def boot(self) -> dict[str, Any]:
         """The boot document (documents/boot.md as it would be written now): today, recent

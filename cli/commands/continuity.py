@@ -61,11 +61,9 @@ class Wake:
 def answer_wake(at: Invocation, asked: Wake) -> Answer:
     """What `memdir wake` prints: the one body of the command and of the service's answer."""
     from memdir.usecases.documents import wake as build
-    from memdir.usecases.islands import live_members
 
-    memdir, moment = at.memdir(), at.moment(asked.now)
-    members = live_members(memdir, asked.island, moment)
-    document = build(memdir, moment, asked.budget, persona=asked.persona, island=members)
+    document = build(at.memdir(), at.moment(asked.now), asked.budget, persona=asked.persona,
+                     island=asked.island)  # fmt: skip
     if asked.json_:
         return Answer(json_text(document.to_dict()))
     return Answer(document.markdown, note_text(f"{document.tokens} of {document.budget} tokens"))

@@ -668,17 +668,21 @@ def wake(
     budget: int | None = None,
     briefing: Briefing | None = None,
     persona: str | None = None,
-    island: frozenset[str] | None = None,
+    island: str | None = None,
 ) -> Wake:
     """The wake document within `budget` tokens (default: wake.budget in memdir.yaml), for
     `persona` when given (memories scoped to other personas left out), its memory sections
-    limited to an `island`'s live members when given (`memdir wake --island`).
+    limited to the live members of the island named `island` when given (`memdir wake
+    --island`; an unknown island is NotFoundError).
 
     Each rendered line costs estimate_tokens(line + newline); lines are added in priority order
     while the total stays within the budget, so the document never exceeds it.
     """
     limit = budget or memdir.settings.wake.budget
-    briefing = briefing or gather(memdir, now, persona, island)
+    if briefing is None:
+        from .islands import live_members
+
+        briefing = gather(memdir, now, persona, live_members(memdir, island, now))
     title = f"# Wake — {briefing.now.astimezone(briefing.zone):%Y-%m-%d %H:%M}"
     header = [title, ""]
     for line in briefing.header:
