@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -681,31 +681,56 @@ def test_watch_debounce_and_max_delay_time_an_update(md: Memdir) -> None:
         assert due is not None and low < due <= high, (timing, due)
 
 
-def _watch_for(memdir: Memdir, before, change, seconds: float = 1.5) -> int:
-    """Run a Watcher in a thread: `before()` until it starts, then `change()`; its updates."""
+def _watch_for(
+    memdir: Memdir,
+    change: Callable[[], None],
+    updates: int,
+    within: float,
+    release: Callable[[], None] = lambda: None,
+) -> int:
+    """Run a Watcher in a thread and wait for its first update attempt (a success, or an
+    error in its log); then `release()` and `change()`: the watcher's updates once they reach
+    `updates`, or after `within` seconds."""
+    import logging
     import threading
     import time
 
     from memdir.usecases.watch import Watcher
 
+    failures: list[str] = []
+
+    class Failures(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.ERROR:
+                failures.append(record.getMessage())
+
+    def wait(check: Callable[[], bool], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not check() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     watcher = Watcher(memdir)
     thread = threading.Thread(target=watcher.run)
-    with before():
-        thread.start()
-        time.sleep(2.0)
+    handler = Failures()
+    logging.getLogger("memdir").addHandler(handler)
     try:
+        thread.start()
+        wait(lambda: watcher.updates > 0 or bool(failures), 20)
+        assert watcher.updates or failures, "the watcher never tried to update"
+        release()
         change()
-        time.sleep(seconds)
+        wait(lambda: watcher.updates >= updates, within)
         return watcher.updates
     finally:
         watcher.stop()
         thread.join(timeout=20)
+        logging.getLogger("memdir").removeHandler(handler)
 
 
 @effect("watch.poll")
 def test_watch_poll_finds_what_no_event_announces(hashed: Memdir) -> None:
-    """A change inside .memdir raises no event: only the poll finds it."""
-    import contextlib
+    """A change inside .memdir raises no event: only the poll finds it (a poll every 0.2 s
+    within 10 s; none in the second after it with a poll every 60 s)."""
     import shutil
 
     lifecycle.teach(hashed, "The bakery opens at seven", T0_DT)
@@ -716,17 +741,17 @@ def test_watch_poll_finds_what_no_event_announces(hashed: Memdir) -> None:
         (hashed.cache_dir / "index").rename(gone)
 
     quick = configure(hashed, watch={"poll": 0.2})
-    assert _watch_for(quick, contextlib.nullcontext, drop_index) >= 2
+    assert _watch_for(quick, drop_index, updates=2, within=10) >= 2
     slow = configure(hashed, watch={"poll": 60})
-    assert _watch_for(slow, contextlib.nullcontext, drop_index) == 1
+    assert _watch_for(slow, drop_index, updates=2, within=1) == 1
 
 
 HOLD_LOCK = """
-import fcntl, os, sys, time
+import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
-time.sleep(float(sys.argv[2]))
+sys.stdin.read()  # until the test closes it
 """
 
 
@@ -735,29 +760,35 @@ def test_watch_retry_tries_a_failed_update_again(
     hashed: Memdir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first update fails (another process holds the index lock); its release raises no
-    event, so only the retry updates."""
-    import contextlib
+    event, so only the retry updates (within 10 s every 0.2 s; not in the second after the
+    release every 60 s)."""
     import shutil
     import subprocess
     import sys
 
     monkeypatch.setenv("MEMDIR_INDEX_TIMEOUT", "0")
     lifecycle.teach(hashed, "The bakery opens at seven", T0_DT)
-
-    @contextlib.contextmanager
-    def another_indexer():
-        lock = hashed.cache_dir / "index.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "2.5"],
-                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        yield
-        holder.wait(timeout=20)
-
+    lock = hashed.cache_dir / "index.lock"
     for retry, expected in ((0.2, 1), (60, 0)):
         shutil.rmtree(hashed.cache_dir / "index", ignore_errors=True)
         memdir = configure(hashed, watch={"retry": retry, "poll": 60})
-        assert _watch_for(memdir, another_indexer, lambda: None) == expected, retry
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+
+        def release(holder: subprocess.Popen[str] = holder) -> None:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(timeout=20)
+
+        try:
+            found = _watch_for(memdir, lambda: None, updates=1, within=10 if expected else 1,
+                               release=release)  # fmt: skip
+        finally:
+            holder.kill()
+            holder.wait(timeout=20)
+        assert found == expected, retry
 
 
 @effect("attachments.max_bytes")
