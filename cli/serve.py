@@ -12,7 +12,8 @@ So an answer is what the in-process path prints, decided by the same use cases a
 policy code; only the cold start (imports, the embedding model, opening the indexes and
 building recall's scoring table) is paid once. Each worker thread keeps one open index
 (indexers/storage.resident_index), reopened when another connection wrote to its catalog, so
-an update or rebuild made by another process is followed on the next request.
+an update or rebuild made by another process is followed on the next request; the open indexes
+read the vector files through one shared mapping each (indexers/vectors.shared_map).
 
 Commands that only read — `search`, `similar`, and `recall`/`context` with `--no-record`
 (context without `--journal`) — run side by side on `READERS` threads under the read side of
@@ -78,7 +79,10 @@ SEND_DEADLINE = 5.0  # seconds for a client to take its whole answer
 MAX_CONNECTIONS = 32  # handled at once; the next client is answered "busy"
 PER_PEER = 8  # connections one client process may hold at once (the client uses one)
 STOP_WAIT = 30.0  # seconds SIGTERM waits, in all, for the commands that are running
-READERS = 2  # threads answering read-only commands side by side (a 2-core machine)
+# threads answering read-only commands side by side: one per core this process may run on, at
+# least two, at most eight (each keeps an open index; the files' mappings are shared: vectors.py)
+READERS = max(2, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                     else os.cpu_count() or 2))  # fmt: skip
 NEVER_RECORD = ("search", "similar")
 RECORD_UNLESS_TOLD = ("recall", "context")  # read-only with --no-record
 

@@ -95,3 +95,49 @@ class TestLegacyVectorFile:
         assert np.array_equal(rows.rows([4]), newer[4:])
         rows.rewrite(rows.rows([4]))
         assert not (folder / "model.f32").exists() and rows.count() == 1
+
+
+def test_the_open_indexes_of_a_process_read_one_mapping_of_each_file(tmp_path: Path) -> None:
+    """The service keeps an open index per thread: each file is mapped once for all of them
+    (one copy of its pages in resident memory), and a file replaced or grown is mapped anew
+    while the old mapping stays valid for whoever still reads it."""
+    import threading
+
+    import numpy as np
+
+    vectors = unit_vectors(6)
+    rows = [VectorFile(tmp_path / "model.f16", DIM) for _ in range(3)]
+    rows[0].append(vectors[:4])
+    first = [r.rows([0, 3]) for r in rows]
+    assert all(np.allclose(found, vectors[[0, 3]], atol=ROW_ATOL) for found in first)
+    maps = {id(r._map) for r in rows}
+    assert len(maps) == 1
+    old = rows[1]._map
+    rows[0].append(vectors[4:])  # grown: a new mapping for the new rows
+    assert np.allclose(rows[1].rows([5]), vectors[[5]], atol=ROW_ATOL)
+    assert rows[1]._map is not old and rows[2].rows([5]) is not None
+    assert rows[2]._map is rows[1]._map
+    assert np.allclose(old[:4], vectors[:4].astype(np.float16))  # the old one still reads
+
+    settings = VectorSettings(hnsw_above=0)
+    builder = FaissIndex(tmp_path / "base.index", DIM, settings)
+    builder.build(vectors, np.arange(6))
+    readers = [FaissIndex(tmp_path / "base.index", DIM, settings) for _ in range(4)]
+    found: list[list[int]] = [[] for _ in readers]
+
+    def search(number: int) -> None:
+        for row in range(6):
+            found[number].append(readers[number].search(vectors[row], 1)[0][0])
+
+    threads = [threading.Thread(target=search, args=(n,)) for n in range(len(readers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [list(range(6))] * len(readers)  # side by side, each its own answers
+    assert len({id(reader._index) for reader in readers}) == 1
+    shared = readers[0]._index
+    builder.build(vectors[:3], np.arange(3))  # a new file under the same name
+    fresh = FaissIndex(tmp_path / "base.index", DIM, settings)
+    assert fresh.size() == 3 and fresh._index is not shared
+    assert readers[0].size() == 6  # an index opened before still reads the file it opened
