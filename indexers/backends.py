@@ -182,17 +182,17 @@ class CatalogMemory:
 
     iid: int
     id: str
-    stored_line: str  # the line's JSON
+    stored_line: str  # the line, packed (packed_line)
     status: str
     searchable: bool
     content_hash: str  # hex sha256 of the text
     annotator: str | None = None  # who annotated its affect, None when nobody has
     stored_affect: str = ""  # that annotation, packed (packed_affect)
+    session: str | None = None  # the line's session (the catalog's column)
 
     @cached_property
     def line(self) -> dict[str, Any]:
-        line: dict[str, Any] = json.loads(self.stored_line)
-        return line
+        return unpacked_line(self.stored_line, self.id, self.session)
 
     @cached_property
     def text(self) -> str:
@@ -206,8 +206,10 @@ class CatalogMemory:
         return self.annotator, unpacked_affect(self.annotator, self.stored_affect)
 
 
-# Derived values are stored as compact JSON without the keys that hold what they almost always
-# hold: an affect's copy of its annotator's name and an all-zero chord, a distillation's nulls.
+# Lines and derived values are stored as compact JSON without the keys that hold what they
+# almost always hold: a memory line's id and session (the catalog's columns) and its usual
+# kind, source, author, store, importance, temporal class and visibility; an affect's copy of
+# its annotator's name and an all-zero chord; a distillation's nulls.
 # A stored value names under ABSENT the keys of those its value did not have (and a value with
 # a key of that name is stored whole, in a list), so unpacking gives back the value that was
 # packed (up to key order), whatever it held.
@@ -234,6 +236,26 @@ def unpacked(stored: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
     absent = value.pop(ABSENT, ())
     value.update({k: v for k, v in defaults.items() if k not in absent and k not in value})
     return value
+
+
+LINE_DEFAULTS = {"kind": "memory", "source": "teaching", "author": "user", "store": "semantic",
+                 "importance": 5, "temporal": "persistent", "visibility": "normal"}  # fmt: skip
+
+
+def _line_defaults(memory_id: str, session: str | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"id": memory_id, **LINE_DEFAULTS}
+    if session is not None:
+        found["session"] = session
+    return found
+
+
+def packed_line(line: Mapping[str, Any]) -> str:
+    """A memory line as the catalog stores it beside its id and session columns."""
+    return packed(line, _line_defaults(line["id"], line.get("session")))
+
+
+def unpacked_line(stored: str, memory_id: str, session: str | None) -> dict[str, Any]:
+    return unpacked(stored, _line_defaults(memory_id, session))
 
 
 def _affect_defaults(annotator: str) -> dict[str, Any]:

@@ -37,10 +37,12 @@ from .backends import (
     link_degrees,
     packed_affect,
     packed_distilled,
+    packed_line,
     speaker_of,
     typed_links,
     unpacked_affect,
     unpacked_distilled,
+    unpacked_line,
 )
 from .names import addressed_names, aliases
 
@@ -56,7 +58,7 @@ CREATE TABLE IF NOT EXISTS {s}.checkpoints (
 CREATE TABLE IF NOT EXISTS {s}.memories (
     iid INTEGER PRIMARY KEY,           -- the integer id the full text and vectors store
     id TEXT UNIQUE NOT NULL,           -- the memory id (m-…)
-    line TEXT NOT NULL,                -- the shelf line (its text among it), for folding
+    line TEXT NOT NULL,                -- the shelf line, packed (its text among it), for folding
     key TEXT,                          -- supersede key
     session TEXT,                      -- conversation session, for neighbour context
     author TEXT NOT NULL,              -- who said it ('user:Sam'): recall's speaker component
@@ -153,7 +155,8 @@ MIGRATED: tuple[tuple[str, str, str, Callable[[Sequence[Any]], tuple[Any, ...]]]
 )
 
 _MEMORY_COLUMNS = (
-    "SELECT m.iid, m.id, m.line, m.status, m.searchable, m.content_hash, a.annotator, a.value"
+    "SELECT m.iid, m.id, m.line, m.status, m.searchable, m.content_hash, a.annotator, a.value,"
+    " m.session"
     " FROM {s}.memories AS m LEFT JOIN {s}.affect_values AS a"
     " ON a.content_hash = m.content_hash"
 )
@@ -326,7 +329,7 @@ class SqlCatalog:
             " ON CONFLICT (id) DO NOTHING RETURNING iid",
             (
                 line["id"],
-                _line(line),
+                packed_line(line),
                 line.get("key"),
                 line.get("session"),
                 str(line.get("author", "")),
@@ -374,10 +377,10 @@ class SqlCatalog:
 
     @staticmethod
     def _memory(row: Sequence[Any]) -> CatalogMemory:
-        iid, memory_id, line, status, searchable, digest, annotator, affect = row
+        iid, memory_id, line, status, searchable, digest, annotator, affect, session = row
         return CatalogMemory(
             int(iid), memory_id, line, status, bool(searchable), _hex(digest), annotator,
-            affect or "",
+            affect or "", session,
         )  # fmt: skip
 
     def memories_by_id(self, ids: Iterable[str]) -> dict[str, CatalogMemory]:
@@ -423,12 +426,12 @@ class SqlCatalog:
         """Each session's searchable memories as (iid, text), in time order."""
         found: dict[str, list[tuple[int, str]]] = {s: [] for s in dict.fromkeys(sessions)}
         rows = self._any(
-            "SELECT session, iid, line FROM {s}.memories WHERE session = ANY(?) AND searchable"
+            "SELECT session, iid, id, line FROM {s}.memories WHERE session = ANY(?) AND searchable"
             " ORDER BY session, created, iid",
             found,
         )
-        for session, iid, line in rows:
-            found[session].append((int(iid), str(json.loads(line)["text"])))
+        for session, iid, memory_id, line in rows:
+            found[session].append((int(iid), str(unpacked_line(line, memory_id, session)["text"])))
         return found
 
     def guaranteed(self, limit: int) -> list[CatalogMemory]:
@@ -467,12 +470,13 @@ class SqlCatalog:
         """Link events (target, line) and memories with written links (id, line), parsed."""
         events = self.sql.rows("SELECT target, line FROM {s}.events WHERE op = 'link'")
         written = self.sql.rows(
-            "SELECT id, line FROM {s}.memories WHERE line LIKE ?", ('%"links":%',)
+            "SELECT id, line, session FROM {s}.memories WHERE line LIKE ?", ('%"links":%',)
         )
         return (
             [(target, json.loads(line)) for target, line in events],
-            [(memory_id, json.loads(line)) for memory_id, line in written],
-        )
+            [(memory_id, unpacked_line(line, memory_id, session))
+             for memory_id, line, session in written],
+        )  # fmt: skip
 
     def links(self) -> list[tuple[str, str, str]]:
         """Every link between two memories as (from, to, type): backends.typed_links."""

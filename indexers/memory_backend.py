@@ -31,6 +31,7 @@ from .backends import (
     link_degrees,
     packed_affect,
     packed_distilled,
+    packed_line,
     speaker_of,
     typed_links,
     unpacked_affect,
@@ -321,8 +322,8 @@ class MemoryCatalog:
     def _view(self, memory: _Memory) -> CatalogMemory:
         annotator, value = self.state.affect.get(memory.content_hash, (None, ""))
         return CatalogMemory(
-            memory.iid, memory.id, memory.line, memory.status, memory.searchable,
-            memory.content_hash, annotator, value,
+            memory.iid, memory.id, packed_line(json.loads(memory.line)), memory.status,
+            memory.searchable, memory.content_hash, annotator, value, memory.session,
         )  # fmt: skip
 
     def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
