@@ -744,8 +744,12 @@ class SqliteConnection:
         return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     def release_space(self) -> None:
-        """Old pages (a forgotten memory's text among them) stay in the WAL file until it is
-        truncated; a long-lived process would otherwise keep them on disk."""
+        """After a rebuild: VACUUM packs the pages as the inserts left them (the tables keyed by
+        content hash fill in random order; at 100k memories 66.4 → 61.0 MB, in 0.5 s) and gives
+        free ones back. Old pages (a forgotten memory's text among them) stay in the WAL file
+        until it is truncated; a long-lived process would otherwise keep them on disk."""
+        if not self.db.in_transaction:
+            self.db.execute("VACUUM")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:

@@ -46,6 +46,25 @@ def test_a_lookup_of_any_size_is_one_statement(tmp_path: Path) -> None:
     catalog.close()
 
 
+def test_releasing_space_packs_the_file(tmp_path: Path) -> None:
+    """What a rebuild ends with: the pages deleted rows left free are given back and the
+    rest packed, so the file is no larger than the rows it holds."""
+    path = tmp_path / "catalog.sqlite"
+    catalog = SqliteCatalog(path)
+    with catalog.transaction():
+        catalog.set_affect((hashed(f"h{n}"), "vader/1", {"valence": n / 5000}) for n in range(5000))
+        catalog.add_vector_rows((hashed(f"h{n}"), n) for n in range(5000))
+    catalog.release_space()
+    full = path.stat().st_size
+    with catalog.transaction():
+        catalog.clear_affect()
+    catalog.release_space()
+    assert catalog.db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert path.stat().st_size < full * 0.6
+    assert len(catalog.vector_rows(hashed(f"h{n}") for n in range(5000))) == 5000
+    catalog.close()
+
+
 # The catalog as memdir wrote it before the SQLite and PostgreSQL catalogs shared one schema.
 OLDER = """
 CREATE TABLE manifest (name TEXT PRIMARY KEY, value TEXT NOT NULL);
