@@ -17,11 +17,13 @@ out, which the full-text and vector indexes store so that their hits need no loo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+from .affect import PLUTCHIK
 
 if TYPE_CHECKING:
     import numpy as np
@@ -174,31 +176,108 @@ class Checkpoint:
 class CatalogMemory:
     """A catalogued memory: enough to score and show it without reading the shelves.
 
-    The shelf line and the affect annotation are parsed on first use: recall reads them for its
-    shortlist only (it scores the wider pool from the memory table).
+    The shelf line (its text among it) and the affect annotation are parsed on first use:
+    recall reads them for its shortlist only (it scores the wider pool from the memory table).
     """
 
     iid: int
     id: str
-    stored_line: str  # the line's JSON
-    text: str
+    stored_line: str  # the line, packed (packed_line)
     status: str
     searchable: bool
-    content_hash: str
+    content_hash: str  # hex sha256 of the text
     annotator: str | None = None  # who annotated its affect, None when nobody has
-    stored_affect: str = ""  # that annotation's JSON
+    stored_affect: str = ""  # that annotation, packed (packed_affect)
+    session: str | None = None  # the line's session (the catalog's column)
 
     @cached_property
     def line(self) -> dict[str, Any]:
-        line: dict[str, Any] = json.loads(self.stored_line)
-        return line
+        return unpacked_line(self.stored_line, self.id, self.session)
+
+    @cached_property
+    def text(self) -> str:
+        return str(self.line["text"])
 
     @cached_property
     def annotation(self) -> tuple[str, dict[str, Any]] | None:
         """(annotator, affect) of the derived annotation, when there is one."""
         if self.annotator is None:
             return None
-        return self.annotator, json.loads(self.stored_affect)
+        return self.annotator, unpacked_affect(self.annotator, self.stored_affect)
+
+
+# Lines and derived values are stored as compact JSON without the keys that hold what they
+# almost always hold: a memory line's id and session (the catalog's columns) and its usual
+# kind, source, author, store, importance, temporal class and visibility; an affect's copy of
+# its annotator's name and an all-zero chord; a distillation's nulls.
+# A stored value names under ABSENT the keys of those its value did not have (and a value with
+# a key of that name is stored whole, in a list), so unpacking gives back the value that was
+# packed (up to key order), whatever it held.
+ABSENT = "-"
+ZERO_CHORD = dict.fromkeys(PLUTCHIK, 0.0)
+DISTILLED_NULLS = ("type", "subtype")
+
+
+def packed(value: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+    if ABSENT in value:
+        return json.dumps([value], ensure_ascii=False, separators=(",", ":"))
+    kept = {k: v for k, v in value.items() if k not in defaults or v != defaults[k]}
+    absent = [k for k in defaults if k not in value]
+    if absent:
+        kept[ABSENT] = absent
+    return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+
+
+def unpacked(stored: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    value = json.loads(stored)
+    if isinstance(value, list):
+        whole: dict[str, Any] = value[0]
+        return whole
+    absent = value.pop(ABSENT, ())
+    value.update({k: v for k, v in defaults.items() if k not in absent and k not in value})
+    return value
+
+
+LINE_DEFAULTS = {"kind": "memory", "source": "teaching", "author": "user", "store": "semantic",
+                 "importance": 5, "temporal": "persistent", "visibility": "normal"}  # fmt: skip
+
+
+def _line_defaults(memory_id: str, session: str | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"id": memory_id, **LINE_DEFAULTS}
+    if session is not None:
+        found["session"] = session
+    return found
+
+
+def packed_line(line: Mapping[str, Any]) -> str:
+    """A memory line as the catalog stores it beside its id and session columns."""
+    return packed(line, _line_defaults(line["id"], line.get("session")))
+
+
+def unpacked_line(stored: str, memory_id: str, session: str | None) -> dict[str, Any]:
+    return unpacked(stored, _line_defaults(memory_id, session))
+
+
+def _affect_defaults(annotator: str) -> dict[str, Any]:
+    return {"annotator": annotator, "chord": dict(ZERO_CHORD)}
+
+
+def packed_affect(annotator: str, value: Mapping[str, Any]) -> str:
+    """An affect annotation (affect.Affect.to_dict) as the catalog stores it."""
+    return packed(value, _affect_defaults(annotator))
+
+
+def unpacked_affect(annotator: str, stored: str) -> dict[str, Any]:
+    return unpacked(stored, _affect_defaults(annotator))
+
+
+def packed_distilled(value: Mapping[str, Any]) -> str:
+    """A distillation (distill.Distillation.to_dict) as the catalog stores it."""
+    return packed(value, dict.fromkeys(DISTILLED_NULLS))
+
+
+def unpacked_distilled(stored: str) -> dict[str, Any]:
+    return unpacked(stored, dict.fromkeys(DISTILLED_NULLS))
 
 
 def typed_links(

@@ -29,8 +29,13 @@ from .backends import (
     VectorIndex,
     VectorRows,
     link_degrees,
+    packed_affect,
+    packed_distilled,
+    packed_line,
     speaker_of,
     typed_links,
+    unpacked_affect,
+    unpacked_distilled,
 )
 from .names import addressed_names, aliases
 from .text import WORD as _WORD
@@ -270,8 +275,9 @@ class CatalogState:
     iids: dict[str, int] = field(default_factory=dict)  # memory id → iid
     events: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # id → (target, op, line)
     rehearsals: list[tuple[str, float]] = field(default_factory=list)
-    affect: dict[str, tuple[str, str]] = field(default_factory=dict)  # hash → (annotator, json)
-    distilled: dict[str, str] = field(default_factory=dict)  # hash → json
+    # hash → (annotator, packed json), hash → packed json: as the SQL catalogs store them
+    affect: dict[str, tuple[str, str]] = field(default_factory=dict)
+    distilled: dict[str, str] = field(default_factory=dict)
     vectors: dict[str, int] = field(default_factory=dict)
 
 
@@ -316,8 +322,8 @@ class MemoryCatalog:
     def _view(self, memory: _Memory) -> CatalogMemory:
         annotator, value = self.state.affect.get(memory.content_hash, (None, ""))
         return CatalogMemory(
-            memory.iid, memory.id, memory.line, memory.text, memory.status, memory.searchable,
-            memory.content_hash, annotator, value,
+            memory.iid, memory.id, packed_line(json.loads(memory.line)), memory.status,
+            memory.searchable, memory.content_hash, annotator, value, memory.session,
         )  # fmt: skip
 
     def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
@@ -462,22 +468,22 @@ class MemoryCatalog:
     # derived caches
     def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
         found = self.state.distilled
-        return {h: json.loads(found[h]) for h in hashes if h in found}
+        return {h: unpacked_distilled(found[h]) for h in hashes if h in found}
 
     def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
         for digest, value in items:
-            self.state.distilled[digest] = json.dumps(value)
+            self.state.distilled[digest] = packed_distilled(value)
 
     def clear_distilled(self) -> None:
         self.state.distilled.clear()
 
     def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         affect = self.state.affect
-        return {h: (affect[h][0], json.loads(affect[h][1])) for h in hashes if h in affect}
+        return {h: (affect[h][0], unpacked_affect(*affect[h])) for h in hashes if h in affect}
 
     def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
         for digest, annotator, value in items:
-            self.state.affect[digest] = (annotator, json.dumps(value))
+            self.state.affect[digest] = (annotator, packed_affect(annotator, value))
 
     def clear_affect(self, unreferenced_only: bool = False) -> None:
         referenced = {m.content_hash for m in self.state.memories.values()}

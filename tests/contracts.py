@@ -11,6 +11,7 @@ passes them can stand in for the old ones.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -348,6 +349,11 @@ class VectorRowsContract(Contract):
 
 
 # --- the catalog -----------------------------------------------------------------------------
+def hashed(name: str) -> str:
+    """A content hash as the updater gives it (hex sha256), named for a test."""
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()
+
+
 def memory_line(number: int, text: str | None = None, **fields: Any) -> dict[str, Any]:
     """A memory line as the updater hands it over (only the fields the catalog reads matter)."""
     return {
@@ -379,7 +385,7 @@ class CatalogContract(Contract):
         iids = []
         with catalog.transaction():
             for offset, line in enumerate(lines):
-                iid = catalog.add_memory(line, created + offset, f"hash-{line['id']}")
+                iid = catalog.add_memory(line, created + offset, hashed(f"hash-{line['id']}"))
                 assert iid is not None
                 iids.append(iid)
         return iids
@@ -395,7 +401,7 @@ class CatalogContract(Contract):
         assert catalog.speakers() == [] and catalog.link_degrees() == {}
         assert catalog.delta_iids() == [] and catalog.hidden_iids() == set()
         assert catalog.rehearsal_times() == {} and catalog.rehearsal_times(["m-1"]) == {}
-        assert catalog.affect_for(["h"]) == {} and catalog.vector_rows(["h"]) == {}
+        assert catalog.affect_for([hashed("h")]) == {} and catalog.vector_rows([hashed("h")]) == {}
         assert catalog.max_vector_row() is None
         assert catalog.session_rows(["s"]) == {"s": []}
 
@@ -404,21 +410,21 @@ class CatalogContract(Contract):
         iids = self.add(catalog, *lines)
         assert len(set(iids)) == 3 and iids == sorted(iids)
         with catalog.transaction():
-            assert catalog.add_memory(lines[0], 0, "other") is None  # already there
+            assert catalog.add_memory(lines[0], 0, hashed("other")) is None  # already there
         found = catalog.memories_by_id([line["id"] for line in lines] + ["m-999999"])
         assert set(found) == {line["id"] for line in lines}
         memory = found["m-000002"]
         assert isinstance(memory, CatalogMemory)
         assert (memory.iid, memory.text, memory.line) == (iids[1], UNICODE, lines[1])
         assert (memory.status, memory.searchable, memory.content_hash) == (
-            "durable", True, "hash-m-000002",
+            "durable", True, hashed("hash-m-000002"),
         )  # fmt: skip
         assert memory.annotation is None
         assert catalog.memories_by_iid([iids[1], 12345])[iids[1]].id == "m-000002"
         assert [m.iid for m in catalog.all_memories()] == iids
         assert catalog.max_iid() == iids[-1]
         assert catalog.content_hashes() == {
-            iid: f"hash-{line['id']}" for iid, line in zip(iids, lines, strict=True)
+            iid: hashed(f"hash-{line['id']}") for iid, line in zip(iids, lines, strict=True)
         }
         assert catalog.counts() == {"memories": 3, "searchable": 3, "delta": 3, "events": 0}
 
@@ -466,7 +472,7 @@ class CatalogContract(Contract):
     def test_a_failed_transaction_changes_nothing(self, catalog: Catalog) -> None:
         [iid] = self.add(catalog, memory_line(1))
         with pytest.raises(RuntimeError), catalog.transaction():
-            catalog.add_memory(memory_line(2), 0, "h2")
+            catalog.add_memory(memory_line(2), 0, hashed("h2"))
             catalog.set_status("m-000001", "rejected", False)
             assert not catalog.memories_by_iid([iid])[iid].searchable  # (read inside it)
             catalog.set_manifest({"version": "8"})
@@ -483,14 +489,14 @@ class CatalogContract(Contract):
         with writer.transaction():
             writer.set_manifest({"version": "8"})
             writer.add_rehearsals({"m-000001": [7.0]})
-            writer.set_affect([("hash-m-000001", "vader/1", {"valence": 0.5})])
-            writer.add_vector_rows([("hash-m-000001", 0)])
+            writer.set_affect([(hashed("hash-m-000001"), "vader/1", {"valence": 0.5})])
+            writer.add_vector_rows([(hashed("hash-m-000001"), 0)])
         writer.close()
         for other in (reader, opener()):
             assert other.memories_by_id(["m-000001"])["m-000001"].text == UNICODE
             assert other.manifest() == {"version": "8"}
             assert other.rehearsal_times() == {"m-000001": [7.0]}
-            assert other.vector_rows(["hash-m-000001"]) == {"hash-m-000001": 0}
+            assert other.vector_rows([hashed("hash-m-000001")]) == {hashed("hash-m-000001"): 0}
 
     def test_supersede_keys(self, catalog: Catalog) -> None:
         self.add(
@@ -506,11 +512,11 @@ class CatalogContract(Contract):
 
     def test_session_rows_in_time_order(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            late = catalog.add_memory(memory_line(1, "late", session="s1"), 30, "h1")
-            early = catalog.add_memory(memory_line(2, "early", session="s1"), 10, "h2")
-            tie = catalog.add_memory(memory_line(3, "tie", session="s1"), 10, "h3")
-            catalog.add_memory(memory_line(4, "gone", session="s1"), 20, "h4")
-            other = catalog.add_memory(memory_line(5, "other", session="s2"), 5, "h5")
+            late = catalog.add_memory(memory_line(1, "late", session="s1"), 30, hashed("h1"))
+            early = catalog.add_memory(memory_line(2, "early", session="s1"), 10, hashed("h2"))
+            tie = catalog.add_memory(memory_line(3, "tie", session="s1"), 10, hashed("h3"))
+            catalog.add_memory(memory_line(4, "gone", session="s1"), 20, hashed("h4"))
+            other = catalog.add_memory(memory_line(5, "other", session="s2"), 5, hashed("h5"))
             catalog.set_status("m-000004", "rejected", False)
         assert catalog.session_rows(["s1", "s2", "s3", "s1"]) == {
             "s1": [(early, "early"), (tie, "tie"), (late, "late")],
@@ -520,11 +526,11 @@ class CatalogContract(Contract):
 
     def test_guaranteed_memories(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            first = catalog.add_memory(memory_line(1, pinned=True, importance=5), 10, "h1")
-            catalog.add_memory(memory_line(2, temporal="milestone", importance=9), 5, "h2")
-            catalog.add_memory(memory_line(3, pinned=True, importance=5), 20, "h3")
-            fourth = catalog.add_memory(memory_line(4, importance=10), 30, "h4")
-            catalog.add_memory(memory_line(5, pinned=True, importance=10), 40, "h5")
+            first = catalog.add_memory(memory_line(1, pinned=True, importance=5), 10, hashed("h1"))
+            catalog.add_memory(memory_line(2, temporal="milestone", importance=9), 5, hashed("h2"))
+            catalog.add_memory(memory_line(3, pinned=True, importance=5), 20, hashed("h3"))
+            fourth = catalog.add_memory(memory_line(4, importance=10), 30, hashed("h4"))
+            catalog.add_memory(memory_line(5, pinned=True, importance=10), 40, hashed("h5"))
             catalog.set_status("m-000005", "rejected", False)
         assert [m.id for m in catalog.guaranteed(10)] == ["m-000002", "m-000003", "m-000001"]
         assert [m.id for m in catalog.guaranteed(1)] == ["m-000002"]
@@ -607,40 +613,49 @@ class CatalogContract(Contract):
     def test_affect_annotations_by_content_hash(self, catalog: Catalog) -> None:
         self.add(catalog, memory_line(1), memory_line(2))
         with catalog.transaction():
-            catalog.set_affect([("hash-m-000001", "vader/1", {"valence": -0.5})])
-            catalog.set_affect([("hash-m-000001", "vader/2", {"valence": 0.25, "chord": {}})])
-            catalog.set_affect([("unreferenced", "vader/2", {"valence": 1.0})])
-        assert catalog.affect_for(["hash-m-000001", "nope"]) == {
-            "hash-m-000001": ("vader/2", {"valence": 0.25, "chord": {}})
+            catalog.set_affect([(hashed("hash-m-000001"), "vader/1", {"valence": -0.5})])
+            catalog.set_affect(
+                [(hashed("hash-m-000001"), "vader/2", {"valence": 0.25, "chord": {}})]
+            )
+            catalog.set_affect([(hashed("unreferenced"), "vader/2", {"valence": 1.0})])
+        assert catalog.affect_for([hashed("hash-m-000001"), hashed("nope")]) == {
+            hashed("hash-m-000001"): ("vader/2", {"valence": 0.25, "chord": {}})
         }
         memory = catalog.memories_by_id(["m-000001"])["m-000001"]
         assert memory.annotation == ("vader/2", {"valence": 0.25, "chord": {}})
         with catalog.transaction():
             catalog.clear_affect(unreferenced_only=True)
-        assert set(catalog.affect_for(["hash-m-000001", "unreferenced"])) == {"hash-m-000001"}
+        assert set(catalog.affect_for([hashed("hash-m-000001"), hashed("unreferenced")])) == {
+            hashed("hash-m-000001")
+        }
         with catalog.transaction():
             catalog.clear_affect()
-        assert catalog.affect_for(["hash-m-000001"]) == {}
+        assert catalog.affect_for([hashed("hash-m-000001")]) == {}
 
     def test_distillations_by_content_hash(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            catalog.set_distilled([("a", {"type": "FACT", "annotator": "memdir-distill/1"})])
-            catalog.set_distilled([("a", {"type": "RULE"}), ("b", {"type": None})])
-        assert catalog.distilled_for(["a", "b", "nope"]) == {"a": {"type": "RULE"},
-                                                             "b": {"type": None}}  # fmt: skip
+            catalog.set_distilled(
+                [(hashed("a"), {"type": "FACT", "annotator": "memdir-distill/1"})]
+            )
+            catalog.set_distilled([(hashed("a"), {"type": "RULE"}), (hashed("b"), {"type": None})])
+        found = catalog.distilled_for([hashed("a"), hashed("b"), hashed("nope")])
+        assert found == {hashed("a"): {"type": "RULE"}, hashed("b"): {"type": None}}
         with catalog.transaction():
             catalog.clear_distilled()
-        assert catalog.distilled_for(["a"]) == {}
+        assert catalog.distilled_for([hashed("a")]) == {}
 
     def test_vector_rows_by_content_hash(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            catalog.add_vector_rows([("a", 0), ("b", 1)])
-            catalog.add_vector_rows([("b", 5)])
-        assert catalog.vector_rows(["a", "b", "c"]) == {"a": 0, "b": 5}
+            catalog.add_vector_rows([(hashed("a"), 0), (hashed("b"), 1)])
+            catalog.add_vector_rows([(hashed("b"), 5)])
+        assert catalog.vector_rows([hashed("a"), hashed("b"), hashed("c")]) == {
+            hashed("a"): 0,
+            hashed("b"): 5,
+        }
         assert catalog.max_vector_row() == 5
         with catalog.transaction():
             catalog.clear_vector_rows()
-        assert catalog.vector_rows(["a"]) == {} and catalog.max_vector_row() is None
+        assert catalog.vector_rows([hashed("a")]) == {} and catalog.max_vector_row() is None
 
     def test_clear_keeps_the_manifest_and_derived_caches(self, catalog: Catalog) -> None:
         self.add(catalog, memory_line(1))
@@ -649,15 +664,15 @@ class CatalogContract(Contract):
             catalog.add_rehearsals({"m-000001": [1.0]})
             catalog.set_checkpoint(Checkpoint("a.jsonl", 1, 1, "f"))
             catalog.set_manifest({"model": "hashing"})
-            catalog.set_affect([("hash-m-000001", "vader/1", {"valence": 0.1})])
-            catalog.add_vector_rows([("hash-m-000001", 0)])
+            catalog.set_affect([(hashed("hash-m-000001"), "vader/1", {"valence": 0.1})])
+            catalog.add_vector_rows([(hashed("hash-m-000001"), 0)])
         with catalog.transaction():
             catalog.clear()
         assert catalog.counts() == {"memories": 0, "searchable": 0, "delta": 0, "events": 0}
         assert catalog.rehearsal_times() == {} and catalog.checkpoints() == {}
         assert catalog.manifest() == {"model": "hashing"}
-        assert set(catalog.affect_for(["hash-m-000001"])) == {"hash-m-000001"}
-        assert catalog.vector_rows(["hash-m-000001"]) == {"hash-m-000001": 0}
+        assert set(catalog.affect_for([hashed("hash-m-000001")])) == {hashed("hash-m-000001")}
+        assert catalog.vector_rows([hashed("hash-m-000001")]) == {hashed("hash-m-000001"): 0}
         self.add(catalog, memory_line(1))  # the same memory can be catalogued again
         catalog.release_space()
         assert [m.id for m in catalog.all_memories()] == ["m-000001"]
@@ -673,14 +688,14 @@ class CatalogContract(Contract):
             for event in events:
                 catalog.add_event(event)
             catalog.add_rehearsals({memory_id: [1.0, 2.0] for memory_id in ids})
-            catalog.set_affect((f"hash-{i}", "vader/1", {"valence": 0.0}) for i in ids)
-            catalog.add_vector_rows((f"hash-{i}", row) for row, i in enumerate(ids))
+            catalog.set_affect((hashed(f"hash-{i}"), "vader/1", {"valence": 0.0}) for i in ids)
+            catalog.add_vector_rows((hashed(f"hash-{i}"), row) for row, i in enumerate(ids))
         assert len(catalog.memories_by_id([*ids, *ids, "m-missing"])) == MANY
         assert set(catalog.memories_by_iid(iids)) == set(iids)
         assert sorted(catalog.ids_with_keys(f"K{n}" for n in range(1, MANY + 1))) == ids
         assert catalog.events_for(reversed(ids)) == events
         assert len(catalog.rehearsal_times(ids)) == MANY
-        assert len(catalog.affect_for(f"hash-{i}" for i in ids)) == MANY
-        assert catalog.vector_rows(f"hash-{i}" for i in ids) == {
-            f"hash-{i}": row for row, i in enumerate(ids)
+        assert len(catalog.affect_for(hashed(f"hash-{i}") for i in ids)) == MANY
+        assert catalog.vector_rows(hashed(f"hash-{i}") for i in ids) == {
+            hashed(f"hash-{i}"): row for row, i in enumerate(ids)
         }

@@ -528,6 +528,53 @@ def test_an_older_float32_vector_cache_is_kept_and_rewritten_as_float16(
     index.close()
 
 
+def test_a_catalog_of_the_previous_layout_keeps_its_caches_through_the_rebuild(
+    md: Memdir, hashing: Any
+) -> None:
+    """A catalog as memdir wrote it before the leaner layout (hex text keys, full JSON values,
+    the tables `affect`, `distilled`, `vector_rows`): the rebuild its schema asks for copies
+    the caches over and embeds, annotates and distils nothing (a value no annotator would give
+    is still there after it), and recall finds what it found."""
+    index = indexed_texts(md, hashing)
+    before = results(index)
+    hashes = list(index.bookkeeping.content_hashes().values())
+    affect = index.catalog_caches.affect_for(hashes)
+    distilled = index.catalog_caches.distilled_for(hashes)
+    rows = index.catalog_caches.vector_rows(hashes)
+    assert len(affect) == len(distilled) == len(rows) == len(TEXTS)
+    marked = hashes[0]
+    affect[marked] = (affect[marked][0], {**affect[marked][1], "valence": 0.1234})
+    distilled[marked] = {**distilled[marked], "confidence": 0.4321}
+    index.close()
+    with sqlite3.connect(md.cache_dir / "index" / "catalog.sqlite") as db:
+        db.executescript(
+            "DROP TABLE affect_values; DROP TABLE distillations; DROP TABLE embedding_rows;"
+            "CREATE TABLE affect (content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL,"
+            " value TEXT NOT NULL);"
+            "CREATE TABLE distilled (content_hash TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE vector_rows (content_hash TEXT PRIMARY KEY, number BIGINT NOT NULL);"
+            "PRAGMA user_version = 54321;"
+        )
+        db.executemany(
+            "INSERT INTO affect VALUES (?, ?, ?)",
+            [(h, who, json.dumps(value)) for h, (who, value) in affect.items()],
+        )
+        db.executemany(
+            "INSERT INTO distilled VALUES (?, ?)",
+            [(h, json.dumps(value)) for h, value in distilled.items()],
+        )
+        db.executemany("INSERT INTO vector_rows VALUES (?, ?)", rows.items())  # fmt: skip
+    index = MemoryIndex(md, embedder=hashing)
+    report = index.update()
+    assert report.rebuilt and report.embedded == 0
+    assert index.catalog_caches.affect_for(hashes) == affect
+    assert index.catalog_caches.distilled_for(hashes) == distilled
+    assert index.catalog_caches.vector_rows(hashes) == rows
+    assert results(index) == before
+    assert not index.update().rebuilt
+    index.close()
+
+
 def test_cli_search_after_an_index_version_change_rebuilds(md: Memdir) -> None:
     md = configure(md, embedder={"kind": "hashing"})
     teach_texts(md)

@@ -3,6 +3,7 @@ a real server with pgvector that the test session starts (conftest.postgres_dsn)
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from contracts import (
     FullTextContract,
     VectorIndexContract,
     VectorRowsContract,
+    hashed,
     unit_vectors,
 )
 from hypothesis import HealthCheck, given, settings
@@ -95,7 +97,7 @@ def test_values_are_bound_never_spliced(database: Callable[[], Database]) -> Non
     db = database()
     catalog = PostgresCatalog(db)
     with catalog.transaction():
-        iid = catalog.add_memory(memory_line(1, HOSTILE, key=HOSTILE), 0, HOSTILE)
+        iid = catalog.add_memory(memory_line(1, HOSTILE, key=HOSTILE), 0, hashed(HOSTILE))
         catalog.set_manifest({HOSTILE: HOSTILE})
     assert iid == 1
     assert catalog.memories_by_id(["m-000001"])["m-000001"].text == HOSTILE
@@ -128,8 +130,8 @@ def test_meta_fields_and_distillations_are_bound_too(database: Callable[[], Data
         fulltext.scores("words", 10, field=HOSTILE)
     catalog = PostgresCatalog(db)
     with catalog.transaction():
-        catalog.set_distilled([(HOSTILE, {HOSTILE: HOSTILE})])
-    assert catalog.distilled_for([HOSTILE]) == {HOSTILE: {HOSTILE: HOSTILE}}
+        catalog.set_distilled([(hashed(HOSTILE), {HOSTILE: HOSTILE})])
+    assert catalog.distilled_for([hashed(HOSTILE)]) == {hashed(HOSTILE): {HOSTILE: HOSTILE}}
 
 
 def test_an_older_fulltext_table_starts_again_empty(database: Callable[[], Database]) -> None:
@@ -336,21 +338,33 @@ def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) -> None:
-    """A catalog written by a version without the `distilled` table (another schema id):
-    the mirror tables are dropped, the manifest's version removed (the next update
-    rebuilds), and the new table is there."""
+    """A catalog written by a version before the leaner layout (another schema id; cache
+    tables `affect` and `vector_rows` keyed by hex text, no `distilled` table): the mirror
+    tables are dropped, the manifest's version removed (the next update rebuilds), the caches
+    copied into the new tables (bytea keys, packed values) and the old ones dropped."""
     from contracts import memory_line
 
     db = database()
     catalog = PostgresCatalog(db)
+    h1 = hashed("coffee")
     with catalog.transaction():
-        catalog.add_memory(memory_line(1, "coffee"), 0, "h1")
+        catalog.add_memory(memory_line(1, "coffee"), 0, h1)
         catalog.set_manifest({"version": "1", "generation": "3"})
-    db.execute("DROP TABLE {s}.distilled")
+    for table in ("affect_values", "distillations", "embedding_rows"):
+        db.execute("DROP TABLE {s}.{table}", table=table)
+    db.execute("CREATE TABLE {s}.affect (content_hash TEXT PRIMARY KEY, annotator TEXT NOT NULL,"
+               " value TEXT NOT NULL)")  # fmt: skip
+    db.execute("CREATE TABLE {s}.vector_rows (content_hash TEXT PRIMARY KEY, number BIGINT)")
+    affect = {"valence": 0.5, "chord": {"joy": 0.0}, "annotator": "vader/1"}
+    db.execute("INSERT INTO {s}.affect VALUES (%s, 'vader/1', %s)", (h1, json.dumps(affect)))
+    db.execute("INSERT INTO {s}.vector_rows VALUES (%s, 41), ('h2', 42)", (h1,))
     db.execute("UPDATE {s}.layout SET value = 'older' WHERE name = 'schema'")
     reopened = PostgresCatalog(database())
     assert reopened.counts()["memories"] == 0
     assert reopened.manifest() == {"generation": "3"}
+    assert reopened.affect_for([h1]) == {h1: ("vader/1", affect)}
+    assert reopened.vector_rows([h1]) == {h1: 41} and reopened.max_vector_row() == 41
+    assert not db.table_exists("affect") and not db.table_exists("vector_rows")
     with reopened.transaction():
-        reopened.set_distilled([("h1", {"type": "FACT"})])
-    assert reopened.distilled_for(["h1"]) == {"h1": {"type": "FACT"}}
+        reopened.set_distilled([(h1, {"type": "FACT"})])
+    assert reopened.distilled_for([h1]) == {h1: {"type": "FACT"}}

@@ -640,7 +640,7 @@ def test_index_backend_and_dsn_choose_where_the_index_lives(md: Memdir, postgres
     remote.close()
     with psycopg.connect(postgres_dsn) as database:
         table = f"{memdir_schema(remote_md)}.memories"
-        assert database.execute(f"SELECT text FROM {table}").fetchall() == [  # noqa: S608
+        assert database.execute(f"SELECT line::json->>'text' FROM {table}").fetchall() == [  # noqa: S608
             ("memory about apples",)
         ]
 

@@ -17,7 +17,8 @@ from .database import Database
 
 
 class PostgresConnection:
-    """catalog.SqlConnection over a Database: `?` becomes `%s`, `{s}` the memdir's schema."""
+    """catalog.SqlConnection over a Database: `?` becomes `%s`, `{s}` the memdir's schema, and
+    the schema's `WITHOUT ROWID` (SQLite's) is dropped: a PostgreSQL table has no rowid."""
 
     read_only = False
 
@@ -28,7 +29,9 @@ class PostgresConnection:
     def _statement(self, statement: str) -> str:
         found = self._statements.get(statement)
         if found is None:
-            found = self._statements[statement] = statement.replace("?", "%s")
+            found = self._statements[statement] = statement.replace("?", "%s").replace(
+                " WITHOUT ROWID", ""
+            )
         return found
 
     def rows(self, statement: str, params: Sequence[Any] = ()) -> Iterable[Sequence[Any]]:
@@ -83,7 +86,7 @@ class PostgresConnection:
         autovacuum came by. It cannot run inside a transaction; it then waits for autovacuum."""
         if self.db.in_transaction():
             return
-        for table in ("memories", "events", "affect"):
+        for table in ("memories", "events", "affect_values"):
             self.db.execute("VACUUM (ANALYZE) {s}.{table}", table=table)
 
     def close(self) -> None:
