@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -66,22 +67,21 @@ def hook_time(root: Path, prompts: list[str], runs: int, env: dict[str, str]) ->
     return statistics.median(samples)
 
 
-def concurrent(root: Path, queries: list[str], clients: int, requests: int) -> dict[str, float]:
-    """`clients` threads each sending `requests` recalls (--no-record) to the service."""
-    path = socket_path(Memdir.open(root).cache_dir)
-    now = (NOW - timedelta(seconds=1)).isoformat()
+def clients_at(
+    path: Path, clients: int, requests: int, request: Callable[[int, int], dict[str, Any]]
+) -> tuple[list[float], int, float]:
+    """`clients` threads, each sending `requests` requests (`request(client, turn)`) to the
+    service's socket: every latency in seconds, sorted; how many were not answered with status
+    0; the wall time of the whole run."""
     latencies: list[float] = []
     failures = [0]
     lock = threading.Lock()
 
     def client(number: int) -> None:
-        rng = random.Random(number)
         mine = []
-        for _ in range(requests):
-            request = {"v": PROTOCOL, "root": str(root), "command": "recall",
-                       "args": [rng.choice(queries), "--no-record", "--json"], "now": now}  # fmt: skip
+        for turn in range(requests):
             began = time.perf_counter()
-            answer = exchange(path, request, timeout=60)
+            answer = exchange(path, request(number, turn), timeout=120)
             mine.append(time.perf_counter() - began)
             if answer is None or answer["status"] != 0:
                 with lock:
@@ -95,13 +95,25 @@ def concurrent(root: Path, queries: list[str], clients: int, requests: int) -> d
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - began
-    latencies.sort()
+    return sorted(latencies), failures[0], time.perf_counter() - began
+
+
+def concurrent(root: Path, queries: list[str], clients: int, requests: int) -> dict[str, float]:
+    """`clients` threads each sending `requests` recalls (--no-record) to the service."""
+    now = (NOW - timedelta(seconds=1)).isoformat()
+    choosers = [random.Random(number) for number in range(clients)]
+
+    def request(number: int, turn: int) -> dict[str, Any]:
+        return {"v": PROTOCOL, "root": str(root), "command": "recall", "now": now,
+                "args": [choosers[number].choice(queries), "--no-record", "--json"]}  # fmt: skip
+
+    path = socket_path(Memdir.open(root).cache_dir)
+    latencies, failures, elapsed = clients_at(path, clients, requests, request)
     return {
         "p50_ms": statistics.median(latencies) * 1000,
         "p95_ms": latencies[int(len(latencies) * 0.95) - 1] * 1000,
         "per_second": len(latencies) / elapsed,
-        "failures": failures[0],
+        "failures": failures,
     }
 
 

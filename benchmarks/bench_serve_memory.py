@@ -20,14 +20,12 @@ import random
 import shutil
 import signal
 import statistics
-import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_index import build, sentence
-from benchmarks.bench_serve import NOW, start_service
+from benchmarks.bench_serve import NOW, clients_at, start_service
 from memdir.archive_format.memdir import Memdir
 from memdir.cli.service import PROTOCOL, exchange, socket_path
 
@@ -61,35 +59,23 @@ def measure(built: Path, workdir: Path, clients: int, requests: int) -> dict[str
     log.unlink(missing_ok=True)
     service = start_service(scratch, log)
     path = socket_path(Memdir.open(scratch).cache_dir)
-    latencies: list[float] = []
-    unanswered = [0]
+    choosers = [random.Random(number) for number in range(clients)]
 
-    def client(number: int) -> None:
-        mine = random.Random(number)
-        for turn in range(requests):
-            args = [mine.choice(queries), "--json"] + (["--no-record"] if number % 2 else [])
-            now = (NOW + timedelta(seconds=number * 1000 + turn)).isoformat()
-            began = time.perf_counter()
-            answer = exchange(path, {"v": PROTOCOL, "root": str(scratch), "command": "recall",
-                                     "args": args, "now": now}, timeout=120)  # fmt: skip
-            latencies.append(time.perf_counter() - began)
-            if answer is None or answer["status"] != 0:
-                unanswered[0] += 1
+    def request(number: int, turn: int) -> dict[str, Any]:
+        args = [choosers[number].choice(queries), "--json"] + (
+            ["--no-record"] if number % 2 else []
+        )
+        now = (NOW + timedelta(seconds=number * 1000 + turn)).isoformat()
+        return {"v": PROTOCOL, "root": str(scratch), "command": "recall", "args": args, "now": now}
 
     try:
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
-        began = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.perf_counter() - began
+        latencies, unanswered, elapsed = clients_at(path, clients, requests, request)
         answer = exchange(path, {"v": PROTOCOL, "command": "status"})
         assert answer is not None, log.read_text()
         status = json.loads(answer["stdout"])
         return {"size": built.name, "clients": clients, "requests": clients * requests,
                 "p50_ms": round(statistics.median(latencies) * 1000, 1),
-                "per_second": round(len(latencies) / elapsed, 1), "unanswered": unanswered[0],
+                "per_second": round(len(latencies) / elapsed, 1), "unanswered": unanswered,
                 "busy": status["busy"], "readers": status["readers"],
                 "status_rss_mib": status["rss_kib"] // 1024,
                 **proc_memory(service.pid)}  # fmt: skip

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import backends
 from .backends import (
     META_FIELDS,
     Catalog,
@@ -29,13 +30,8 @@ from .backends import (
     VectorIndex,
     VectorRows,
     link_degrees,
-    packed_affect,
-    packed_distilled,
-    packed_line,
     speaker_of,
     typed_links,
-    unpacked_affect,
-    unpacked_distilled,
 )
 from .names import addressed_names, aliases
 from .text import WORD as _WORD
@@ -322,7 +318,7 @@ class MemoryCatalog:
     def _view(self, memory: _Memory) -> CatalogMemory:
         annotator, value = self.state.affect.get(memory.content_hash, (None, ""))
         return CatalogMemory(
-            memory.iid, memory.id, packed_line(json.loads(memory.line)), memory.status,
+            memory.iid, memory.id, backends.packed_line(json.loads(memory.line)), memory.status,
             memory.searchable, memory.content_hash, annotator, value, memory.session,
         )  # fmt: skip
 
@@ -468,22 +464,24 @@ class MemoryCatalog:
     # derived caches
     def distilled_for(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
         found = self.state.distilled
-        return {h: unpacked_distilled(found[h]) for h in hashes if h in found}
+        return {h: backends.unpacked_distilled(found[h]) for h in hashes if h in found}
 
     def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
         for digest, value in items:
-            self.state.distilled[digest] = packed_distilled(value)
+            self.state.distilled[digest] = backends.packed_distilled(value)
 
     def clear_distilled(self) -> None:
         self.state.distilled.clear()
 
     def affect_for(self, hashes: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         affect = self.state.affect
-        return {h: (affect[h][0], unpacked_affect(*affect[h])) for h in hashes if h in affect}
+        return {
+            h: (affect[h][0], backends.unpacked_affect(*affect[h])) for h in hashes if h in affect
+        }
 
     def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
         for digest, annotator, value in items:
-            self.state.affect[digest] = (annotator, packed_affect(annotator, value))
+            self.state.affect[digest] = (annotator, backends.packed_affect(annotator, value))
 
     def clear_affect(self, unreferenced_only: bool = False) -> None:
         referenced = {m.content_hash for m in self.state.memories.values()}
