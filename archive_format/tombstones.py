@@ -38,9 +38,9 @@ log = logging.getLogger("memdir")
 
 STAMP_NAME = "tombstones.json"
 _CATCH_UP_WAIT = 2.0  # seconds a reader waits for the writer lock before leaving it to its holder
-_TOMBSTONE = re.compile(rb'^\{"kind":"tombstone","id":"([^"]+)"', re.MULTILINE)
+_TOMBSTONE = b'{"kind":"tombstone","id":"'  # at the start of a line
 _EVENT = b'{"kind":"event","id":"'
-_FORGET = re.compile(rb'"op":"forget","target":"([^"]+)"')
+_FORGET = b'"op":"forget","target":"'
 
 
 def _stamp_path(memdir: Memdir) -> Path:
@@ -56,24 +56,42 @@ def _read_stamp(memdir: Memdir) -> dict[str, Any]:
 
 
 def _forgotten_in(blob: bytes) -> set[str]:
-    found = {match.decode("ascii", "replace") for match in _TOMBSTONE.findall(blob)}
-    found |= {match.decode("ascii", "replace") for match in _FORGET.findall(blob)}
+    """The ids named by the tombstone lines and forget events in `blob`. A scan for two fixed
+    strings (the bytes' own search, several times faster than a regular expression over the
+    400 MB of a million memories); each id runs to the next quote, as the lines write it."""
+    found: set[str] = set()
+    for needle, at_line_start in ((_TOMBSTONE, True), (_FORGET, False)):
+        at = blob.find(needle)
+        while at >= 0:
+            start = at + len(needle)
+            end = blob.find(b'"', start)
+            if end < 0:
+                break
+            named = end > start and (not at_line_start or at == 0 or blob[at - 1] == 0x0A)
+            if named:
+                found.add(blob[start:end].decode("ascii", "replace"))
+            at = blob.find(needle, end + 1 if named else start)
     return found
 
 
 def _needs_compaction(blob: bytes, memory_id: str) -> bool:
-    """Whether a shelf still holds the memory's line, or an unredacted event that may quote it."""
-    needle = memory_id.encode("ascii", "replace")
-    if b'{"kind":"memory","id":"' + needle + b'"' in blob:
-        return True
-    target = b'"target":"' + needle + b'"'
-    found = blob.find(target)
+    """Whether a shelf still holds the memory's line, or an unredacted event that may quote it.
+    One search for the quoted id (a tenth of a second in the 360 MB of a million memories),
+    then a look at the few lines that name it."""
+    needle = b'"' + memory_id.encode("ascii", "replace") + b'"'
+    memory_line = b'{"kind":"memory","id":' + needle
+    target = b'"target":' + needle
+    found = blob.find(needle)
     while found >= 0:
         start, end = blob.rfind(b"\n", 0, found) + 1, blob.find(b"\n", found)
         line = blob[start : end if end >= 0 else len(blob)]
-        if b'"reason":' in line or b'"evidence":' in line:
+        if memory_line in line or (
+            target in line and (b'"reason":' in line or b'"evidence":' in line)
+        ):
             return True
-        found = blob.find(target, found + 1)
+        if end < 0:
+            return False
+        found = blob.find(needle, end)
     return False
 
 

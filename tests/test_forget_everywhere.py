@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 from clones import git, hub_and_clones
 from conftest import T0, T0_DT, configure
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from memdir.archive_format import journal, lifecycle
 from memdir.archive_format.memdir import Memdir, init
@@ -317,3 +320,60 @@ def test_every_writer_takes_the_writer_lock_through_writing() -> None:
         if re.search(r"\b(memdir|md|archive)\.lock\(", line)
     )
     assert taking == ["archive_format/tombstones.py: with memdir.lock(timeout) as lock:"]
+
+
+# --- the scan for forgotten ids --------------------------------------------------------------
+
+_TOMBSTONE_LINE = re.compile(rb'^\{"kind":"tombstone","id":"([^"]+)"', re.MULTILINE)
+_FORGET_EVENT = re.compile(rb'"op":"forget","target":"([^"]+)"')
+
+_pieces = st.sampled_from([
+    b'{"kind":"tombstone","id":"', b'"op":"forget","target":"', b'"', b"\n", b"m-0a1b", b"x",
+    b'{"kind":"memory","id":"m-1"}', b" ", b"\xff",
+])  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_pieces, max_size=24).map(b"".join))
+def test_the_scan_for_forgotten_ids_finds_what_the_line_patterns_name(blob: bytes) -> None:
+    """tombstones._forgotten_in searches for fixed strings; it names exactly the ids that the
+    patterns of a tombstone line (at a line's start) and of a forget event name, on any bytes —
+    torn lines, empty ids and ids that run to the end included."""
+    from memdir.archive_format.tombstones import _forgotten_in
+
+    expected = {m.decode("ascii", "replace") for m in _TOMBSTONE_LINE.findall(blob)}
+    expected |= {m.decode("ascii", "replace") for m in _FORGET_EVENT.findall(blob)}
+    assert _forgotten_in(blob) == expected
+
+
+def _holds_line_or_quote(blob: bytes, memory_id: str) -> bool:
+    """The rule, spelled out: the memory's line is there, or an event about it that carries a
+    reason or evidence (what a redaction removes)."""
+    needle = memory_id.encode("ascii", "replace")
+    for line in blob.split(b"\n"):
+        if b'{"kind":"memory","id":"' + needle + b'"' in line:
+            return True
+        if b'"target":"' + needle + b'"' in line and (
+            b'"reason":' in line or b'"evidence":' in line
+        ):
+            return True
+    return False
+
+
+_line_pieces = st.sampled_from([
+    b'{"kind":"memory","id":', b'"target":', b'"m-1"', b'"m-12"', b'"reason":', b'"evidence":',
+    b",", b'"', b"m-1", b" ",
+])  # fmt: skip
+_lines = st.lists(st.lists(_line_pieces, max_size=6).map(b"".join), max_size=5).map(b"\n".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_lines, st.sampled_from(["m-1", "m-12", "m-"]))
+@example(b'{"to":"m-1"}\n{"kind":"memory","id":"m-1"}', "m-1")  # the second line that names it
+@example(b'{"target":"m-1"}\n{"target":"m-1","reason":"r"}', "m-1")
+def test_a_shelf_is_compacted_exactly_when_it_holds_the_forgotten_line_or_a_quote(
+    blob: bytes, memory_id: str
+) -> None:
+    from memdir.archive_format.tombstones import _needs_compaction
+
+    assert _needs_compaction(blob, memory_id) == _holds_line_or_quote(blob, memory_id)
