@@ -113,11 +113,13 @@ class FullTextIndex(Protocol):
 
 # --- vectors ---------------------------------------------------------------------------------
 class VectorIndex(Protocol):
-    """Unit vectors by iid, searched by inner product (cosine); written whole by `build`. It
-    may keep them quantised, so its scores are approximate: it proposes, the cache scores."""
+    """The vectors of memories by iid, searched by inner product (cosine, as they are unit
+    vectors); written whole by `build` from the embedding cache (VectorRows) it was opened
+    over. It may score approximately: it proposes, the cache scores."""
 
-    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
-        """Replace the index with exactly these vectors (rows aligned with `iids`)."""
+    def build(self, iids: np.ndarray, rows: np.ndarray) -> None:
+        """Replace the index with exactly these memories, whose vectors are the cache's rows
+        `rows` (aligned with `iids`; memories may share a row)."""
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Up to `k` (iid, inner product) pairs, highest first."""

@@ -48,16 +48,28 @@ class TestPostgresFullText(FullTextContract):
 
 class TestPgVectorIndex(VectorIndexContract):
     @pytest.fixture
-    def opener(self, database: Callable[[], Database]) -> Callable[[], PgVectorIndex]:
-        return lambda: PgVectorIndex(database(), DIM, VectorSettings())
+    def store(self, database: Callable[[], Database]) -> PgVectorRows:
+        return PgVectorRows(database(), "hashing-16", DIM)
+
+    @pytest.fixture
+    def opener(
+        self, database: Callable[[], Database], store: PgVectorRows
+    ) -> Callable[[], PgVectorIndex]:
+        return lambda: PgVectorIndex(database(), DIM, VectorSettings(), store)
 
 
 class TestPgVectorIndexHnsw(VectorIndexContract):
     """Above `hnsw_above` the base carries an HNSW index (at this size it finds the exact top)."""
 
     @pytest.fixture
-    def opener(self, database: Callable[[], Database]) -> Callable[[], PgVectorIndex]:
-        return lambda: PgVectorIndex(database(), DIM, VectorSettings(hnsw_above=2))
+    def store(self, database: Callable[[], Database]) -> PgVectorRows:
+        return PgVectorRows(database(), "hashing-16", DIM)
+
+    @pytest.fixture
+    def opener(
+        self, database: Callable[[], Database], store: PgVectorRows
+    ) -> Callable[[], PgVectorIndex]:
+        return lambda: PgVectorIndex(database(), DIM, VectorSettings(hnsw_above=2), store)
 
 
 class TestPgVectorRows(VectorRowsContract):
@@ -76,13 +88,15 @@ def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> N
     import numpy as np
 
     db = database()
-    flat = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=10))
-    flat.build(unit_vectors(10), np.arange(10))
+    store = PgVectorRows(db, "hashing-16", DIM)
+    store.append(unit_vectors(12))
+    flat = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=10), store)
+    flat.build(np.arange(10), np.arange(10))
     assert flat.kind() == "flat"
-    graph = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=9))
-    graph.build(unit_vectors(10), np.arange(10))
+    graph = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=9), store)
+    graph.build(np.arange(10), np.arange(10))
     assert graph.kind() == "hnsw" and graph.size() == 10
-    graph.build(unit_vectors(12), np.arange(12))  # a second build reuses the index names
+    graph.build(np.arange(12), np.arange(12))  # a second build reuses the index names
     assert graph.kind() == "hnsw" and graph.size() == 12
 
 

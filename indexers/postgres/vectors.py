@@ -40,10 +40,13 @@ def embeddings_table(model_id: str) -> str:
 class PgVectorIndex:
     """The vector base in the memdir's schema (see the module docstring)."""
 
-    def __init__(self, database: Database, dim: int, settings: VectorSettings) -> None:
+    def __init__(
+        self, database: Database, dim: int, settings: VectorSettings, store: PgVectorRows
+    ) -> None:
         self.db = database
         self.dim = dim
         self.settings = settings
+        self.store = store
 
     def size(self) -> int:
         if not self.db.table_exists(BASE):
@@ -60,12 +63,12 @@ class PgVectorIndex:
         )
         return "hnsw" if found else "flat"
 
-    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
-        """Replace the base with exactly these vectors (a new table swapped in)."""
+    def build(self, iids: np.ndarray, rows: np.ndarray) -> None:
+        """Replace the base with exactly these memories' vectors (a new table swapped in)."""
         import numpy as np
 
         fresh = f"{BASE}_new"
-        rows = np.ascontiguousarray(vectors, dtype=np.float32)
+        vectors = np.ascontiguousarray(self.store.rows(rows), dtype=np.float32)
         with self.db.transaction():
             self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=fresh)
             self.db.execute(
@@ -75,11 +78,11 @@ class PgVectorIndex:
             )
             self.db.copy(
                 "COPY {s}.{table} (iid, embedding) FROM STDIN WITH (FORMAT BINARY)",
-                ((int(iid), row) for iid, row in zip(iids, rows, strict=True)),
+                ((int(iid), row) for iid, row in zip(iids, vectors, strict=True)),
                 ("int8", "vector"),
                 table=fresh,
             )
-            if len(rows) > self.settings.hnsw_above:
+            if len(vectors) > self.settings.hnsw_above:
                 self.db.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
                 self.db.execute(
                     f"CREATE INDEX {{hnsw}} ON {{s}}.{{table}} USING hnsw"
