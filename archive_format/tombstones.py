@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -28,10 +28,11 @@ from typing import Any
 from . import atomic, clock, ring, shelf
 from .clock import format_time
 from .errors import FormatError, LockedError
+from .idcache import Edit
 from .lock import WriterLock
 from .memdir import Memdir
 from .records import Event, Tombstone, encode_line
-from .rewrite import Lines, rewrite
+from .rewrite import Lines, replace_lines, rewrite
 from .validate import line_is_valid
 
 log = logging.getLogger("memdir")
@@ -141,8 +142,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         due = [memory_id for memory_id in sorted(wanted) if _needs_compaction(blob, memory_id)]
         if due:
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            for memory_id in due:
-                compact(memdir, path, memory_id, now)
+            compact(memdir, path, due, now)
             compacted.update(due)
     for memory_id in sorted(fresh | compacted):
         ring.drop(memdir, memory_id)
@@ -156,6 +156,25 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         _drop_documents(memdir)
     _write_stamp(memdir, shelves, forgotten, stamp)
     return sorted(compacted)
+
+
+def forgotten_now(memdir: Memdir, ids: Iterable[str], vouched: bool, now: datetime) -> None:
+    """After forget compacted `ids` out of every shelf (the caller holds the writer lock, and
+    has since `vouched`: whether the stamp vouched for every shelf before the compaction, see
+    `pending`): drop them from the ring and the generated documents, and re-apply the
+    tombstones. When the stamp vouched for the shelves, it now vouches for them as forget
+    left them (compaction only removes text, and forget's own event names no text), so the
+    re-application reads nothing again; otherwise it checks the shelves as after any change."""
+    ids = sorted(ids)
+    for memory_id in ids:
+        ring.drop(memdir, memory_id)
+    _drop_documents(memdir)
+    stamp = _read_stamp(memdir)
+    if vouched and stamp.get("git") == _git_index(memdir.root):
+        known = stamp.get("forgotten")
+        forgotten = set(known) if isinstance(known, list) else set()
+        _write_stamp(memdir, memdir.shelves(), forgotten | set(ids), stamp)
+    reapply(memdir, now)
 
 
 def pending(memdir: Memdir) -> bool:
@@ -242,47 +261,67 @@ def _write_stamp(
     atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")), durable=False)
 
 
-def compact(memdir: Memdir, path: Path, memory_id: str, now: datetime) -> None:
-    """Rewrite one shelf atomically with the memory's line replaced by a tombstone (one, even
-    when a merge left several copies) and the reason and evidence of events about it removed."""
-    old = Lines.read(path)
-    needle = memory_id.encode("ascii")
-    output: list[bytes] = []
-    stone_of = b'{"kind":"tombstone","id":"' + needle + b'"'
-    tombstoned = any(stone_of in line for line in old.lines)
-    for number, line in enumerate(old.lines, start=1):
-        if needle not in line:
-            output.append(line)
-            continue
-        try:
-            data = shelf.decode_line(line[:-1], f"{path}:{number}")
-        except FormatError:  # a malformed line is kept as it is (`verify` reports it)
-            output.append(line)
-            continue
-        if (
-            data.get("kind") == "memory"
-            and data.get("id") == memory_id
-            and isinstance(data.get("created"), str)
-        ):
-            if tombstoned:
-                output.append(b"")
-            else:
-                stone = Tombstone(memory_id, data["created"], format_time(now))
-                output.append(encode_line(stone.to_line()))
-                tombstoned = True
-            continue
-        if (
-            data.get("kind") == "event"
-            and data.get("target") == memory_id
-            and ("reason" in data or "evidence" in data)
-            and line_is_valid(data)
-        ):
-            event = Event.from_line(data)
-            scrubbed = replace(event, reason=None, evidence=None, redacted=True)
-            output.append(encode_line(scrubbed.to_line()))
-            continue
-        output.append(line)
-    rewrite(memdir, old, output)
+def compact(memdir: Memdir, path: Path, memory_ids: Iterable[str], now: datetime) -> bool:
+    """Rewrite one shelf atomically with each memory's line replaced by a tombstone (one, even
+    when a merge left several copies) and the reason and evidence of events about it removed.
+    Only the lines that name one of the ids are read as lines; a shelf that needs no change is
+    not written. Whether it was rewritten."""
+    with open(path, "rb") as handle:
+        stat = os.fstat(handle.fileno())
+        data = handle.read()
+    end = data.rfind(b"\n") + 1  # the complete lines (a torn tail is kept as it is)
+    needles = {memory_id: memory_id.encode("ascii") for memory_id in memory_ids}
+    spans: dict[int, int] = {}  # the lines naming an id: start → end
+    for needle in needles.values():
+        found = data.find(needle, 0, end)
+        while found >= 0:
+            start, stop = data.rfind(b"\n", 0, found) + 1, data.find(b"\n", found) + 1
+            spans[start] = stop
+            found = data.find(needle, stop, end)
+    tombstoned = {memory_id for memory_id, needle in needles.items()
+                  if b'{"kind":"tombstone","id":"' + needle + b'"' in data[:end]}  # fmt: skip
+    edits: list[Edit] = []
+    for start in sorted(spans):
+        line = data[start : spans[start]]
+        new = line
+        for memory_id, needle in needles.items():
+            if needle in new:
+                new = _compacted(new, memory_id, tombstoned, now, f"{path} (byte {start})")
+        if new != line:
+            edits.append((start, len(line), new))
+    return replace_lines(memdir, path, stat, data, edits)
+
+
+def _compacted(line: bytes, memory_id: str, tombstoned: set[str], now: datetime,
+               where: str) -> bytes:  # fmt: skip
+    """What takes the place of a line naming `memory_id`: a tombstone for its first memory line
+    (`tombstoned` says whether the shelf has one; b"" for later copies), the event without its
+    reason and evidence, or the line as it is (a malformed one too: `verify` reports it)."""
+    if not line:
+        return line
+    try:
+        data = shelf.decode_line(line[:-1], where)
+    except FormatError:
+        return line
+    if (
+        data.get("kind") == "memory"
+        and data.get("id") == memory_id
+        and isinstance(data.get("created"), str)
+    ):
+        if memory_id in tombstoned:
+            return b""
+        tombstoned.add(memory_id)
+        return encode_line(Tombstone(memory_id, data["created"], format_time(now)).to_line())
+    if (
+        data.get("kind") == "event"
+        and data.get("target") == memory_id
+        and ("reason" in data or "evidence" in data)
+        and line_is_valid(data)
+    ):
+        event = Event.from_line(data)
+        scrubbed = replace(event, reason=None, evidence=None, redacted=True)
+        return encode_line(scrubbed.to_line())
+    return line
 
 
 def dedupe(memdir: Memdir, path: Path) -> int:

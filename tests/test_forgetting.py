@@ -206,3 +206,26 @@ def test_mcp_forget_reaches_the_documents_and_the_index(hashed: Memdir) -> None:
     for name in ("wake.md", "boot.md"):
         assert secret not in (hashed.documents_dir / name).read_text()
     assert run(hashed, "verify").code == 0
+
+
+def test_forget_leaves_the_shelves_vouched_for_and_a_returned_line_is_still_caught(
+    md: Memdir,
+) -> None:
+    """Forget compacts every shelf itself, so the tombstone stamp vouches for the shelves as
+    forget left them and the next command checks none again; a line that a merge brings back
+    afterwards is still found and compacted by the next write."""
+    from memdir.archive_format import tombstones
+
+    kept = lifecycle.teach(md, "the quokka lives on Rottnest", T0_DT).id
+    gone = lifecycle.teach(md, "the quokka password is zebrafishword", T0_DT).id
+    line = next(raw for raw in md.memory_shelf.read_bytes().splitlines(keepends=True)
+                if gone.encode() in raw)  # fmt: skip
+    lifecycle.forget(md, gone, T0_DT + timedelta(hours=1))
+    assert b"zebrafishword" not in md.memory_shelf.read_bytes()
+    assert not tombstones.pending(md)
+    with open(md.memory_shelf, "ab") as handle:  # a clone that still had it sends it back
+        handle.write(line)
+    assert tombstones.pending(md)
+    lifecycle.teach(md, "the next write", T0_DT + timedelta(hours=2))
+    assert b"zebrafishword" not in md.memory_shelf.read_bytes()
+    assert kept.encode() in md.memory_shelf.read_bytes()
