@@ -279,7 +279,7 @@ def compact(memdir: Memdir, path: Path, memory_ids: Iterable[str], now: datetime
             spans[start] = stop
             found = data.find(needle, stop, end)
     tombstoned = {memory_id for memory_id, needle in needles.items()
-                  if b'{"kind":"tombstone","id":"' + needle + b'"' in data[:end]}  # fmt: skip
+                  if data.find(b'{"kind":"tombstone","id":"' + needle + b'"', 0, end) >= 0}  # fmt: skip
     edits: list[Edit] = []
     for start in sorted(spans):
         line = data[start : spans[start]]
