@@ -10,6 +10,7 @@ have cost without it. The caller holds the writer lock.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,7 +58,11 @@ def rewrite(memdir: Memdir, old: Lines, new: Sequence[bytes], tail: bytes | None
 
 
 def replace_lines(
-    memdir: Memdir, path: Path, stat: os.stat_result, data: bytes, edits: list[idcache.Edit]
+    memdir: Memdir,
+    path: Path,
+    stat: os.stat_result,
+    data: bytes | mmap.mmap,
+    edits: list[idcache.Edit],
 ) -> bool:
     """Replace lines of `path`, read as `data` (with `stat`): each edit is a line's offset, its
     length and what takes its place (b"" drops it), in the order of the file; the rest of
@@ -65,14 +70,20 @@ def replace_lines(
     split out but those. Returns False, writing nothing, when there is no edit."""
     if not edits:
         return False
-    view = memoryview(data)
+    view = memoryview(data)  # the unchanged parts are written from it, not copied
     chunks: list[bytes | memoryview] = []
     at = 0
     for offset, length, replacement in edits:
         chunks += [view[at:offset], replacement]
         at = offset + length
     chunks.append(view[at:])
-    _replace(memdir, path, stat, data.rfind(b"\n") + 1, edits, chunks)
+    try:
+        _replace(memdir, path, stat, data.rfind(b"\n") + 1, edits, chunks)
+    finally:  # a mapping of `data` can be closed only when no view of it is left
+        for chunk in chunks:
+            if isinstance(chunk, memoryview):
+                chunk.release()
+        view.release()
     return True
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -264,11 +265,22 @@ def _write_stamp(
 def compact(memdir: Memdir, path: Path, memory_ids: Iterable[str], now: datetime) -> bool:
     """Rewrite one shelf atomically with each memory's line replaced by a tombstone (one, even
     when a merge left several copies) and the reason and evidence of events about it removed.
-    Only the lines that name one of the ids are read as lines; a shelf that needs no change is
-    not written. Whether it was rewritten."""
+    Only the lines that name one of the ids are read as lines (the shelf is searched where it
+    is mapped, not copied); a shelf that needs no change is not written. Whether it was
+    rewritten."""
     with open(path, "rb") as handle:
         stat = os.fstat(handle.fileno())
-        data = handle.read()
+        if not stat.st_size:
+            return False
+        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return _compact(memdir, path, stat, data, memory_ids, now)
+    finally:
+        data.close()
+
+
+def _compact(memdir: Memdir, path: Path, stat: os.stat_result, data: mmap.mmap,
+             memory_ids: Iterable[str], now: datetime) -> bool:  # fmt: skip
     end = data.rfind(b"\n") + 1  # the complete lines (a torn tail is kept as it is)
     needles = {memory_id: memory_id.encode("ascii") for memory_id in memory_ids}
     spans: dict[int, int] = {}  # the lines naming an id: start → end
@@ -278,11 +290,12 @@ def compact(memdir: Memdir, path: Path, memory_ids: Iterable[str], now: datetime
             start, stop = data.rfind(b"\n", 0, found) + 1, data.find(b"\n", found) + 1
             spans[start] = stop
             found = data.find(needle, stop, end)
-    tombstoned = {memory_id for memory_id, needle in needles.items()
-                  if data.find(b'{"kind":"tombstone","id":"' + needle + b'"', 0, end) >= 0}  # fmt: skip
+    lines = {start: data[start:stop] for start, stop in sorted(spans.items())}
+    tombstoned = {memory_id for memory_id, needle in needles.items()  # (its line names it)
+                  if any(b'{"kind":"tombstone","id":"' + needle + b'"' in line
+                         for line in lines.values())}  # fmt: skip
     edits: list[Edit] = []
-    for start in sorted(spans):
-        line = data[start : spans[start]]
+    for start, line in lines.items():
         new = line
         for memory_id, needle in needles.items():
             if needle in new:
