@@ -101,11 +101,15 @@ def _needs_compaction(blob: Blob, memory_id: str, begin: int = 0) -> bool:
     return False
 
 
-def _mapped(path: Path) -> Blob:
-    """The file's bytes as a read-only mapping (b"" for an empty file)."""
+def _contents(path: Path, searches: int) -> Blob:
+    """The file's bytes for `searches` searches: mapped read-only for a few (no copy of a shelf
+    of hundreds of MB), read for more, where the copy pays for itself (a search of a mapping is
+    a quarter slower than of bytes: measured on a million memories' shelf, BENCHMARKS.md)."""
     with open(path, "rb") as handle:
         if not os.fstat(handle.fileno()).st_size:
             return b""
+        if searches > 3:
+            return handle.read()
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
@@ -144,14 +148,14 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
             grew = (isinstance(before, list) and before[0] == info.st_ino
                     and before[1] <= info.st_size)  # fmt: skip
             start = int(before[1]) if grew and isinstance(before, list) else 0
-            scanned[path] = (start, _mapped(path))
+            scanned[path] = (start, _contents(path, 2 + len(forgotten)))
             fresh |= _forgotten_in(scanned[path][1], start) - forgotten
         forgotten |= fresh
         for path in shelves:
             start, blob = scanned.get(path, (0, b""))
             wanted = forgotten if path in scanned else fresh
             if fresh and (start or path not in scanned):
-                start, blob = 0, blob or _mapped(path)  # the fresh ids: the whole shelf
+                start, blob = 0, blob or _contents(path, len(fresh))  # the whole shelf
                 scanned[path] = (start, blob)
             due = [memory_id for memory_id in sorted(wanted)
                    if _needs_compaction(blob, memory_id, start)]  # fmt: skip
