@@ -229,3 +229,17 @@ def test_forget_leaves_the_shelves_vouched_for_and_a_returned_line_is_still_caug
     lifecycle.teach(md, "the next write", T0_DT + timedelta(hours=2))
     assert b"zebrafishword" not in md.memory_shelf.read_bytes()
     assert kept.encode() in md.memory_shelf.read_bytes()
+
+
+def test_the_last_entry_is_quoted_without_the_ids_of_forgotten_turns(hashed: Memdir) -> None:
+    """An entry is never edited: one written before a `journal forget` names the turn, and the
+    briefing quotes it as "(a forgotten record)"; a turn still there keeps its id."""
+    from memdir.usecases import documents, forgetting
+    from memdir.usecases.journal import write_entry
+
+    gone, kept = say(hashed, "chat", "the quokka password is zebrafishword", "hello again")
+    write_entry(hashed, f"Talked about {gone} and {kept}.", T0_DT + timedelta(hours=1), "user")
+    forgetting.forget_turns(hashed, [gone], None, T0_DT + timedelta(hours=2))
+    briefing = documents.wake(hashed, T0_DT + timedelta(hours=3)).markdown
+    assert f"Talked about (a forgotten record) and {kept}." in briefing
+    assert gone not in briefing
