@@ -73,6 +73,14 @@ def shared_map(
         return found
 
 
+def plain(mapped: np.memmap[Any, Any]) -> np.ndarray:
+    """A memory map as a plain array over the same pages (it keeps the map open): indexing a
+    numpy memmap runs Python code on every look-up, several hundred of them in one recall."""
+    import numpy as np
+
+    return mapped.view(np.ndarray)
+
+
 class VectorFile:
     """Rows of vectors in one flat file: row i starts at byte i * dim * width. New rows are
     float16 in `path` (`.f16`); `legacy` is an older version's float32 file (`.f32`): while it
@@ -142,8 +150,8 @@ class VectorFile:
             count = stat.st_size // self._row_bytes(dtype)
             if count < rows:
                 raise IndexError(f"vector row {rows - 1} beyond the end of {path}")
-            self._map = shared_map(path, stat, lambda: np.memmap(
-                path, dtype=dtype, mode="r", shape=(count, self.dim)), (dtype, self.dim))  # fmt: skip
+            self._map = shared_map(path, stat, lambda: plain(np.memmap(
+                path, dtype=dtype, mode="r", shape=(count, self.dim))), (dtype, self.dim))  # fmt: skip
             self._map_key = key
         return self._map
 
@@ -373,7 +381,7 @@ class OpenBase:
 
         faiss.omp_set_num_threads(1)  # as fast as two for single queries, kinder to the machine
         swig: Any = faiss  # (faiss's stubs lack the zero-copy reader and the views)
-        mapping = np.memmap(path, dtype=np.uint8, mode="r")
+        mapping = plain(np.memmap(path, dtype=np.uint8, mode="r"))
         length = int.from_bytes(bytes(mapping[len(BASE_MAGIC) : len(BASE_MAGIC) + 8]), "little")
         start = len(BASE_MAGIC) + 8
         header = json.loads(bytes(mapping[start : start + length]))
@@ -425,11 +433,14 @@ class OpenBase:
             return []
         vector = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         scores, rows = self.index.search(vector, min(k, self.index.ntotal), params=self.params)
+        found = rows[0] >= 0
+        rows, scores = rows[0][found], scores[0][found]
+        first, last = self.offsets[rows], self.offsets[rows + 1]
+        if np.all(last - first == 1):  # each row one memory: the usual case, without a loop
+            return list(zip(self.iids[first].tolist(), scores.tolist(), strict=True))[:k]
         hits: list[tuple[int, float]] = []
-        for row, score in zip(rows[0].tolist(), scores[0].tolist(), strict=True):
-            if row >= 0:
-                first, last = self.offsets[row], self.offsets[row + 1]
-                hits.extend((iid, score) for iid in self.iids[first:last].tolist())
+        for start, end, score in zip(first.tolist(), last.tolist(), scores.tolist(), strict=True):
+            hits.extend((iid, score) for iid in self.iids[start:end].tolist())
         return hits[:k]
 
 
