@@ -211,3 +211,23 @@ def test_an_older_base_with_its_own_vectors_is_read_as_it_is(tmp_path: Path) -> 
     base.build(np.arange(100, 130), np.arange(30))
     assert not written_by_older(tmp_path / "base.index")
     assert base.kind() == "flat" and base.search(vectors[7], 1)[0][0] == 107
+
+
+@pytest.mark.parametrize("hnsw_above", [0, 1000])
+def test_a_base_over_an_older_float32_cache_reads_its_rows_as_float32(
+    tmp_path: Path, hnsw_above: int
+) -> None:
+    """While an older version's float32 file holds the rows (until the rebuild rewrites it), the
+    base is written over those rows and reads them as they are."""
+    import numpy as np
+
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    vectors = unit_vectors(50, 7)
+    (folder / "model.f32").write_bytes(vectors.astype("<f4").tobytes())
+    store = VectorFile(folder / "model.f16", DIM, legacy=folder / "model.f32")
+    base = FaissIndex(tmp_path / "base.index", DIM, VectorSettings(hnsw_above=hnsw_above), store)
+    base.build(np.arange(100, 150), np.arange(50))
+    hits = base.search(vectors[31], 3)
+    assert hits[0][0] == 131 and hits[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert base.kind() == ("hnsw" if hnsw_above == 0 else "flat")
