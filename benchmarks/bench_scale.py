@@ -21,7 +21,7 @@ postgres`); its schema is dropped at the end.
   timed on the clone (commit, pull with merge, index update, push).
 
 Usage: python -m benchmarks.bench_scale [--size 1000000] [--embedder hashing|minilm]
-       [--dsn DSN] [--runs 5] [--queries 100] [--rounds 3] [--skip sync,sleep]
+       [--dsn DSN] [--runs 5] [--queries 100] [--rounds 3] [--skip sync,sleep] [--reuse]
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.inval
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}  # fmt: skip
 
 
-def prepared(workdir: Path, size: int, embedder: str, dsn: str | None) -> Memdir:
+def prepared(workdir: Path, size: int, embedder: str, dsn: str | None, reuse: bool) -> Memdir:
     """A copy of the generated memdir whose settings embed with `embedder` (and keep the index
-    in the database at `dsn`)."""
+    in the database at `dsn`); with `reuse`, the copy an earlier run left, as it left it."""
     target = workdir / f"scale-{embedder}-{size}{'-pg' if dsn else ''}"
+    if reuse and target.is_dir():
+        return Memdir.open(target)
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(generated(workdir, size), target, ignore=shutil.ignore_patterns(".memdir"))
     (target / ".bench-complete").unlink(missing_ok=True)
@@ -184,7 +186,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--skip", default="", help="steps to leave out: sleep, sync")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="steps to leave out: build, warm, cold, sleep, sync (a comma between them)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="the memdir an earlier run prepared (and indexed: --skip build)",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     # a run on PostgreSQL is recorded apart from the local one
     args, result = started(parser, "scale-postgres" if "--dsn" in sys.argv else "scale")
@@ -193,7 +204,7 @@ def main() -> None:
     skip = set(filter(None, args.skip.split(",")))
     rng = random.Random(11)
     queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
-    memdir = prepared(args.workdir, args.size, args.embedder, args.dsn)
+    memdir = prepared(args.workdir, args.size, args.embedder, args.dsn, args.reuse)
     figures: dict[str, dict[str, Any]] = {}
 
     def step(name: str, values: dict[str, Any]) -> None:
@@ -201,19 +212,23 @@ def main() -> None:
         print(f"{name}: {values}", file=sys.stderr, flush=True)
 
     before = load_average()
-    embedder, _ = load_embedder(None, args.embedder)
-    build = timed_update(memdir, embedder)
-    index_bytes = schema_bytes(memdir)
-    step("build", {"total s": build["total"], "embedding s": build["embed"],
-                   "affect s": build["affect"], "rest s": build["rest"],
-                   "index MB": index_bytes / 1e6, "shelves MB": size_of(memdir.shelves_dir) / 1e6,
-                   "index ÷ shelves": index_bytes / size_of(memdir.shelves_dir)})  # fmt: skip
-    before = load_average()
-    found = warm(memdir, queries)
-    step("warm recall", {"p50 ms": found["p50"], "p95 ms": found["p95"], "scope": found["mode"],
-                         "embedding p50 ms": found["embedding p50"]})  # fmt: skip
-    before = load_average()
-    step("cold recall", cold(memdir, queries, args.runs))
+    if "build" not in skip:
+        embedder, _ = load_embedder(None, args.embedder)
+        build = timed_update(memdir, embedder)
+        index_bytes = schema_bytes(memdir)
+        shelves = size_of(memdir.shelves_dir)
+        step("build", {"total s": build["total"], "embedding s": build["embed"],
+                       "affect s": build["affect"], "rest s": build["rest"],
+                       "index MB": index_bytes / 1e6, "shelves MB": shelves / 1e6,
+                       "index ÷ shelves": index_bytes / shelves})  # fmt: skip
+    if "warm" not in skip:
+        before = load_average()
+        found = warm(memdir, queries)
+        step("warm recall", {"p50 ms": found["p50"], "p95 ms": found["p95"],
+                             "scope": found["mode"], "embedding p50 ms": found["embedding p50"]})  # fmt: skip
+    if "cold" not in skip:
+        before = load_average()
+        step("cold recall", cold(memdir, queries, args.runs))
     if "sleep" not in skip:
         before = load_average()
         step("sleep (ms)", sleep(memdir))
