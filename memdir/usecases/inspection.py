@@ -13,7 +13,7 @@ from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, ArchiveView, Mem
 
 def statuses(given: Iterable[str] | None) -> set[str]:
     """The statuses a list asks for: the live ones when none is given; `all` is every one."""
-    wanted = set(given or LIVE_STATUSES)
+    wanted: set[str] = set(given or LIVE_STATUSES)
     if "all" in wanted:
         wanted = set(STATUSES)
     unknown = wanted - set(STATUSES)
