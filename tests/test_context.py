@@ -70,3 +70,105 @@ def test_what_is_shown_is_recorded_as_a_recall(stocked: Memdir) -> None:
     found = prompt_context(stocked, PROMPT, T0_DT)
     [line] = [line for line in shelf_lines(stocked) if line.get("kind") == "recall"]
     assert line["memories"] == [entry.id for entry in found.entries]
+
+
+# --- a conversation's neighbours are one entry (usecases/prompt.py: bearing, conversation_unit) ---
+
+
+def chat(memdir: Memdir, session: str | None, turns: list[tuple[str, str]],
+         start: int = 0) -> list[str]:  # fmt: skip
+    """Speaker-prefixed observations of one session (as chat imports and `memdir bench locomo`
+    store them), a minute apart from minute `start`; their ids."""
+    from memdir.archive_format.clock import format_time
+    from memdir.archive_format.records import new_memory
+
+    memories = [
+        new_memory(created=format_time(T0_DT + timedelta(minutes=start + n)),
+                   text=f"{speaker}: {text}", source="observation", author=f"chat:{speaker}",
+                   store="episodic", session=session)
+        for n, (speaker, text) in enumerate(turns)
+    ]  # fmt: skip
+    lifecycle.add_memories(memdir, memories)
+    return [memory.id for memory in memories]
+
+
+LESSONS = [
+    ("ann", "Which instrument did you learn as a child?"),
+    ("bo", "The cello, nine years of cello lessons"),  # 1
+    ("bo", "and some piano lessons later on"),  # 2: beside 1, both bear on the prompt
+    ("ann", "The weather is lovely today"),  # 3
+    ("bo", "My bicycle got a flat tyre"),  # 4
+    ("bo", "Cello lessons were on Saturdays"),  # 5: bears, but 3 and 4 do not
+]
+ABOUT_LESSONS = "Bo: cello lessons or piano lessons as a child?"
+CHATTER = [("cy", f"We walked the dog along the river, day {n}") for n in range(20)]
+
+
+def test_results_side_by_side_in_a_conversation_are_one_entry_in_its_order(
+    hashed: Memdir,
+) -> None:
+    said = chat(hashed, "s1", LESSONS)
+    chat(hashed, "s2", CHATTER, start=10)
+    elsewhere = chat(hashed, None, [("bo", "I sold my old cello lessons books")], start=30)
+    found = prompt_context(hashed, ABOUT_LESSONS, T0_DT + timedelta(days=1), record=False)
+    units = [[entry.id for entry in unit] for unit in found.units()]
+    assert [said[1], said[2]] in units  # one entry, in the conversation's order
+    assert [said[5]] in units  # the turns between do not bear on the prompt: an entry apart
+    assert all(len(unit) == 1 for unit in units if said[1] not in unit)
+    assert elsewhere[0] not in {i for unit in units if len(unit) > 1 for i in unit}
+    text = found.markdown()
+    first, second = (text.splitlines().index(line) for line in text.splitlines()
+                     if said[1] in line or said[2] in line)  # fmt: skip
+    assert text.splitlines()[first].startswith("- bo: The cello")
+    assert second == first + 1 and text.splitlines()[second].startswith("  bo: and some piano")
+    assert found.to_dict()["units"] == len(units)
+    assert {e["unit"] for e in found.to_dict()["entries"]} == set(range(len(units)))
+
+
+def test_memories_without_a_session_are_never_joined(hashed: Memdir) -> None:
+    chat(hashed, None, LESSONS)
+    chat(hashed, "s2", CHATTER, start=10)
+    found = prompt_context(hashed, ABOUT_LESSONS, T0_DT + timedelta(days=1), record=False)
+    assert found.entries and all(len(unit) == 1 for unit in found.units())
+
+
+@pytest.mark.parametrize("budget", [30, 60, 90, 400])
+def test_a_joined_entry_keeps_the_budget_and_its_order(hashed: Memdir, budget: int) -> None:
+    said = chat(hashed, "s1", LESSONS)
+    chat(hashed, "s2", CHATTER, start=10)
+    everything = prompt_context(hashed, ABOUT_LESSONS, T0_DT + timedelta(days=1), record=False)
+    found = prompt_context(hashed, ABOUT_LESSONS, T0_DT + timedelta(days=1), budget=budget,
+                           record=False)  # fmt: skip
+    text = found.markdown()
+    assert text == "" or estimate_tokens(text) <= budget
+    assert len(found.entries) + found.left_out == len(everything.entries)
+    for unit in found.units():
+        assert [said.index(e.id) for e in unit] == sorted(said.index(e.id) for e in unit)
+
+
+def test_beside_is_the_memory_before_and_after_in_the_session(hashed: Memdir) -> None:
+    """Each result's `beside` (indexers/recall/neighbours.py) against the session's time order
+    read from the catalog, with two sessions interleaved in time and memories of no session."""
+    from memdir.indexers.index import MemoryIndex
+    from memdir.indexers.recall import RecallOptions, recall
+
+    one = chat(hashed, "one", [("ann", f"cello note {n}") for n in range(6)])
+    two = chat(hashed, "two", [("bo", f"cello page {n}") for n in range(5)], start=2)
+    loose = chat(hashed, None, [("cy", f"cello loose {n}") for n in range(3)], start=1)
+    index = MemoryIndex(hashed)
+    index.update()
+    try:
+        result = recall(index, "cello", T0_DT + timedelta(days=1), RecallOptions(k=20))
+        iid = {m.id: m.iid for m in index.catalog.memories_by_id(one + two + loose).values()}
+    finally:
+        index.close()
+    assert {c.id for c in result.results} == set(one + two + loose)
+    for candidate in result.results:
+        for order in (one, two):
+            if candidate.id in order:
+                at = order.index(candidate.id)
+                expected = (iid[order[at - 1]] if at else -1,
+                            iid[order[at + 1]] if at + 1 < len(order) else -1)  # fmt: skip
+                assert candidate.beside == expected
+        if candidate.id in loose:
+            assert candidate.beside == (-1, -1)

@@ -8,7 +8,10 @@ rule), beside recall's own top 10 (as `memdir bench locomo` ranks it), and score
 - **answered**: the block holds an evidence turn;
 - **silent with the answer available**: the block is empty although recall's top 10 holds an
   evidence turn;
-- **noise**: the share of the block's entries that are not evidence (over the blocks shown);
+- **noise**: the share of the block's entries that hold no evidence turn (over the blocks
+  shown). An entry is what the block shows as one: a memory, or results side by side in their
+  conversation (usecases/prompt.py); so beside it, always,
+- **turn noise**: the share of the block's memories (turns) that are not evidence;
 - **tokens**: the block's estimated tokens (characters ÷ 4), over the blocks shown.
 
 `answered_when_available` is answered over the questions whose evidence is in the top 10: the
@@ -25,18 +28,22 @@ import tempfile
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.archive_format.documents import estimate_tokens
 
 from .locomo import CATEGORIES, build_memdir, load_samples
+
+if TYPE_CHECKING:
+    from memdir.usecases.prompt import Shape
 
 TOP = 10  # recall's top k that says whether memory had the answer
 
 
 def _question(block: Any, top: list[str], by_id: dict[str, str], evidence: set[str]
               ) -> dict[str, Any]:  # fmt: skip
-    shown = [by_id.get(entry.id, "") for entry in block.entries]
+    units = [[by_id.get(entry.id, "") for entry in unit] for unit in block.units()]
+    shown = [dia for unit in units for dia in unit]
     available = bool(evidence & set(top[:TOP]))
     answered = bool(evidence & set(shown))
     text = block.markdown()
@@ -44,8 +51,10 @@ def _question(block: Any, top: list[str], by_id: dict[str, str], evidence: set[s
         "available": available,
         "answered": answered,
         "silent": not shown,
-        "entries": len(shown),
-        "noise": sum(1 for dia in shown if dia not in evidence),
+        "entries": len(units),
+        "noise": sum(1 for unit in units if not evidence & set(unit)),
+        "turns": len(shown),
+        "turn_noise": sum(1 for dia in shown if dia not in evidence),
         "tokens": estimate_tokens(text) if text else 0,
     }
 
@@ -67,6 +76,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     available = [r for r in rows if r["available"]]
     spoken = [r for r in rows if not r["silent"]]
     entries = sum(r["entries"] for r in spoken)
+    turns = sum(r["turns"] for r in spoken)
 
     def share(part: int, whole: int) -> float | None:
         return round(part / whole, 4) if whole else None
@@ -79,7 +89,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "silent_with_answer": share(sum(r["silent"] for r in available), len(rows)),
         "silent": share(sum(r["silent"] for r in rows), len(rows)),
         "noise": share(sum(r["noise"] for r in spoken), entries),
+        "turn_noise": share(sum(r["turn_noise"] for r in spoken), turns),
         "mean_entries": round(statistics.fmean(r["entries"] for r in spoken), 2) if spoken else 0,
+        "mean_turns": round(statistics.fmean(r["turns"] for r in spoken), 2) if spoken else 0,
         "mean_tokens": round(statistics.fmean(r["tokens"] for r in spoken), 1) if spoken else 0,
     }
 
@@ -97,9 +109,39 @@ def _report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def shape_arms(items: list[str]) -> dict[str, Shape]:
+    """`--shape NAME=VALUE[,NAME=VALUE…]` items as {item: Shape}, each laid over the default
+    shape (usecases/prompt.py); a name the shape does not have, or a value that is not a
+    number, is refused."""
+    from dataclasses import fields, replace
+
+    from memdir.archive_format.errors import BadInputError
+    from memdir.usecases.prompt import Shape
+
+    known = {field.name: field.type for field in fields(Shape)}
+    arms: dict[str, Shape] = {}
+    for item in items:
+        changes: dict[str, float] = {}
+        for part in item.split(","):
+            name, equals, value = part.partition("=")
+            name = name.strip()
+            try:
+                number = float(value) if name != "max_entries" else int(value)
+            except ValueError:
+                number = None
+            if not equals or name not in known or number is None or number < 0:
+                raise BadInputError(f"--shape {item!r}: expected NAME=VALUE pairs, NAME one of "
+                                    f"{', '.join(known)}, VALUE a number ≥ 0",
+                                    hint="e.g. --shape relative=0.9,max_entries=3")  # fmt: skip
+            changes[name] = number
+        arms[item] = replace(Shape(), **changes)  # type: ignore[arg-type]
+    return arms
+
+
 def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, Any] | None,
               progress: Callable[[str, int, int], None] | None,
-              per_question: list[dict[str, Any]] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
+              per_question: list[dict[str, Any]] | None,
+              arms: dict[str, Shape]) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:  # fmt: skip
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions, recall
@@ -108,6 +150,7 @@ def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, An
 
     samples = load_samples(path)[:limit]
     rows: list[dict[str, Any]] = []
+    arm_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
     wakes: list[dict[str, Any]] = []
     total = sum(len(sample.questions) for sample in samples)
     done = 0
@@ -132,11 +175,17 @@ def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, An
                 row = {"category": question.category,
                        **_question(found, ranked, by_id, set(question.evidence))}  # fmt: skip
                 rows.append(row)
+                for name, shape in arms.items():
+                    other = block(asked, budget, shape=shape)
+                    arm_rows[name].append({"category": question.category,
+                                           **_question(other, ranked, by_id,
+                                                       set(question.evidence))})  # fmt: skip
                 if per_question is not None:
                     per_question.append({"file": path.name, "sample": sample.sample_id,
                                          "question_number": number, "question": question.text,
                                          "evidence": question.evidence, "top": ranked,
-                                         "block": [by_id.get(e.id, "") for e in found.entries],
+                                         "block": [[by_id.get(e.id, "") for e in unit]
+                                                   for unit in found.units()],
                                          "verdict": found.verdict, **row,
                                          "results": [_result(c, by_id) for c in asked.results]})  # fmt: skip
             index.parts.drop()
@@ -144,21 +193,28 @@ def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, An
             document = wake(memdir, now)
             wakes.append({"sample": sample.sample_id, "tokens": estimate_tokens(document.markdown),
                           "memories": sum(1 for memory_id in by_id if memory_id in document.markdown)})  # fmt: skip
-    report = {**_report(rows), "samples": len(samples), "budget": budget, "wake": wakes}
-    return report, rows
+    report = {**_report(rows), "samples": len(samples), "budget": budget, "wake": wakes,
+              "shapes": {name: _report(part) for name, part in arm_rows.items()}}  # fmt: skip
+    return report, {"": rows, **arm_rows}
 
 
 def run(paths: list[Path], limit: int | None = None, budget: int | None = None,
         settings: dict[str, Any] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
-        per_question: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Each file's delivery figures under `files`, and pooled over all of them."""
+        per_question: list[dict[str, Any]] | None = None,
+        shapes: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Each file's delivery figures under `files`, and pooled over all of them; each of
+    `shapes` (`--shape` items) is another block shape measured on the same recalls, under
+    `shapes` beside the default's figures."""
     from memdir.usecases.prompt import DEFAULT_BUDGET
 
+    arms = shape_arms(shapes or [])
     files: dict[str, dict[str, Any]] = {}
-    pooled: list[dict[str, Any]] = []
+    pooled: dict[str, list[dict[str, Any]]] = {"": [], **{name: [] for name in arms}}
     for path in paths:
         files[str(path)], rows = _run_file(path, limit, budget or DEFAULT_BUDGET, settings,
-                                           progress, per_question)  # fmt: skip
-        pooled.extend(rows)
-    return {"files": files, "pooled": _report(pooled)}
+                                           progress, per_question, arms)  # fmt: skip
+        for name, part in rows.items():
+            pooled[name].extend(part)
+    return {"files": files, "pooled": {**_report(pooled[""]), "shapes": {
+        name: _report(part) for name, part in pooled.items() if name}}}  # fmt: skip
