@@ -177,7 +177,7 @@ def search_turns(memdir: Memdir, query: str, now: datetime, limit: int = 20,
     wanted = search_terms(query)
     if not wanted:
         return []
-    book = journal.read_journal(memdir, until=now)
+    book = journal.read_journal(memdir, until=now, holding=wanted)
     asked = ("private",) if everything else ()
     shown: list[tuple[Turn, str, set[str]]] = []
     for turn in book.turns:
