@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
-from conftest import T0_DT, shelf_lines
+from conftest import T0_DT, configure, shelf_lines
 
 from memdir.archive_format import lifecycle
 from memdir.archive_format.documents import estimate_tokens
@@ -172,3 +173,108 @@ def test_beside_is_the_memory_before_and_after_in_the_session(hashed: Memdir) ->
                 assert candidate.beside == expected
         if candidate.id in loose:
             assert candidate.beside == (-1, -1)
+
+
+# --- when no memory answers: the journal's turns (usecases/prompt.py: journal_entries) -----------
+
+MOVE = ["I need help planning a move next spring.", "Happy to help. Where to?",
+        "We found a flat in Valencia near the old riverbed park.", "Lovely choice.",
+        "Mostly I worry about the paperwork for the flat.", "Let's make a list."]  # fmt: skip
+ASKED = "Where was the flat we found in Valencia?"
+LATER = T0_DT + timedelta(days=30)
+
+
+@pytest.fixture
+def moved(hashed: Memdir) -> tuple[Memdir, list[str]]:
+    """A conversation in the journal only (as an import leaves it), a memory about something
+    else, and turns the assistant may never be shown, each holding the prompt's words."""
+    from memdir.archive_format import journal
+
+    turns = [journal.new_turn(T0_DT + timedelta(minutes=n), "user" if n % 2 == 0 else
+                              "assistant", "chatgpt-move", text, "import:chatgpt")
+             for n, text in enumerate(MOVE)]  # fmt: skip
+    withheld = [
+        journal.new_turn(T0_DT, "user", "s2", "The flat we found in Valencia: private", "cli",
+                         "private"),
+        journal.new_turn(T0_DT, "user", "s2", "The flat we found in Valencia: sealed", "cli",
+                         "sealed"),
+        journal.new_turn(T0_DT, "user", "s2", "The flat we found in Valencia: sensitive", "cli",
+                         secrecy="sensitive"),
+        journal.new_turn(T0_DT, "user", "s2", "The flat we found in Valencia: secret", "cli",
+                         secrecy="secret"),
+    ]  # fmt: skip
+    journal.add_turns(hashed, turns + withheld)
+    lifecycle.teach(hashed, "My bicycle is a blue road bike", T0_DT)
+    return hashed, [turn.id for turn in turns]
+
+
+def test_no_memory_answers_so_the_block_carries_the_turns_that_hold_its_words(
+    moved: tuple[Memdir, list[str]],
+) -> None:
+    memdir, said = moved
+    found = prompt_context(memdir, ASKED, LATER)
+    assert found.verdict != "GROUNDED"
+    [turn] = [e for e in found.entries if e.text == MOVE[2]]
+    assert turn.kind == "journal" and turn.id == said[2]
+    assert turn.marker == f"journal, user, {T0_DT.date().isoformat()}"
+    assert found.entries[0] is turn  # the most words first (the paperwork turn holds one)
+    text = found.markdown()
+    assert "From the journal" in text and f"({said[2]}, journal, user," in text
+    for word in ("private", "sealed", "sensitive", "secret"):
+        assert f"Valencia: {word}" not in text
+    assert estimate_tokens(text) <= 400
+    # a turn is no memory: nothing is recorded as recalled
+    assert not [line for line in shelf_lines(memdir) if line.get("kind") == "recall"]
+
+
+def test_a_turn_holding_too_few_of_the_prompts_words_is_not_carried(
+    moved: tuple[Memdir, list[str]],
+) -> None:
+    memdir, _ = moved
+    # "paperwork" alone of four words: under half of them
+    found = prompt_context(memdir, "paperwork deadlines visas embassy", LATER, record=False)
+    assert found.entries == [] and found.markdown() == ""
+
+
+def test_memory_that_answers_keeps_the_journal_out(moved: tuple[Memdir, list[str]]) -> None:
+    memdir, _ = moved
+    taught = lifecycle.teach(memdir, "The flat we found in Valencia was by the riverbed park",
+                             T0_DT)
+    found = prompt_context(memdir, ASKED, LATER, record=False)
+    assert found.verdict == "GROUNDED" and taught.id in [e.id for e in found.entries]
+    assert [e for e in found.entries if e.kind == "journal"] == []
+
+
+def test_the_journal_can_be_switched_off(moved: tuple[Memdir, list[str]]) -> None:
+    memdir, _ = moved
+    off = configure(memdir, context={"journal": False})
+    assert prompt_context(off, ASKED, LATER, record=False).entries == []
+
+
+def test_the_conversation_in_progress_is_left_out(moved: tuple[Memdir, list[str]], cli) -> None:
+    """The hook records the prompt in its session before asking (`context --journal S`): that
+    turn, and the rest of the session, the assistant already has; turns of others it gets."""
+    memdir, said = moved
+    args = ("--dir", str(memdir.root), "context", "--json", "--no-record")
+    done = cli(*args, "--journal", "chatgpt-move", ASKED, now=LATER.isoformat())
+    assert done.code == 0, done
+    assert [e for e in json.loads(done.out)["entries"] if e["kind"] == "journal"] == []
+    # another conversation gets the turn, and not the question the first one journalled: a
+    # turn that is mostly questions asks, it does not tell
+    done = cli(*args, "--journal", "today", ASKED, now=LATER.isoformat())
+    shown = [e for e in json.loads(done.out)["entries"] if e["kind"] == "journal"]
+    assert said[2] in [e["id"] for e in shown] and all(e["text"] != ASKED for e in shown)
+
+
+def test_a_user_turn_no_channel_vouches_for_is_marked_unverified(
+    moved: tuple[Memdir, list[str]],
+) -> None:
+    from memdir.archive_format import journal
+
+    memdir, _ = moved
+    claimed = journal.new_turn(LATER - timedelta(days=1), "user", "s3",
+                               "The flat we found in Valencia has a balcony", "hook:unverified")  # fmt: skip
+    journal.add_turns(memdir, [claimed])
+    found = prompt_context(memdir, ASKED, LATER, record=False)
+    [entry] = [e for e in found.entries if e.id == claimed.id]
+    assert entry.marker.startswith("journal, user (unverified), ")

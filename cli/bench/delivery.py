@@ -109,6 +109,42 @@ def _report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def build_journal(sample: Any, root: Path, settings: dict[str, Any] | None = None
+                  ) -> dict[str, str]:  # fmt: skip
+    """A memdir whose journal holds the sample's turns as an import leaves them — verbatim,
+    speaker-prefixed as `build_memdir`'s memories, the first speaker's as the user's, the
+    other's as the assistant's, a second apart in their session — and no memory of them;
+    returns turn id → dia_id."""
+    from memdir.archive_format import journal
+    from memdir.archive_format.memdir import init
+
+    first = min((turn.created for turn in sample.turns), default=None)
+    memdir, _ = init(root, first, settings=settings or None)
+    user = sample.turns[0].text.split(":", 1)[0] if sample.turns else ""
+    turns, by_id, position = [], {}, 0
+    for number, turn in enumerate(sample.turns):
+        same = number and sample.turns[number - 1].session == turn.session
+        position = position + 1 if same else 0
+        role = "user" if turn.text.split(":", 1)[0] == user else "assistant"
+        made = journal.new_turn(turn.created + timedelta(seconds=position), role,
+                                f"{sample.sample_id}/session_{turn.session}", turn.text,
+                                "import:locomo")  # fmt: skip
+        turns.append(made)
+        by_id[made.id] = turn.dia_id
+    journal.add_turns(memdir, turns)
+    return by_id
+
+
+def _journal_top(memdir: Any, asked: Any, now: Any) -> list[dict[str, Any]]:
+    """The journal search's best TOP turns for the question (what `recall --include-journal`
+    shows the assistant): whether the journal had the answer."""
+    from memdir.usecases.journal import search_turns
+    from memdir.usecases.prompt import JOURNAL_SURFACE
+    from memdir.usecases.recall import journal_words
+
+    return search_turns(memdir, journal_words(asked.analysis), now, TOP, surface=JOURNAL_SURFACE)
+
+
 def shape_arms(items: list[str]) -> dict[str, Shape]:
     """`--shape NAME=VALUE[,NAME=VALUE…]` items as {item: Shape}, each laid over the default
     shape (usecases/prompt.py); a name the shape does not have, or a value that is not a
@@ -141,12 +177,13 @@ def shape_arms(items: list[str]) -> dict[str, Shape]:
 def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, Any] | None,
               progress: Callable[[str, int, int], None] | None,
               per_question: list[dict[str, Any]] | None,
-              arms: dict[str, Shape]) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:  # fmt: skip
+              arms: dict[str, Shape], in_journal: bool = False
+              ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:  # fmt: skip
     from memdir.archive_format.memdir import Memdir
     from memdir.indexers.index import MemoryIndex
     from memdir.indexers.recall import RecallOptions, recall
     from memdir.usecases.documents import wake
-    from memdir.usecases.prompt import QUERY_CHARS, block, context_options
+    from memdir.usecases.prompt import QUERY_CHARS, context_options, delivered
 
     samples = load_samples(path)[:limit]
     rows: list[dict[str, Any]] = []
@@ -156,7 +193,8 @@ def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, An
     done = 0
     for sample in samples:
         with tempfile.TemporaryDirectory(prefix="memdir-delivery-") as scratch:
-            by_id = build_memdir(sample, Path(scratch) / sample.sample_id, settings)
+            build = build_journal if in_journal else build_memdir
+            by_id = build(sample, Path(scratch) / sample.sample_id, settings)
             memdir = Memdir.open(Path(scratch) / sample.sample_id)
             now = max(turn.created for turn in sample.turns) + timedelta(days=1)
             index = MemoryIndex(memdir)
@@ -170,13 +208,14 @@ def _run_file(path: Path, limit: int | None, budget: int, settings: dict[str, An
                     continue
                 top = recall(index, question.text, now, ranking)
                 asked = recall(index, question.text[:QUERY_CHARS], now, context_options())
-                found = block(asked, budget)
-                ranked = [by_id.get(c.id, "") for c in top.results]
+                found = delivered(memdir, asked, now, budget)
+                ranked = ([by_id.get(row["id"], "") for row in _journal_top(memdir, asked, now)]
+                          if in_journal else [by_id.get(c.id, "") for c in top.results])  # fmt: skip
                 row = {"category": question.category,
                        **_question(found, ranked, by_id, set(question.evidence))}  # fmt: skip
                 rows.append(row)
                 for name, shape in arms.items():
-                    other = block(asked, budget, shape=shape)
+                    other = delivered(memdir, asked, now, budget, shape)
                     arm_rows[name].append({"category": question.category,
                                            **_question(other, ranked, by_id,
                                                        set(question.evidence))})  # fmt: skip
@@ -202,7 +241,7 @@ def run(paths: list[Path], limit: int | None = None, budget: int | None = None,
         settings: dict[str, Any] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         per_question: list[dict[str, Any]] | None = None,
-        shapes: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+        shapes: list[str] | None = None, in_journal: bool = False) -> dict[str, Any]:  # fmt: skip
     """Each file's delivery figures under `files`, and pooled over all of them; each of
     `shapes` (`--shape` items) is another block shape measured on the same recalls, under
     `shapes` beside the default's figures."""
@@ -213,7 +252,7 @@ def run(paths: list[Path], limit: int | None = None, budget: int | None = None,
     pooled: dict[str, list[dict[str, Any]]] = {"": [], **{name: [] for name in arms}}
     for path in paths:
         files[str(path)], rows = _run_file(path, limit, budget or DEFAULT_BUDGET, settings,
-                                           progress, per_question, arms)  # fmt: skip
+                                           progress, per_question, arms, in_journal)  # fmt: skip
         for name, part in rows.items():
             pooled[name].extend(part)
     return {"files": files, "pooled": {**_report(pooled[""]), "shapes": {

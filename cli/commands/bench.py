@@ -207,6 +207,11 @@ def delivery(
             "floor_bm25, relative, neighbour or max_entries laid over the default's.",
         ),
     ] = None,
+    in_journal: Annotated[
+        bool,
+        typer.Option("--in-journal", help="Keep each sample's turns in the journal only, as an "
+                     "import leaves them (no memory of them): the block's journal turns."),
+    ] = False,
     json_: context.JsonOpt = False,
 ) -> None:
     """What the per-prompt hook delivers (`memdir context` for every question): answered,
@@ -215,7 +220,8 @@ def delivery(
 
     Example: memdir bench delivery ../shared/bench/locomo/locomo-dev.json --json;
     memdir bench delivery FILE --weight pair_semantic=1 (a profile variant);
-    memdir bench delivery FILE --shape relative=0.9 --shape max_entries=2 (block shapes)
+    memdir bench delivery FILE --shape relative=0.9 --shape max_entries=2 (block shapes);
+    memdir bench delivery FILE --in-journal (the turns only in the journal, as after an import)
     """
     from memdir.cli.bench.delivery import run
     from memdir.cli.bench.locomo import weight_overrides, with_weights
@@ -223,7 +229,8 @@ def delivery(
     weights = weight_overrides(weight or [])
     settings = with_weights({}, "default", weights) if weights else None
     report = measured(per_question, lambda advance, rows: run(
-        files, limit, budget, settings, progress=advance, per_question=rows, shapes=shape))  # fmt: skip
+        files, limit, budget, settings, progress=advance, per_question=rows, shapes=shape,
+        in_journal=in_journal))  # fmt: skip
     report["weights"] = weights
     if json_:
         emit_json(report)

@@ -26,6 +26,7 @@ The ids that made it into the block are recorded as a recall (rehearsal) by `con
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -48,12 +49,14 @@ log = logging.getLogger("memdir")
 
 DEFAULT_BUDGET = 400  # tokens
 CANDIDATES = 12  # recall's k: more than ever fit a small budget
-KINDS = ("fact", "memory", "review")  # the order the budget is filled in
+KINDS = ("fact", "memory", "review", "journal")  # the order the budget is filled in
 TITLES = {
     "fact": "Hard facts (current value per key):",
     "memory": "Relevant memories:",
     "review": "Unconfirmed (inferred, not known; ask the user before relying on them):",
+    "journal": "From the journal (verbatim turns, not memories: what was said then):",
 }
+JOURNAL_SURFACE = "context (journal)"  # the policy's row for the block's journal turns
 TEXT_WIDTH = 300
 MAX_ENTRIES = 3
 HEALTH_WORDS = re.compile(
@@ -79,6 +82,11 @@ class Shape:
     relative: float = 0.8
     neighbour: float = 0.7
     max_entries: int = MAX_ENTRIES
+    # when no memory answers: up to `journal_turns` journal turns holding at least
+    # `journal_least` of the prompt's words and `journal_share` of them (`journal_entries`)
+    journal_turns: int = 2
+    journal_least: int = 2
+    journal_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -217,24 +225,86 @@ def prompt_context(
     budget: int = DEFAULT_BUDGET,
     record: bool = True,
     k: int = CANDIDATES,
+    session: str | None = None,
+    journal: bool = True,
 ) -> PromptContext:
-    """The context block for `prompt` at `now` (see the module doc)."""
+    """The context block for `prompt` at `now` (see the module doc); `session` is the
+    conversation the prompt belongs to, whose turns the journal entries leave out; without
+    `journal`, the memories only."""
     result = recall(memdir, prompt[:QUERY_CHARS], now, context_options(k), record=False)
-    always = always_on(memdir, now) if memdir.settings.context.hard_facts == "always" else []
-    found = block(result, budget, always, memdir.settings.recall.verdict)
-    if record and found.entries:
+    found = delivered(memdir, result, now, budget, session=session, journal=journal)
+    remembered = [e.id for e in found.entries if e.kind != "journal"]
+    if record and remembered:
         try:
-            record_recall(
-                memdir,
-                [e.id for e in found.entries],
-                now,
-                "user",
-                f"context: {prompt[:200]}",
-                via="context",
-            )
+            record_recall(memdir, remembered, now, "user", f"context: {prompt[:200]}",
+                          via="context")  # fmt: skip
         except LockedError:
             log.warning("the memdir is busy; this context was not recorded")
     return found
+
+
+def delivered(memdir: Memdir, result: RecallResult, now: datetime, budget: int = DEFAULT_BUDGET,
+              shape: Shape = Shape(), session: str | None = None,
+              journal: bool = True) -> PromptContext:  # fmt: skip
+    """The block for the prompt `result` recalled, as the hook gets it: `block` (with the
+    hard facts the user wants always), then, when no memory answers, the journal's turns
+    (`journal_entries`, unless `context.journal` is off or `journal` is False)."""
+    always = always_on(memdir, now) if memdir.settings.context.hard_facts == "always" else []
+    found = block(result, budget, always, memdir.settings.recall.verdict, shape)
+    if journal and memdir.settings.context.journal and found.verdict != "GROUNDED":
+        turns = journal_entries(memdir, result, now, session, shape)
+        found = with_journal(found, turns, budget)
+    return found
+
+
+def journal_entries(memdir: Memdir, result: RecallResult, now: datetime,
+                    session: str | None = None, shape: Shape = Shape()) -> list[Entry]:  # fmt: skip
+    """For a prompt no memory answers: the journal turns — imported and journalled
+    conversations — that hold its words (recall's BM25 words, as `recall --include-journal`
+    searches them), at least `shape.journal_least` of them (all, when it has fewer) and
+    `shape.journal_share` of them, the best `shape.journal_turns` by the search's order; never
+    a turn of `session` (the conversation in progress, which the assistant already has) nor
+    one that is mostly questions, and only what the policy's `context (journal)` row shows an
+    assistant: normal turns."""
+    from memdir.indexers.questions import MOSTLY, question_share
+
+    from .journal import search_terms, search_turns
+    from .recall import journal_words
+
+    words = journal_words(result.analysis)
+    count = len(search_terms(words))
+    least = max(min(shape.journal_least, count), math.ceil(shape.journal_share * count))
+    if not count or shape.journal_turns <= 0:
+        return []
+    rows = search_turns(memdir, words, now, shape.journal_turns + JOURNAL_SPARE,
+                        surface=JOURNAL_SURFACE, least=least)  # fmt: skip
+    # a question asks, it rarely tells (docs/RECALL.md §2): the user's earlier prompts, which
+    # the hook journals, would otherwise come back as answers to the same question
+    rows = [row for row in rows if (session is None or row["session"] != session)
+            and question_share(row["text"]) < MOSTLY]  # fmt: skip
+    return [journal_entry(row) for row in rows[: shape.journal_turns]]
+
+
+JOURNAL_SPARE = 8  # turns searched beyond those shown, for the session left out
+
+
+def journal_entry(row: dict[str, Any]) -> Entry:
+    """A journal turn as an entry of its own: who said it (a user turn that arrived by a
+    channel that cannot vouch for the user is `user (unverified)`), when, and its id."""
+    role = row["role"] if row["trusted"] else f"{row['role']} (unverified)"
+    return Entry("journal", row["id"], row["text"], f"journal, {role}, {row['at'][:10]}",
+                 0.0, None, "turn", "normal", 0, (row["at"], 0))  # fmt: skip
+
+
+def with_journal(found: PromptContext, turns: list[Entry], budget: int) -> PromptContext:
+    """The block with the journal turns after its entries, each an entry of its own, within
+    the budget."""
+    if not turns:
+        return found
+    first = max((e.unit for e in found.entries), default=-1) + 1
+    entries = found.entries + [replace(turn, unit=first + n) for n, turn in enumerate(turns)]
+    kept, left_out = within_budget(entries, budget)
+    return PromptContext(found.verdict, budget, kept, left_out)
 
 
 def context_options(k: int = CANDIDATES) -> RecallOptions:
