@@ -238,8 +238,9 @@ def test_a_turn_holding_too_few_of_the_prompts_words_is_not_carried(
 
 def test_memory_that_answers_keeps_the_journal_out(moved: tuple[Memdir, list[str]]) -> None:
     memdir, _ = moved
-    taught = lifecycle.teach(memdir, "The flat we found in Valencia was by the riverbed park",
-                             T0_DT)
+    taught = lifecycle.teach(
+        memdir, "The flat we found in Valencia was by the riverbed park", T0_DT
+    )
     found = prompt_context(memdir, ASKED, LATER, record=False)
     assert found.verdict == "GROUNDED" and taught.id in [e.id for e in found.entries]
     assert [e for e in found.entries if e.kind == "journal"] == []

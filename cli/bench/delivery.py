@@ -26,7 +26,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,7 +118,7 @@ def build_journal(sample: Any, root: Path, settings: dict[str, Any] | None = Non
     from memdir.archive_format import journal
     from memdir.archive_format.memdir import init
 
-    first = min((turn.created for turn in sample.turns), default=None)
+    first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
     memdir, _ = init(root, first, settings=settings or None)
     user = sample.turns[0].text.split(":", 1)[0] if sample.turns else ""
     turns, by_id, position = [], {}, 0

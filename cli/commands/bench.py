@@ -209,8 +209,11 @@ def delivery(
     ] = None,
     in_journal: Annotated[
         bool,
-        typer.Option("--in-journal", help="Keep each sample's turns in the journal only, as an "
-                     "import leaves them (no memory of them): the block's journal turns."),
+        typer.Option(
+            "--in-journal",
+            help="Keep each sample's turns in the journal only, as an "
+            "import leaves them (no memory of them): the block's journal turns.",
+        ),
     ] = False,
     json_: context.JsonOpt = False,
 ) -> None:
@@ -246,9 +249,11 @@ def delivery(
     for title, figures in parts:
         table = Table("category", "n", "answered", "of available", "silent w/ answer", "noise",
                       "turn noise", "tokens", title=title)  # fmt: skip
-        shown = [("overall (1–4)", figures["overall"])] + [
-            (f"{key} {value['name']}", value) for key, value in figures["categories"].items()
-        ] + [(f"--shape {name}", arm["overall"]) for name, arm in figures["shapes"].items()]
+        shown = (
+            [("overall (1–4)", figures["overall"])]
+            + [(f"{key} {value['name']}", value) for key, value in figures["categories"].items()]
+            + [(f"--shape {name}", arm["overall"]) for name, arm in figures["shapes"].items()]
+        )
         for label, row in shown:
             table.add_row(label, str(row["n"]), *(
                 "–" if row.get(name) is None else f"{row[name]:g}" for name in columns))  # fmt: skip
