@@ -58,7 +58,7 @@ TITLES = {
 }
 JOURNAL_SURFACE = "context (journal)"  # the policy's row for the block's journal turns
 TEXT_WIDTH = 300
-MAX_ENTRIES = 3
+MAX_ENTRIES = 5
 HEALTH_WORDS = re.compile(
     r"\b(allerg\w*|anaphyla\w*|diagnos\w*|medication\w*|medicine\w*|pills?|tablets?|"
     r"inhaler\w*|insulin|epipen|prescri\w*|dose\w*|mg)\b",
@@ -80,7 +80,7 @@ class Shape:
     floor_cosine: float = 0.3
     floor_bm25: float = 3.0
     relative: float = 0.8
-    neighbour: float = 0.7
+    neighbour: float = 0.8
     max_entries: int = MAX_ENTRIES
     # when no memory answers: up to `journal_turns` journal turns holding at least
     # `journal_least` of the prompt's words and `journal_share` of them (`journal_entries`)
