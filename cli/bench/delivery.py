@@ -162,7 +162,8 @@ def shape_arms(items: list[str]) -> dict[str, Shape]:
             name, equals, value = part.partition("=")
             name = name.strip()
             try:
-                number = float(value) if name != "max_entries" else int(value)
+                whole = isinstance(getattr(Shape(), name, None), int)
+                number = int(value) if whole else float(value)
             except ValueError:
                 number = None
             if not equals or name not in known or number is None or number < 0:
