@@ -66,7 +66,8 @@ def _result(candidate: Any, by_id: dict[str, str]) -> dict[str, Any]:
             "cosine": round(candidate.raw.get("cosine", 0.0), 4),
             "bm25": round(candidate.raw.get("bm25", 0.0), 4),
             "channels": sorted(candidate.channels), "status": candidate.status,
-            "tokens": estimate_tokens(candidate.memory.text)}  # fmt: skip
+            "tokens": estimate_tokens(candidate.memory.text),
+            "components": {name: round(value, 4) for name, value in candidate.components.items()}}  # fmt: skip
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
