@@ -279,3 +279,22 @@ def test_a_user_turn_no_channel_vouches_for_is_marked_unverified(
     found = prompt_context(memdir, ASKED, LATER, record=False)
     [entry] = [e for e in found.entries if e.id == claimed.id]
     assert entry.marker.startswith("journal, user (unverified), ")
+
+
+def test_a_guess_alone_never_grounds_the_block(hashed: Memdir) -> None:
+    """The block speaks on durable evidence only (docs/MCP.md): an unconfirmed inference that
+    matches the prompt best, alone, is no answer — and a rejected one is not even shown."""
+    for text in CHATTER:
+        lifecycle.teach(hashed, text[1], T0_DT)
+    guess = lifecycle.infer(hashed, "Bo took cello lessons as a child, cello and piano lessons",
+                            T0_DT, ttl=timedelta(days=30)).id  # fmt: skip
+    wrong = lifecycle.infer(hashed, "Bo took piano lessons as a child, cello lessons too",
+                            T0_DT, ttl=timedelta(days=30)).id  # fmt: skip
+    lifecycle.reject(hashed, wrong, "the user said no", T0_DT)
+    found = prompt_context(hashed, ABOUT_LESSONS, T0_DT + timedelta(days=1), record=False)
+    assert found.verdict != "GROUNDED" and found.entries == []
+    taught = lifecycle.teach(hashed, "Bo: cello lessons as a child, then piano lessons", T0_DT).id
+    found = prompt_context(hashed, ABOUT_LESSONS, T0_DT + timedelta(days=1), record=False)
+    shown = {e.id: e for e in found.entries}
+    assert found.verdict == "GROUNDED" and taught in shown and wrong not in shown
+    assert shown[guess].kind == "review"
