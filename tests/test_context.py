@@ -231,7 +231,7 @@ def test_a_turn_holding_too_few_of_the_prompts_words_is_not_carried(
     moved: tuple[Memdir, list[str]],
 ) -> None:
     memdir, _ = moved
-    # "paperwork" alone of four words: under half of them
+    # "paperwork" alone of four words: fewer than two
     found = prompt_context(memdir, "paperwork deadlines visas embassy", LATER, record=False)
     assert found.entries == [] and found.markdown() == ""
 

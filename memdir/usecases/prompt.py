@@ -86,7 +86,7 @@ class Shape:
     # `journal_least` of the prompt's words and `journal_share` of them (`journal_entries`)
     journal_turns: int = 2
     journal_least: int = 2
-    journal_share: float = 0.5
+    journal_share: float = 0.3
 
 
 @dataclass(frozen=True)
