@@ -2,8 +2,9 @@
 
 Each sample of a LoCoMo-style file becomes the same memdir `memdir bench locomo` builds
 (`locomo.build_memdir`: one observation per turn). Every question then goes the hook's path:
-the `memdir context` block (`usecases.prompt`: the same recall options and the same `block`
-rule), beside recall's own top 10 (as `memdir bench locomo` ranks it), and scores:
+the `memdir context` block (`usecases.prompt`: the same recall options and `delivered`, the
+block with its journal turns), beside recall's own top 10 (as `memdir bench locomo` ranks it),
+and scores:
 
 - **answered**: the block holds an evidence turn;
 - **silent with the answer available**: the block is empty although recall's top 10 holds an
@@ -19,6 +20,12 @@ share the block delivers of what recall found. The questions carry no date of th
 each is asked where `memdir bench locomo` asks it, a day after the sample's last session.
 Each sample's wake document (`memdir wake`, the session-start path) is measured too: its
 tokens and how many of its entries are turns of the sample.
+
+`--in-journal` keeps each sample's turns in the journal only, as an import leaves a
+conversation (no memory of them): every block is then the journal turns the block carries when
+no memory answers, and "available" means the journal search's top 10 (what `recall
+--include-journal` would show the assistant) holds an evidence turn. `--shape` measures other
+block shapes (usecases/prompt.py's `Shape`) on the same recalls.
 """
 
 from __future__ import annotations

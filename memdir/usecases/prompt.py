@@ -17,10 +17,13 @@ floor, an adaptive size, health memories only when the prompt is about them; doc
 nothing is shown unless a durable memory among it grounds the prompt: a weak match in every
 prompt is noise. Results that sit side by side in one conversation (a reply sent as two
 messages, a question and its answer) and both bear on the prompt are one entry, shown in the
-conversation's order. With `context.hard_facts: always` every current keyed memory joins. The
-block (headers and markers included) stays within the token budget; memories are taken in the
-order hard facts, memories, review items, each kind by rank, and what did not fit is counted.
-The ids that made it into the block are recorded as a recall (rehearsal) by `context`.
+conversation's order. With `context.hard_facts: always` every current keyed memory joins.
+When no memory answers, the block carries instead the journal's turns of other conversations
+that hold the prompt's words (`journal_entries`: an imported history is in the journal, not in
+memories), normal turns only. The block (headers and markers included) stays within the token
+budget; entries are taken in the order hard facts, memories, review items, journal turns, each
+kind by rank, and what did not fit is counted. The memory ids that made it into the block are
+recorded as a recall (rehearsal) by `context`.
 """
 
 from __future__ import annotations
