@@ -204,7 +204,8 @@ def delivery(
             "--shape",
             metavar="NAME=VALUE[,…]",
             help="Another block shape measured on the same recalls (repeatable): floor_cosine, "
-            "floor_bm25, relative, neighbour or max_entries laid over the default's.",
+            "floor_bm25, relative, neighbour, max_entries, journal_turns, journal_least or "
+            "journal_share laid over the default's.",
         ),
     ] = None,
     in_journal: Annotated[
