@@ -307,7 +307,7 @@ def with_journal(found: PromptContext, turns: list[Entry], budget: int) -> Promp
     first = max((e.unit for e in found.entries), default=-1) + 1
     entries = found.entries + [replace(turn, unit=first + n) for n, turn in enumerate(turns)]
     kept, left_out = within_budget(entries, budget)
-    return PromptContext(found.verdict, budget, kept, left_out)
+    return PromptContext(found.verdict, budget, kept, found.left_out + left_out)
 
 
 def context_options(k: int = CANDIDATES) -> RecallOptions:
