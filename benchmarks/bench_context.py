@@ -1,6 +1,7 @@
 """`memdir context` before and after a change, in the same minutes: cold (no service) and
 served, on a prompt memory answers and on prompts it does not (which, since issue 26's third
-round, ask the journal), with a journal of --turns turns (issue 26).
+round, ask the journal), with a journal of --turns turns; and cold `memdir journal search` for
+a rare and a common word (issue 26).
 
 The memdir holds LoCoMo conv-26's 419 turns as memories (as `memdir bench locomo` builds it)
 and a journal of --turns turns made of conv-26's sentences in other sessions (an imported
@@ -34,6 +35,7 @@ from memdir.archive_format.memdir import Memdir
 from memdir.cli.bench.locomo import build_memdir, load_samples
 
 GROUNDED = "When did Caroline go to the LGBTQ support group?"
+SEARCHED = {"a rare word": "sunrise", "a common word": "really"}  # `memdir journal search`
 QUIET = ["Can you write me a short poem about the sea?",
          "What is a good name for a new painting of a sunset?",
          "How do I fix a flat bicycle tyre?"]  # fmt: skip
@@ -102,7 +104,7 @@ def main() -> None:
     env = {**os.environ, "MEMDIR_NOW": now}
     prompts = {"grounded": [GROUNDED], "no memory answers": QUIET}
     samples: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-    shown: dict[tuple[str, str], str] = {}
+    shown: dict[tuple[str, tuple[str, ...]], str] = {}
     loads = [load_average()[0]]
     services = {}
     try:
@@ -113,14 +115,18 @@ def main() -> None:
                     log.unlink(missing_ok=True)
                     services[side] = start_service(memdir, copies[side], log)
             extra = {"MEMDIR_NO_SERVICE": "1"} if mode == "cold" else {}
+            asks = {kind: [("context", prompt, "--no-record") for prompt in asked]
+                    for kind, asked in prompts.items()}  # fmt: skip
+            if mode == "cold":  # (the service does not serve `journal search`)
+                asks |= {f"journal search, {kind}": [("journal", "search", word, "--k", "10")]
+                         for kind, word in SEARCHED.items()}  # fmt: skip
             for run in range(args.runs + 1):
-                for kind, asked in prompts.items():
+                for kind, commands in asks.items():
                     for side, memdir in sides.items():
-                        prompt = asked[run % len(asked)]
-                        command = [memdir, "--dir", str(copies[side]), "context", prompt,
-                                   "--no-record"]  # fmt: skip
+                        asked = commands[run % len(commands)]
+                        command = [memdir, "--dir", str(copies[side]), *asked]
                         wall, cpu, out = timed(command, {**env, **extra})
-                        shown[(side, prompt)] = out
+                        shown[(side, asked)] = out
                         if run:  # the first round warms up
                             samples.setdefault((mode, kind, side), []).append((wall, cpu))
         loads.append(load_average()[0])
@@ -129,17 +135,16 @@ def main() -> None:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
     rows = []
-    for mode in ("cold", "served"):
-        for kind in prompts:
-            cells = [mode, kind]
-            for side in sides:
-                got = samples[(mode, kind, side)]
-                wall = statistics.median(w for w, _ in got) * 1000
-                cpu = statistics.median(c for _, c in got) * 1000
-                cells.append(f"{wall:.0f} ms (CPU {cpu:.0f} ms)")
-            rows.append(cells)
-    journalled = {prompt: "From the journal" in out for (side, prompt), out in shown.items()
-                  if side == "after"}  # fmt: skip
+    for mode, kind in dict.fromkeys((mode, kind) for mode, kind, _ in samples):
+        cells = [mode, kind]
+        for side in sides:
+            got = samples[(mode, kind, side)]
+            wall = statistics.median(w for w, _ in got) * 1000
+            cpu = statistics.median(c for _, c in got) * 1000
+            cells.append(f"{wall:.0f} ms (CPU {cpu:.0f} ms)")
+        rows.append(cells)
+    journalled = {asked[1]: "From the journal" in out for (side, asked), out in shown.items()
+                  if side == "after" and asked[0] == "context"}  # fmt: skip
     print(f"machine: {machine()}; journal of {args.turns:,} turns; median of {args.runs} "
           f"rounds; load average {loads[0]:.1f} → {loads[-1]:.1f}")  # fmt: skip
     headers = ["mode", "prompt", "before", "after"]
