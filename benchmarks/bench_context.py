@@ -9,7 +9,8 @@ history: the words a prompt may share with it are real conversation words). Each
 `memdir` executables, --before and --after (e.g. main's venv and a branch's) — gets its own
 copy and its own service; rounds alternate the sides command by command, so load on a shared
 host falls on both alike. Figures: medians over --runs rounds after one warm-up, and the CPU
-time (user + system) of the cold processes, which load disturbs less than wall time.
+time (user + system) of the client process and, served, of the service answering it (from
+/proc, in clock ticks), which load disturbs less than wall time.
 Usage: python -m benchmarks.bench_context --before /work/main/.venv/bin/memdir
        [--after .venv/bin/memdir] [--turns 20000] [--runs 9] [--workdir /tmp/memdir-bench]
 """
@@ -73,15 +74,26 @@ def start_service(memdir: str, root: Path, log: Path) -> subprocess.Popen[bytes]
     return process
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (user + system of the child) and stdout of one run."""
+def service_cpu(process: subprocess.Popen[bytes] | None) -> float:
+    """The CPU seconds (user + system) a running service has used so far; 0 without one."""
+    if process is None:
+        return 0.0
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(command: list[str], env: dict[str, str],
+          service: subprocess.Popen[bytes] | None = None) -> tuple[float, float, str]:  # fmt: skip
+    """Wall seconds, CPU seconds (user + system of the child, and of the service that answered
+    it) and stdout of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    served = service_cpu(service)
     began = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, check=True, text=True)
     wall = time.perf_counter() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+    return wall, cpu + service_cpu(service) - served, done.stdout
 
 
 def main() -> None:
@@ -125,7 +137,7 @@ def main() -> None:
                     for side, memdir in sides.items():
                         asked = commands[run % len(commands)]
                         command = [memdir, "--dir", str(copies[side]), *asked]
-                        wall, cpu, out = timed(command, {**env, **extra})
+                        wall, cpu, out = timed(command, {**env, **extra}, services.get(side))
                         shown[(side, asked)] = out
                         if run:  # the first round warms up
                             samples.setdefault((mode, kind, side), []).append((wall, cpu))
