@@ -30,6 +30,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from benchmarks.bench_cold import LOCOMO, SAMPLE
+from benchmarks.bench_serve import start_service
 from benchmarks.common import load_average, machine, started, table
 from memdir.archive_format import journal
 from memdir.archive_format.memdir import Memdir
@@ -61,17 +62,6 @@ def built(workdir: Path, turns: int) -> tuple[Path, str]:
         journal.add_turns(Memdir.open(root), made)
         marker.write_text("built\n")
     return root, now.isoformat()
-
-
-def start_service(memdir: str, root: Path, log: Path) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([memdir, "--dir", str(root), "serve", "--no-watch", "--log",
-                                str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not (log.exists() and "serving " in log.read_text()):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"memdir serve did not start:\n{log.read_text()}")
-        time.sleep(0.05)
-    return process
 
 
 def service_cpu(process: subprocess.Popen[bytes] | None) -> float:
@@ -125,7 +115,7 @@ def main() -> None:
                 for side, memdir in sides.items():
                     log = args.workdir / f"context-{side}.log"
                     log.unlink(missing_ok=True)
-                    services[side] = start_service(memdir, copies[side], log)
+                    services[side] = start_service(copies[side], log, [memdir])
             extra = {"MEMDIR_NO_SERVICE": "1"} if mode == "cold" else {}
             asks = {kind: [("context", prompt, "--no-record") for prompt in asked]
                     for kind, asked in prompts.items()}  # fmt: skip

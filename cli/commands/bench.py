@@ -40,6 +40,15 @@ PerQuestionOpt = Annotated[
     ),
 ]
 
+SHAPE_HELP = (
+    "Another block shape measured on the same recalls (repeatable): floor_cosine, floor_bm25,"
+    " relative, neighbour, max_entries, journal_turns, journal_least or journal_share laid over"
+    " the default's."
+)
+ShapeOpt = Annotated[
+    list[str] | None, typer.Option("--shape", metavar="NAME=VALUE[,…]", help=SHAPE_HELP)
+]
+
 bench_app = typer.Typer(help="Benchmarks run through memdir's own pipeline.", no_args_is_help=True)
 
 
@@ -198,16 +207,7 @@ def delivery(
     ] = None,
     per_question: PerQuestionOpt = None,
     weight: WeightOpt = None,
-    shape: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--shape",
-            metavar="NAME=VALUE[,…]",
-            help="Another block shape measured on the same recalls (repeatable): floor_cosine, "
-            "floor_bm25, relative, neighbour, max_entries, journal_turns, journal_least or "
-            "journal_share laid over the default's.",
-        ),
-    ] = None,
+    shape: ShapeOpt = None,
     in_journal: Annotated[
         bool,
         typer.Option(
