@@ -166,13 +166,14 @@ def _text(body: dict[str, Any], name: str) -> str:
 def recall(me: Handle, query: str, now: datetime, *, k: int = 10, profile: str | None = None,
            include_private: bool = False, include_expired: bool = False) -> dict[str, Any]:  # fmt: skip
     """`memdir recall QUERY --explain --json` (never recorded: a debugger that writes would
-    change what it explains), the profile's weights, and what `memdir context` would carry."""
+    change what it explains), the profile's weights, and the memories `memdir context` would
+    carry (its journal turns are the context view's)."""
     from memdir.cli.explain import ScoreWeights
 
     found = me.recall(query, k=k, profile=profile, include_private=include_private,
                       include_expired=include_expired, record=False, now=now)  # fmt: skip
     weights = ScoreWeights.of(me.archive, found.profile)
-    block = me.context(query, record=False, now=now)
+    block = me.context(query, record=False, now=now, journal=False)
     return {
         "recall": found.to_dict(explain=True),
         "weights": {
