@@ -1,13 +1,16 @@
-"""Embedding throughput on chat-length sentences, one-query latency, and model load time.
+"""Embedding throughput on chat-length sentences, one-query latency, and model load time; and,
+where the CPU and the `bf16` extra allow, the bfloat16 layers against the float32 numpy ones:
+speed (alternating rounds in one process, so load hits both sides alike) and cosine parity.
 
 The result goes to benchmarks/results/embedding.json (--result elsewhere).
-Usage: python -m benchmarks.bench_embedding [--sentences 2000] [--runs 3]
+Usage: python -m benchmarks.bench_embedding [--sentences 2000] [--runs 3] [--mpnet DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -16,12 +19,16 @@ import time
 from pathlib import Path
 
 from benchmarks.common import machine, started, table
+from memdir.indexers import bfloat16
 from memdir.indexers.embedding import (
     Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
+    MPNetEmbedder,
     find_model_dir,
 )
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 SPEAKERS = ("Caroline", "Melanie", "Jon", "Gina", "User", "Assistant")
 WORDS = (
@@ -71,6 +78,90 @@ def throughput(embedder: Embedder, sentences: list[str], runs: int) -> float:
     return statistics.median(samples)
 
 
+def paired_speed(
+    exact: MiniLMEmbedder, fast: MiniLMEmbedder, sentences: list[str], runs: int
+) -> dict[str, float]:
+    """Sentences/s of the float32 and the bfloat16 layers over `runs` alternating rounds, wall
+    and per CPU second (user + system of this process: fair when other work steals the
+    cores), with the median of the per-round ratios."""
+    for embedder in (exact, fast):
+        embedder.embed(sentences[:300])  # warm-up; compiles the bfloat16 layers
+    walls: dict[str, list[float]] = {"float32": [], "bfloat16": []}
+    cpus: dict[str, list[float]] = {"float32": [], "bfloat16": []}
+    for _ in range(runs):
+        for side, embedder in (("float32", exact), ("bfloat16", fast)):
+            start, cpu = time.perf_counter(), time.process_time()
+            embedder.embed(sentences)
+            walls[side].append(len(sentences) / (time.perf_counter() - start))
+            cpus[side].append(len(sentences) / (time.process_time() - cpu))
+    ratios = [new / old for old, new in zip(walls["float32"], walls["bfloat16"], strict=True)]
+    cpu_ratios = [new / old for old, new in zip(cpus["float32"], cpus["bfloat16"], strict=True)]
+    return {
+        "float32 sentences/s": statistics.median(walls["float32"]),
+        "bfloat16 sentences/s": statistics.median(walls["bfloat16"]),
+        "speed ratio": statistics.median(ratios),
+        "float32 sentences per CPU second": statistics.median(cpus["float32"]),
+        "bfloat16 sentences per CPU second": statistics.median(cpus["bfloat16"]),
+        "CPU speed ratio": statistics.median(cpu_ratios),
+        "load average": os.getloadavg()[0],
+    }
+
+
+def parity(exact: MiniLMEmbedder, fast: MiniLMEmbedder, texts: list[str]) -> tuple[float, float]:
+    """Worst and mean cosine between the two paths' vectors of the same texts (the bfloat16
+    side embedded in one call large enough to use it)."""
+    import numpy as np
+
+    padded = texts * (256 // len(texts) + 1)  # one call large enough for the bfloat16 layers
+    cosines = np.sum(exact.embed(texts) * fast.embed(padded)[: len(texts)], axis=1)
+    return float(cosines.min()), float(cosines.mean())
+
+
+def compare_precisions(
+    name: str, exact: MiniLMEmbedder, fast: MiniLMEmbedder, sentences: list[str], runs: int,
+    fixture: str,
+) -> dict[str, float]:  # fmt: skip
+    """Speed and parity of the bfloat16 layers against the float32 ones, printed and returned."""
+    figures = paired_speed(exact, fast, sentences, runs)
+    texts = [entry["text"] for entry in json.loads((FIXTURES / fixture).read_text())["sentences"]]
+    figures["fixture worst cosine"], figures["fixture mean cosine"] = parity(exact, fast, texts)
+    figures["chat worst cosine"], figures["chat mean cosine"] = parity(exact, fast, sentences)
+    print(
+        table(
+            [name, "float32 (numpy)", "bfloat16 (OpenVINO)", "ratio (paired median)"],
+            [
+                [
+                    "sentences/s, wall",
+                    f"{figures['float32 sentences/s']:,.1f}",
+                    f"{figures['bfloat16 sentences/s']:,.1f}",
+                    f"{figures['speed ratio']:.2f}",
+                ],
+                [
+                    "sentences per CPU second",
+                    f"{figures['float32 sentences per CPU second']:,.1f}",
+                    f"{figures['bfloat16 sentences per CPU second']:,.1f}",
+                    f"{figures['CPU speed ratio']:.2f}",
+                ],
+                [
+                    f"cosine with float32, {len(texts)} fixture sentences: worst / mean",
+                    "1",
+                    f"{figures['fixture worst cosine']:.6f} / {figures['fixture mean cosine']:.7f}",
+                    "",
+                ],
+                [
+                    f"cosine with float32, {len(sentences)} chat sentences: worst / mean",
+                    "1",
+                    f"{figures['chat worst cosine']:.6f} / {figures['chat mean cosine']:.7f}",
+                    "",
+                ],
+            ],
+        )  # fmt: skip
+    )
+    print(f"({runs} alternating rounds, load average {figures['load average']:.1f} at the end)")
+    print()
+    return figures
+
+
 def query_latency(embedder: Embedder, sentences: list[str]) -> float:
     """Median milliseconds to embed one sentence on its own, as a recall query does."""
     samples = []
@@ -104,6 +195,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--mpnet", help="all-mpnet-base-v2's directory: compare its two paths too")
+    parser.add_argument("--mpnet-sentences", type=int, default=300)
     args, result = started(parser, "embedding")
     model_dir = find_model_dir()
     if model_dir is None:
@@ -112,7 +205,7 @@ def main() -> None:
         )
 
     sentences = chat_sentences(args.sentences)
-    minilm = MiniLMEmbedder(model_dir)
+    minilm = MiniLMEmbedder(model_dir, exact=True)
     pieces = [len(encoding.ids) for encoding in minilm._model.tokenizer.encode_batch(sentences)]
     mean_pieces = statistics.mean(pieces)
     mean_words = statistics.mean(len(sentence.split()) for sentence in sentences)
@@ -140,6 +233,19 @@ def main() -> None:
         )
     )
     print()
+    if bfloat16.compiled(minilm._model) is None:
+        print("bfloat16 layers: not available here (no `bf16` extra, or no BF16 in this CPU)")
+    else:
+        figures["MiniLM, bfloat16 against float32"] = compare_precisions(
+            "all-MiniLM-L6-v2", minilm, MiniLMEmbedder(model_dir), sentences, args.runs,
+            "minilm_reference.json",
+        )  # fmt: skip
+        if args.mpnet:
+            figures["MPNet, bfloat16 against float32"] = compare_precisions(
+                "all-mpnet-base-v2", MPNetEmbedder(args.mpnet, exact=True),
+                MPNetEmbedder(args.mpnet), sentences[: args.mpnet_sentences], args.runs,
+                "mpnet_reference.json",
+            )  # fmt: skip
     imported, loaded = load_times(model_dir, args.runs)
     print(
         table(
