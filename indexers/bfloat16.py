@@ -65,9 +65,31 @@ def compiled(model: _EncoderModel) -> LayerStack | None:
         return _COMPILED[model.model_id]
 
 
-def _compile(model: _EncoderModel) -> LayerStack | None:
+def import_openvino() -> Any:
+    """OpenVINO's runtime without its model converter.
+
+    ``import openvino`` also imports ``openvino.tools.ovc``, and importing that sends a usage
+    event to Google Analytics (openvino-telemetry, on unless the user opted out) and writes
+    ~/intel/. memdir converts no models and makes no network calls, so the converter's module
+    is held unimportable while openvino loads: its __init__ skips the converter on ImportError.
+    """
+    import sys
+
+    converter = "openvino.tools.ovc"
+    held = "openvino" not in sys.modules and converter not in sys.modules
+    if held:
+        sys.modules[converter] = None  # type: ignore[assignment]  # "import fails", by spec
     try:
         import openvino
+    finally:
+        if held and sys.modules.get(converter, "") is None:
+            del sys.modules[converter]  # a user's own import of the converter still works
+    return openvino
+
+
+def _compile(model: _EncoderModel) -> LayerStack | None:
+    try:
+        openvino = import_openvino()
     except ImportError:
         return None
     core = openvino.Core()
@@ -91,8 +113,9 @@ def _graph(model: _EncoderModel) -> Any:
     """The transformer layers as an OpenVINO model, weights shared with the numpy encoder's
     (the same folded biases and pre-scaled queries, so both compute the same function)."""
     import numpy as np
-    import openvino
     import openvino.opset13 as ops
+
+    openvino = import_openvino()
 
     width = model.width
     head_dim = width // _HEAD_COUNT

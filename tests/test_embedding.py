@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -170,6 +171,34 @@ def test_without_bfloat16_products_the_cpu_gets_the_exact_path(
     monkeypatch.setenv("MEMDIR_EMBED_BF16", "0")
     assert bfloat16.compiled(minilm._model) is None
     assert np.array_equal(MiniLMEmbedder(minilm.model_dir).embed(texts), exact)
+
+
+def test_the_bfloat16_layers_call_no_network_and_write_no_telemetry(
+    minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    """`import openvino` imports its model converter, which sends a usage event (a forked
+    process calls Google Analytics) and writes ~/intel/: memdir loads OpenVINO without it."""
+    needs_bfloat16(minilm)
+    code = (
+        "import os, sys\n"
+        "def audit(event, args):\n"
+        "    if event in ('socket.getaddrinfo', 'socket.connect', 'os.fork') or (\n"
+        "            event == 'open' and 'intel' in str(args[0]).split(os.sep)):\n"
+        "        os.write(2, f'{event} {args[0]}\\n'.encode())\n"
+        "        os._exit(3)\n"
+        "sys.addaudithook(audit)\n"
+        "from memdir.indexers import bfloat16\n"
+        "from memdir.indexers.embedding import MiniLMEmbedder\n"
+        f"embedder = MiniLMEmbedder({str(minilm.model_dir)!r})\n"
+        "embedder.embed([f'note {n}' for n in range(300)])\n"
+        "assert bfloat16.compiled(embedder._model) is not None\n"
+        "assert 'openvino_telemetry' not in sys.modules\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "CI": ""}  # the telemetry is off under CI
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=REPO_ROOT, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "intel").exists()
 
 
 def test_a_query_never_imports_openvino(minilm: MiniLMEmbedder) -> None:
