@@ -222,7 +222,7 @@ def main() -> None:
     )
     print()
     rows = []
-    figures: dict[str, dict[str, float]] = {}
+    figures: dict[str, dict[str, float | str]] = {}
     for name, embedder in (
         ("all-MiniLM-L6-v2 (numpy)", minilm),
         ("hashing-384", HashingEmbedder()),
@@ -239,19 +239,29 @@ def main() -> None:
         )
     )
     print()
+    comparisons: dict[str, dict[str, float]] = {}
     if bfloat16.compiled(minilm._model) is None:
         print("bfloat16 layers: not available here (no `bf16` extra, or no BF16 in this CPU)")
     else:
-        figures["MiniLM, bfloat16 against float32"] = compare_precisions(
+        comparisons["all-MiniLM-L6-v2"] = compare_precisions(
             "all-MiniLM-L6-v2", minilm, MiniLMEmbedder(model_dir), sentences, args.runs,
             "minilm_reference.json",
         )  # fmt: skip
         if args.mpnet:
-            figures["MPNet, bfloat16 against float32"] = compare_precisions(
+            comparisons["all-mpnet-base-v2"] = compare_precisions(
                 "all-mpnet-base-v2", MPNetEmbedder(args.mpnet, exact=True),
                 MPNetEmbedder(args.mpnet), sentences[: args.mpnet_sentences], args.runs,
                 "mpnet_reference.json",
             )  # fmt: skip
+    for name, compared in comparisons.items():
+        figures[f"{name} (bfloat16, OpenVINO)"] = {
+            "sentences/s": compared["bfloat16 sentences/s"],
+            "against float32, alternating": f"{compared['float32 sentences/s']:.1f} → "
+            f"{compared['bfloat16 sentences/s']:.1f}: {compared['speed ratio']:.2f}× (CPU time "
+            f"{compared['CPU speed ratio']:.2f}×, load {compared['load average']:.1f})",
+            "worst cosine with float32": f"{compared['fixture worst cosine']:.6f} fixture, "
+            f"{compared['chat worst cosine']:.6f} chat",
+        }
     imported, loaded = load_times(model_dir, args.runs)
     print(
         table(
@@ -265,7 +275,7 @@ def main() -> None:
     figures["fresh process, MiniLM"] = {"import numpy + tokenizers + safetensors, ms":
                                         imported * 1000, "load the model, ms": loaded * 1000}  # fmt: skip
     result.parameters.update(mean_words=mean_words, mean_word_pieces=mean_pieces)
-    result.save(figures)
+    result.save(figures, {"bfloat16 against float32": comparisons} if comparisons else None)
 
 
 if __name__ == "__main__":

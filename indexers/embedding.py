@@ -74,7 +74,7 @@ _SOFTMAX_UNDERFLOW_GUARD = 1e-20
 _HTTP_BATCH = 256  # inputs per request; OpenAI accepts up to 2048
 # Texts in one call from which the bfloat16 layers are used where they can be (bfloat16.py):
 # compiling them costs about what the numpy encoder takes for this many, so a query, a `teach`
-# or a small update never waits for it, and an index build (calls of 512) is 4x faster.
+# or a small update never waits for it, and an index build (calls of 512) embeds about 4x faster.
 _BF16_MIN_TEXTS = 256
 
 # erf(z) ~= z * P(z^2) / Q(z^2) for |z| <= 4 (Eigen's float32 erf), with P and Q's coefficients
@@ -603,13 +603,13 @@ def _encode_batch(
     hidden = model.word_embeddings[ids.reshape(-1)]
     hidden.reshape(batch_size, length, width)[...] += model.position_embeddings[:length]
     _layer_norm(hidden, model.embedding_norm_weight, model.embedding_norm_bias, model.eps)
-    if layers is not None:
-        no_bias = np.zeros((1, 1, 1, length), dtype=np.float32)
-        hidden = layers(hidden.reshape(batch_size, length, width), no_bias if key_bias is None
-                        else np.ascontiguousarray(key_bias, dtype=np.float32)).reshape(-1, width)  # fmt: skip
-    else:
+    if layers is None:
         for layer in model.layers:
             hidden = _encoder_layer(layer, hidden, batch_size, length, key_bias, model.eps)
+    else:
+        bias = np.zeros((1, 1, 1, length), np.float32) if key_bias is None else key_bias
+        hidden3d = hidden.reshape(batch_size, length, width)
+        hidden = layers(hidden3d, np.ascontiguousarray(bias)).reshape(-1, width)
 
     hidden3d = hidden.reshape(batch_size, length, width)
     if padded:
