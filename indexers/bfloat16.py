@@ -2,10 +2,10 @@
 
 The numpy encoder (embedding.py) spends three quarters of its time in float32 matrix products,
 and float32 numpy is capped near 1.85x today's speed by this machine's GEMM peak. On a CPU with
-AVX512-BF16 or AMX-BF16 (Intel Cooper Lake, Sapphire Rapids and later; recent AMD), OpenVINO
-runs the same layers with bfloat16 products accumulated in float32, compiled into one graph
-(GELU, LayerNorm and softmax fused): about 4x the numpy encoder's sentences per second, at a
-cosine of 0.99995 or better with its vectors (BENCHMARKS.md, "Embeddings in bfloat16").
+AVX512-BF16 or AMX-BF16 (Intel Xeons since Cooper Lake and Sapphire Rapids, among others),
+OpenVINO runs the same layers with bfloat16 products accumulated in float32, compiled into one
+graph (GELU, LayerNorm and softmax fused): about 4x the numpy encoder's sentences per second, at
+a cosine of 0.99995 or better with its vectors (BENCHMARKS.md, "Embeddings in bfloat16").
 
 It is optional (the `bf16` extra) and only a speed-up: the vectors stay in MiniLM's (or MPNet's)
 space, so the model id, and with it every index, is unchanged. ``compiled`` returns None, and
