@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import machine, started, table
-from memdir.indexers import bfloat16
+from memdir.indexers import bfloat16, embedding
 from memdir.indexers.embedding import (
     Embedder,
     HashingEmbedder,
@@ -208,6 +208,9 @@ def main() -> None:
     parser.add_argument("--mpnet", help="all-mpnet-base-v2's directory: compare its two paths too")
     parser.add_argument("--mpnet-sentences", type=int, default=300)
     args, result = started(parser, "embedding")
+    if min(args.sentences, args.mpnet_sentences) < embedding._BF16_MIN_TEXTS:
+        parser.error(f"the bfloat16 layers embed calls of {embedding._BF16_MIN_TEXTS} texts or "
+                     "more: --sentences and --mpnet-sentences cannot be fewer")  # fmt: skip
     model_dir = minilm_dir()
 
     sentences = chat_sentences(args.sentences)
