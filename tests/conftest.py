@@ -27,7 +27,7 @@ from memdir.cli.service import socket_path
 from memdir.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
-    from memdir.indexers.embedding import MiniLMEmbedder, MPNetEmbedder
+    from memdir.indexers.embedding import E5Embedder, MiniLMEmbedder, MPNetEmbedder
 
 MEMDIR_BIN = Path(sys.executable).with_name("memdir")
 T0 = "2026-05-01T09:00:00Z"
@@ -290,6 +290,23 @@ def mpnet() -> MPNetEmbedder:
             pytest.fail(message)
         pytest.skip(message)
     return MPNetEmbedder(model_dir)
+
+
+@pytest.fixture(scope="session")
+def e5() -> E5Embedder:
+    """The optional multilingual-e5-small (the e5 setup), unpacked by `make e5-model` into the
+    venv, or where $MEMDIR_E5_MODEL says; tests that need it skip without it, except under CI
+    (.ci/run unpacks it), where they fail."""
+    from memdir.indexers.embedding import E5Embedder
+
+    model_dir = Path(os.environ.get("MEMDIR_E5_MODEL") or Path(sys.prefix) / "models"
+                     / "multilingual-e5-small")  # fmt: skip
+    if not (model_dir / "model.safetensors").is_file():
+        message = f"multilingual-e5-small not unpacked at {model_dir}: run make e5-model"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return E5Embedder(model_dir)
 
 
 @pytest.fixture
