@@ -246,7 +246,7 @@ class VerdictSettings:
 class RecallSettings:
     profile: str = setting(
         "default",
-        "weight profile: `default`, `quality` (for `embedder.mpnet`), `fitted` (learned on"
+        "weight profile: `default`, `quality` (for `embedder.mpnet` or `embedder.e5`), `fitted` (learned on"
         " chats), `cama`, `anima` or one of `profiles`",
         text(),
     )

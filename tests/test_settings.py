@@ -285,6 +285,21 @@ def test_embedder_mpnet_names_the_larger_model(md: Memdir, tmp_path: Path) -> No
     assert f"embedder.mpnet: {empty}" in index.embedder_warning
 
 
+@effect("embedder.e5")
+def test_embedder_e5_names_the_e5_model(md: Memdir, tmp_path: Path) -> None:
+    """Where it holds no model, memdir says so, naming the setting and how to get the model,
+    and embeds with MiniLM (or hashing). (With the model: test_embedding.py.)"""
+    from memdir.indexers.index import MemoryIndex
+
+    empty = tmp_path / "not-unpacked"
+    empty.mkdir()
+    index = MemoryIndex(configure(md, embedder={"e5": str(empty)}))
+    assert index.embedder.kind in ("minilm", "hashing")
+    assert index.embedder_warning is not None
+    assert f"embedder.e5: {empty}" in index.embedder_warning
+    assert "make e5-model" in index.embedder_warning
+
+
 @effect("affect.annotator")
 def test_affect_annotator_chooses_the_annotator(md: Memdir) -> None:
     from memdir.indexers.index import MemoryIndex
