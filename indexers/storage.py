@@ -366,13 +366,13 @@ class IndexStorage:
             from .embedding import load_embedder
 
             config = self.memdir.settings.embedder
-            key = ("embedder", str(config.path), config.kind, str(config.mpnet))
+            key = ("embedder", str(config.path), config.kind, str(config.mpnet), str(config.e5))
             with _resident_lock:
                 if _resident is not None and key in _resident:
                     self._embedder = _resident[key]
                     return _resident[key]
                 self._embedder, self.embedder_warning = load_embedder(
-                    config.path, config.kind, config.mpnet
+                    config.path, config.kind, config.mpnet, config.e5
                 )
                 if self.embedder_warning:
                     log.warning(self.embedder_warning.removeprefix("memdir: "))

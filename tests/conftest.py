@@ -27,7 +27,7 @@ from memdir.cli.service import socket_path
 from memdir.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
-    from memdir.indexers.embedding import MiniLMEmbedder, MPNetEmbedder
+    from memdir.indexers.embedding import E5Embedder, MiniLMEmbedder, MPNetEmbedder
 
 MEMDIR_BIN = Path(sys.executable).with_name("memdir")
 T0 = "2026-05-01T09:00:00Z"
@@ -300,21 +300,34 @@ def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder(model_dir)
 
 
-@pytest.fixture(scope="session")
-def mpnet() -> MPNetEmbedder:
-    """The optional all-mpnet-base-v2 (the quality setup), unpacked by `make quality-model`
-    into the venv, or where $MEMDIR_MPNET_MODEL says; tests that need it skip without it, except
-    under CI (.ci/run unpacks it), where they fail."""
-    from memdir.indexers.embedding import MPNetEmbedder
-
-    model_dir = Path(os.environ.get("MEMDIR_MPNET_MODEL") or Path(sys.prefix) / "models"
-                     / "all-mpnet-base-v2")  # fmt: skip
+def _optional_model(kind: type, variable: str, folder: str, target: str) -> Any:
+    """An optional model unpacked by `make TARGET` into the venv, or where $VARIABLE says; tests
+    that need it skip without it, except under CI (.ci/run unpacks it), where they fail."""
+    model_dir = Path(os.environ.get(variable) or Path(sys.prefix) / "models" / folder)
     if not (model_dir / "model.safetensors").is_file():
-        message = f"all-mpnet-base-v2 not unpacked at {model_dir}: run make quality-model"
+        message = f"{folder} not unpacked at {model_dir}: run make {target}"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    return MPNetEmbedder(model_dir)
+    return kind(model_dir)
+
+
+@pytest.fixture(scope="session")
+def mpnet() -> MPNetEmbedder:
+    """The optional all-mpnet-base-v2 (the quality setup): `make quality-model`."""
+    from memdir.indexers.embedding import MPNetEmbedder
+
+    return _optional_model(
+        MPNetEmbedder, "MEMDIR_MPNET_MODEL", "all-mpnet-base-v2", "quality-model"
+    )
+
+
+@pytest.fixture(scope="session")
+def e5() -> E5Embedder:
+    """The optional multilingual-e5-small (the e5 setup): `make e5-model`."""
+    from memdir.indexers.embedding import E5Embedder
+
+    return _optional_model(E5Embedder, "MEMDIR_E5_MODEL", "multilingual-e5-small", "e5-model")
 
 
 @pytest.fixture

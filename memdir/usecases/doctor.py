@@ -71,8 +71,9 @@ def check_embedder(settings_: Settings) -> Check:
         return Check("embedder", "problem", "embedder.kind is http but $MEMDIR_EMBED_URL is unset",
                      "export MEMDIR_EMBED_URL=http://127.0.0.1:8080/v1/embeddings")  # fmt: skip
     missing = [name for name in ("safetensors", "tokenizers", "numpy") if not _has(name)]
-    if settings.kind == "auto" and settings.mpnet and not missing:
-        return _check_mpnet(settings.mpnet)
+    for kind, configured in (("mpnet", settings.mpnet), ("e5", settings.e5)):
+        if settings.kind == "auto" and configured and not missing:
+            return _check_optional(kind, configured)
     if missing:
         return Check("embedder", "problem",
                      f"MiniLM needs {', '.join(missing)}; memdir falls back to lexical hashing",
@@ -89,17 +90,24 @@ def check_embedder(settings_: Settings) -> Check:
     return Check("embedder", "ok", f"all-MiniLM-L6-v2 from {found}")
 
 
-def _check_mpnet(configured: str) -> Check:
-    """The quality setup's larger model (embedder.mpnet), where the setting says it is."""
+_OPTIONAL = {  # embedder.KIND → the model's name, how to get it
+    "mpnet": ("all-mpnet-base-v2",
+              'make quality-model, or the steps in docs/RECALL.md ("The quality setup")'),
+    "e5": ("multilingual-e5-small", 'make e5-model, or the steps in docs/RECALL.md ("The e5 setup")'),
+}  # fmt: skip
+
+
+def _check_optional(kind: str, configured: str) -> Check:
+    """An optional model (embedder.mpnet, the quality setup; embedder.e5, the e5 setup), where
+    the setting says it is."""
     from memdir.indexers.embedding import expanded, model_kind
 
+    name, fix = _OPTIONAL[kind]
     where = expanded(configured)
-    if model_kind(where) == "mpnet":
-        return Check("embedder", "ok", f"all-mpnet-base-v2 from {where} (embedder.mpnet)")
+    if model_kind(where) == kind:
+        return Check("embedder", "ok", f"{name} from {where} (embedder.{kind})")
     return Check("embedder", "problem",
-                 f"embedder.mpnet: {where} holds no all-mpnet-base-v2; memdir falls back to "
-                 "MiniLM", "make quality-model, or the steps in docs/RECALL.md (\"The quality "
-                 "setup\")")  # fmt: skip
+                 f"embedder.{kind}: {where} holds no {name}; memdir falls back to MiniLM", fix)  # fmt: skip
 
 
 def check_affect(settings: Settings) -> Check:
