@@ -126,7 +126,8 @@ def needs_bfloat16(embedder: MiniLMEmbedder) -> None:
         pytest.skip("no bfloat16 layers here: the bf16 extra is missing or the CPU has no BF16")
 
 
-@pytest.mark.parametrize("name", ["minilm", "mpnet"])
+# MPNet's (compiling its 12 wide layers, then 256 texts: ≈ 30 s on 2 busy cores) in the slow suite
+@pytest.mark.parametrize("name", ["minilm", pytest.param("mpnet", marks=pytest.mark.slow)])
 def test_bfloat16_layers_keep_the_vectors_of_the_float32_ones(
     name: str, request: pytest.FixtureRequest
 ) -> None:
