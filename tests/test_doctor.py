@@ -358,3 +358,29 @@ def test_a_missing_feature_extra_is_a_note_with_its_fix(
     assert extras["status"] == "note" and "watch:" in extras["detail"], extras
     assert "mcp" not in extras["detail"] and "watchdog>=4" in extras["fix"]
     assert run_pip_fix_offline(extras["fix"]).returncode == 0
+
+
+def test_the_bfloat16_path_is_said_and_its_extra_offered_where_the_cpu_would_use_it(
+    capsys: pytest.CaptureFixture[str], md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what the CPU reports is the input (this host's flags are not every CI machine's)
+    from memdir.usecases import doctor as checks_module
+
+    monkeypatch.delenv("MEMDIR_EMBED_BF16", raising=False)
+    monkeypatch.setattr(checks_module, "cpu_has_bfloat16", lambda: True)
+    monkeypatch.setitem(sys.modules, "openvino", None)  # the bf16 extra not installed
+    code, found = doctor(capsys, "--dir", str(md.root))
+    offered = found["bf16"]
+    assert offered["status"] == "note" and "not installed" in offered["detail"], offered
+    assert run_pip_fix_offline(offered["fix"]).returncode == 0  # the extra's own requirement
+    assert code == 0  # a note is no problem: memdir embeds in float32 without it
+
+    monkeypatch.setattr(checks_module, "cpu_has_bfloat16", lambda: False)
+    _, found = doctor(capsys, "--dir", str(md.root))
+    assert found["bf16"]["status"] == "ok" and "float32" in found["bf16"]["detail"]
+    assert not found["bf16"]["fix"]  # nothing to install where it would not help
+
+    monkeypatch.setattr(checks_module, "cpu_has_bfloat16", lambda: True)
+    monkeypatch.setenv("MEMDIR_EMBED_BF16", "0")
+    _, found = doctor(capsys, "--dir", str(md.root))
+    assert found["bf16"]["status"] == "ok" and "MEMDIR_EMBED_BF16" in found["bf16"]["detail"]

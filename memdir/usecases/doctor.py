@@ -302,7 +302,41 @@ def check_attach(settings: Settings) -> Check:
                  install_command(*(ATTACH_PACKAGES[name] for name in missing)))  # fmt: skip
 
 
-INSTALL_CHECKS = (check_embedder, check_affect, check_postgres, check_extras, check_attach)
+def check_bfloat16(settings: Settings) -> Check:
+    """Whether index builds embed in bfloat16 (the `bf16` extra, docs/RECALL.md), and a note
+    with the install command where the CPU has bfloat16 products the extra would use. Read
+    from the CPU's flags and the installed packages, without importing OpenVINO (a second);
+    the build itself asks OpenVINO and falls back to float32 if it disagrees."""
+    from memdir.indexers.bfloat16 import ENV_SWITCH
+
+    if settings.embedder.kind == "hashing":
+        return Check("bf16", "ok", "not used: the hashing embedder has no layers")
+    if os.environ.get(ENV_SWITCH, "").strip() == "0":
+        return Check("bf16", "ok", f"index builds embed in float32 (${ENV_SWITCH} is 0)")
+    if not cpu_has_bfloat16():
+        return Check("bf16", "ok", "index builds embed in float32 (this CPU reports no "
+                     "bfloat16 products, which the bf16 extra needs)")  # fmt: skip
+    if not _has("openvino"):
+        return Check("bf16", "note", "this CPU multiplies bfloat16, but the bf16 extra is not "
+                     "installed: index builds embed about 4x slower in float32",
+                     install_command(*EXTRAS["bf16"].packages))  # fmt: skip
+    return Check("bf16", "ok", "index builds embed in bfloat16 (the bf16 extra; queries stay "
+                 "float32)")  # fmt: skip
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether the CPU's flags (Linux's /proc/cpuinfo) name bfloat16 products: AVX512-BF16 or
+    AMX-BF16 on x86-64, BF16 on aarch64. False where the flags cannot be read."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace").split()
+    except OSError:
+        return False
+    return bool({"avx512_bf16", "amx_bf16", "bf16"} & set(flags))
+
+
+INSTALL_CHECKS = (
+    check_embedder, check_affect, check_postgres, check_extras, check_attach, check_bfloat16,
+)  # fmt: skip
 MEMDIR_CHECKS = (
     check_settings, check_index, check_lock, check_git, check_service, check_schedule,
 )  # fmt: skip
