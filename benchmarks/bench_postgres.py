@@ -3,30 +3,40 @@ p50/p95 on the same generated memdir, in the same run.
 
 Two copies of benchmarks/bench_index.py's generated memdir (in --workdir) are indexed, one
 with the local files, one on the PostgreSQL server at --dsn (index.backend: postgres), with the
-same embedder; then the same queries are recalled in-process on each (ten warm-up queries
-first). The embedder is MiniLM unless `--embedder hashing` (no model cost: what is left is the
-backends' own cost). Each row gives the 1-minute load average before and after it (the host
-may be shared). The postgres schema is dropped at the end.
+same embedder; then the same queries are recalled in-process on each, in --rounds rounds that
+alternate which index goes first (ten warm-up queries each first), and p50/p95 are over every
+round's recalls. Beside wall time each row gives CPU time, of the build and per recall: this
+process's, plus, for PostgreSQL, its connection's server process's (read from /proc; the
+server runs on this host), which a loaded host disturbs less than wall time. The
+embedder is MiniLM unless `--embedder hashing` (no model cost: what is left is the backends'
+own cost). `--embedding-cache FILE` keeps every text's vector in FILE and reads it from there
+in later runs (the build then costs no model time on either side: say so when quoting it).
+Each row gives the 1-minute load average before and after it (the host may be shared). The
+postgres schema is dropped at the end.
 Usage: python -m benchmarks.bench_postgres --dsn 'host=/tmp/pg user=postgres' [--sizes 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import shutil
+import statistics
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_index import generated, sentence
-from benchmarks.common import as_figures, machine, started, table, timed_recalls
+from benchmarks.common import as_figures, machine, started, table
 from memdir.archive_format.memdir import Memdir, set_local_settings
 from memdir.indexers.index import MemoryIndex
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
+BACKENDS = ("local", "postgres")
 
 
 def copy_with(source: Path, target: Path, index: dict[str, Any]) -> Memdir:
@@ -36,19 +46,77 @@ def copy_with(source: Path, target: Path, index: dict[str, Any]) -> Memdir:
     return Memdir.open(target)
 
 
-def measure(memdir: Memdir, embedder: Any, queries: list[str]) -> dict[str, Any]:
-    index = MemoryIndex(memdir, embedder=embedder)
-    began = time.perf_counter()
-    index.update()
-    build = time.perf_counter() - began
-    found = {
-        "build": build,
-        **timed_recalls(index, queries, NOW),
-        "bytes": index.size_bytes(),
-    }
-    index.parts.drop()
-    index.close()
-    return found
+class CachedEmbedder:
+    """The real embedder, with every text's vector kept in a file (`path`, numpy's .npz) and
+    read from there when the same text comes again, in this run or a later one."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        import numpy as np
+
+        self.inner = inner
+        self.model_id, self.dim, self.kind = inner.model_id, inner.dim, inner.kind
+        self.path = path
+        self.rows: dict[str, Any] = {}
+        if path.exists():
+            stored = np.load(path)
+            if str(stored["model"]) == inner.model_id:
+                self.rows = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+        self.embedded = 0  # texts the model embedded in this run
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if self.key(t) not in self.rows))
+        if missing:
+            vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
+            self.rows.update(zip(map(self.key, missing), vectors, strict=True))
+            self.embedded += len(missing)
+        return np.stack([self.rows[self.key(t)] for t in texts]).astype(np.float32)
+
+    def save(self) -> None:
+        import numpy as np
+
+        if self.embedded:
+            keys = list(self.rows)
+            np.savez(self.path, model=np.asarray(self.model_id), keys=np.asarray(keys),
+                     vectors=np.stack([self.rows[k] for k in keys]))  # fmt: skip
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """User and system CPU seconds of this process, or of process `pid` (from /proc)."""
+    if pid is None:
+        times = os.times()
+        return times.user + times.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_pid(index: MemoryIndex) -> int | None:
+    """The PostgreSQL server process of a postgres index's connection (None for local)."""
+    database = getattr(index.parts, "db", None)
+    return None if database is None else database.backend_pid()
+
+
+def timed_round(index: MemoryIndex, queries: list[str]) -> tuple[list[float], float]:
+    """One timed recall per query (k=10) after ten warm-up ones: the times in ms, and the CPU
+    seconds per recall of this process and (PostgreSQL) its server process."""
+    from memdir.indexers.recall import RecallOptions, recall
+
+    for query in queries[:10]:
+        recall(index, query + " (warm-up)", NOW)
+    server = server_pid(index)
+    cpu = cpu_seconds() + (cpu_seconds(server) if server else 0.0)
+    samples = []
+    for query in queries:
+        began = time.perf_counter()
+        recall(index, query, NOW, RecallOptions(k=10))
+        samples.append((time.perf_counter() - began) * 1000)
+    spent = cpu_seconds() + (cpu_seconds(server) if server else 0.0) - cpu
+    return samples, spent / len(queries)
 
 
 def main() -> None:
@@ -56,35 +124,82 @@ def main() -> None:
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    parser.add_argument("--embedding-cache", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     args, result = started(parser, "postgres")
     result.parameters.pop("dsn")  # where the server was, perhaps with a password
     from memdir.indexers.embedding import load_embedder
 
     embedder, _ = load_embedder(None, args.embedder)
+    if args.embedding_cache is not None:
+        embedder = CachedEmbedder(embedder, args.embedding_cache)
     rng = random.Random(11)
     queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         source = generated(args.workdir, size)
-        for backend, index in (
-            ("local", {"backend": "local"}),
-            ("postgres", {"backend": "postgres", "dsn": args.dsn}),
-        ):
+        opened: dict[str, Any] = {}
+        for backend in BACKENDS:
+            index = {"backend": backend} if backend == "local" else {"backend": backend,
+                                                                     "dsn": args.dsn}  # fmt: skip
             memdir = copy_with(source, args.workdir / f"pg-bench-{backend}-{size}", index)
             load = os.getloadavg()[0]
-            found = measure(memdir, embedder, queries)
-            shutil.rmtree(memdir.root, ignore_errors=True)
+            found: dict[str, Any] = {"index": MemoryIndex(memdir, embedder=embedder)}
+            opened[backend] = found
+            began, cpu = time.perf_counter(), cpu_seconds()
+            found["index"].update()
+            found["build"] = time.perf_counter() - began
+            server = server_pid(found["index"])  # its connection opened in this build
+            found["build cpu"] = cpu_seconds() - cpu + (cpu_seconds(server) if server else 0.0)
+            found["loads"] = [load, os.getloadavg()[0]]
+            found["samples"], found["cpu"] = [], []
+            print(f"{size:,} {backend}: built in {found['build']:.1f} s", flush=True)
+        for turn in range(args.rounds):  # alternating which goes first
+            for backend in BACKENDS if turn % 2 == 0 else BACKENDS[::-1]:
+                found = opened[backend]
+                samples, cpu = timed_round(found["index"], queries)
+                found["samples"] += samples
+                found["cpu"].append(cpu)
+                found["loads"].append(os.getloadavg()[0])
+        for backend in BACKENDS:
+            found = opened[backend]
+            samples = sorted(found["samples"])
+            found["p50"] = statistics.median(samples)
+            found["p95"] = samples[int(len(samples) * 0.95) - 1]
+            found["mode"] = "exact" if found["index"].scoring_table() is not None else "pool"
+            found["bytes"] = found["index"].size_bytes()
+        local = opened["local"]
+        for backend in BACKENDS:
+            found = opened[backend]
+            ratio = "" if backend == "local" else (
+                f"{found['build'] / local['build']:.1f}×"
+                f" · {found['build cpu'] / local['build cpu']:.1f}×"
+                f" · {found['p50'] / local['p50']:.1f}×"
+                f" · {statistics.median(found['cpu']) / statistics.median(local['cpu']):.1f}×"
+            )  # fmt: skip
             rows.append([
                 f"{size:,}", backend, embedder.model_id, found["mode"], f"{found['build']:.1f} s",
+                f"{found['build cpu']:.1f} s",
                 f"{found['p50']:.1f} ms", f"{found['p95']:.1f} ms",
-                f"{found['bytes'] / 1e6:.0f} MB", f"{load:.1f}–{os.getloadavg()[0]:.1f}",
+                f"{statistics.median(found['cpu']) * 1000:.1f} ms",
+                f"{found['bytes'] / 1e6:.0f} MB",
+                f"{min(found['loads']):.1f}–{max(found['loads']):.1f}", ratio,
             ])  # fmt: skip
             print(rows[-1], flush=True)
+        for backend in BACKENDS:
+            opened[backend]["index"].parts.drop()
+            opened[backend]["index"].close()
+            shutil.rmtree(args.workdir / f"pg-bench-{backend}-{size}", ignore_errors=True)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
+        print(f"embedding cache: {args.embedding_cache} ({embedder.embedded} texts embedded in"
+              " this run)")  # fmt: skip
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d}")
-    headers = ["memories", "index", "embedder", "scope", "build", "warm p50", "warm p95", "size",
-               "load (1 min, before–after)"]  # fmt: skip
+    headers = ["memories", "index", "embedder", "scope", "build", "build CPU", "warm p50",
+               "warm p95", "CPU per recall", "size", "load (1 min, min–max)",
+               "postgres ÷ local (build · build CPU · p50 · CPU per recall)"]  # fmt: skip
     print(table(headers, rows))
     result.save(as_figures(["memories, index", *headers[2:]],
                            [[f"{row[0]}, {row[1]}", *row[2:]] for row in rows]))  # fmt: skip

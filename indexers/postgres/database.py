@@ -204,6 +204,14 @@ class Database:
             with self.connection.transaction():
                 yield self.connection
 
+    @contextmanager
+    def pipeline(self) -> Iterator[Any]:
+        """Statements inside are sent together, their results read at the first fetch or at
+        the end: one round trip instead of one each (psycopg's pipeline mode)."""
+        with self.guard():
+            with self.connection.pipeline() as pipeline:
+                yield pipeline
+
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 

@@ -45,7 +45,6 @@ stays one fetch of packed bytes per lexeme. A rebuild vacuums its new tables (`v
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -195,44 +194,46 @@ def bm25(row: Sequence[Any], limit: int, within: Iids, between: Span) -> list[tu
     import numpy as np
 
     documents, length, gone, packs, recents = row
+    if limit <= 0:
+        return []
     n = float(max(int(documents), 1))
     average = float(max(int(length), 1)) / n
-    dead = np.frombuffer(gone, dtype=">i8") if gone else None
+    dead = np.frombuffer(gone, dtype=">i8").astype(np.int64) if gone else None
     wanted = np.asarray(within, dtype=np.int64) if within is not None else None
     iids, scores = [], []
     for pack, recent in zip(packs, recents, strict=True):
-        postings = postings_of(pack)
-        if dead is not None and len(postings):
-            postings = postings[~np.isin(postings["iid"], dead)]
-        if recent:
-            postings = np.concatenate([postings, postings_of(recent)])
-        df = len(postings)  # the live documents holding the lexeme
+        lists = [postings_of(pack), postings_of(recent)]
+        if dead is not None and len(lists[0]):
+            lists[0] = lists[0][~np.isin(lists[0]["iid"], dead)]
+        df = len(lists[0]) + len(lists[1])  # the live documents holding the lexeme
         if not df:
             continue
-        weight = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        if between is not None:
-            postings = postings[(postings["time"] >= between[0]) & (postings["time"] < between[1])]
-        if wanted is not None:
-            postings = postings[np.isin(postings["iid"], wanted)]
-        tf = postings["tf"].astype(np.float64)
-        norm = tf + K1 * ((1 - B) + B * postings["dl"].astype(np.float64) / average)
-        iids.append(postings["iid"].astype(np.int64))
-        scores.append(weight * tf * (K1 + 1) / norm)
-    if not iids or limit <= 0:
+        weight = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for postings in lists:
+            if between is not None:
+                times = postings["time"]
+                postings = postings[(times >= between[0]) & (times < between[1])]
+            if wanted is not None:
+                postings = postings[np.isin(postings["iid"], wanted)]
+            if len(postings):
+                tf = postings["tf"].astype(np.float64)
+                norm = tf + K1 * ((1 - B) + B * postings["dl"].astype(np.float64) / average)
+                iids.append(postings["iid"].astype(np.int64))
+                scores.append(weight * tf * (K1 + 1) / norm)
+    if not iids:
         return []
     return _best(np.concatenate(iids), np.concatenate(scores), limit)
 
 
 def _best(iids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
-    """Each iid's summed score, the best `limit` of them (ties by iid)."""
+    """Each iid's summed score, the best `limit` of them (ties by iid). Every score is above
+    0 (an inverse document frequency and a term frequency are), so a sum of 0 is no iid."""
     import numpy as np
 
-    if not len(iids):
-        return []
     if iids.min() >= 0 and iids.max() < DENSE_IIDS:
         totals = np.bincount(iids, weights=scores)
-        found = np.flatnonzero(np.bincount(iids))
-        keys, totals = found, totals[found]
+        keys = np.flatnonzero(totals)
+        totals = totals[keys]
     else:
         keys, inverse = np.unique(iids, return_inverse=True)
         totals = np.bincount(inverse.reshape(-1), weights=scores)
