@@ -345,8 +345,10 @@ def test_the_first_commit_packs_the_postings(database: Callable[[], Database]) -
     texts[51] = "milk"
     assert rows(bulk, "postings") == 0 and rows(bulk, "gone") == 0
     assert bulk.scores(query, 50) == pytest.approx(reference_bm25(db, texts, query), rel=1e-9)
-    packed = db.binary_rows("SELECT postings FROM {s}.{name}", name="fulltext_0_lists")
-    assert 2 not in {int(i) for (p,) in packed for i in module.postings_of(p)["iid"]}
+    lists = db.binary_rows("SELECT postings, times FROM {s}.{name}", name="fulltext_0_lists")
+    merged = [module.postings_of(postings, times) for postings, times in lists]
+    assert 2 not in {int(iid) for postings in merged for iid in postings["iid"]}
+    assert {int(time) for postings in merged for time in postings["time"]} == {0}
 
 
 def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) -> None:

@@ -5,8 +5,9 @@ an inverted index beside it that BM25 reads without touching the documents:
   T            the documents (id, iid, text, the filter fields, each searchable field's length,
                and whether its postings are in T_lists)
   T_lists      one row per (field, lexeme): every posting of the lexeme in the field packed in
-               one bytea (per document 24 bytes: iid, term frequency, the document's length in
-               that field, its time), as the bulk load or the last merge left them
+               one bytea (per document 16 bytes: iid, term frequency, the document's length in
+               that field), the documents' times in another (8 bytes each) with their least
+               and greatest, as the bulk load or the last merge left them
   T_postings   the postings written since then, one row each, with a btree on (field, lexeme)
   T_gone       the iids of documents removed since then whose postings are still in T_lists
   T_stats      each field's document count and total length, and the documents changed since
@@ -64,13 +65,18 @@ BATCH = 1000  # documents per INSERT of postings
 CHANGED = "changed"  # the T_stats row counting documents changed since the last merge
 MERGE_RATIO = 0.05  # merge once this share of the documents changed (added or removed) …
 MERGE_MIN = 500  # … and at least this many
-# A posting as packed in T_lists, in the byte order of PostgreSQL's int8send and int4send.
-POSTING = [("iid", ">i8"), ("tf", ">i4"), ("dl", ">i4"), ("time", ">i8")]
-_PACKED = "int8send({p}iid) || int4send({p}tf) || int4send({p}dl) || int8send({p}time)"
+# A posting as packed in T_lists (its time apart), in the byte order of PostgreSQL's int8send
+# and int4send; recent postings are packed with their time.
+LISTED = [("iid", ">i8"), ("tf", ">i4"), ("dl", ">i4")]
+POSTING = [*LISTED, ("time", ">i8")]
+_LISTED = "int8send({p}iid) || int4send({p}tf) || int4send({p}dl)"
+_PACKED = _LISTED + " || int8send({p}time)"
+TIMES = ">i8"
 DENSE_IIDS = 1 << 24  # iids below this are summed in an array indexed by iid (else sorted)
 
 # Everything BM25 needs for one field and query, in one row: the field's statistics, the gone
-# iids, and per lexeme its packed list and its recent postings packed alike.
+# iids, and per lexeme its packed list, its times unless all are inside [start, end) (NULL
+# then: most queries filter on nothing but "before now"), and its recent postings.
 _FETCH = f"""
 WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s)))
@@ -78,7 +84,10 @@ WITH q AS (
 )
 SELECT st.documents, st.length,
        (SELECT string_agg(int8send(g.iid), ''::bytea) FROM {{s}}.{{gone}} AS g),
-       array_agg(COALESCE(l.postings, ''::bytea)), array_agg(COALESCE(r.postings, ''::bytea))
+       array_agg(COALESCE(l.postings, ''::bytea)),
+       array_agg(CASE WHEN l.earliest >= %(start)s AND l.latest < %(end)s THEN NULL
+                      ELSE COALESCE(l.times, ''::bytea) END),
+       array_agg(COALESCE(r.postings, ''::bytea))
 FROM q LEFT JOIN {{s}}.{{lists}} AS l ON l.field = %(field)s AND l.lexeme = q.lexeme
 LEFT JOIN LATERAL (
     SELECT string_agg({_PACKED.format(p="p.")}, ''::bytea) AS postings
@@ -102,9 +111,11 @@ CREATE TABLE IF NOT EXISTS {s}.{table} (
 CREATE INDEX IF NOT EXISTS {iid_index} ON {s}.{table} (iid);
 CREATE TABLE IF NOT EXISTS {s}.{lists} (
     field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, postings BYTEA NOT NULL,
+    times BYTEA NOT NULL, earliest BIGINT NOT NULL, latest BIGINT NOT NULL,
     PRIMARY KEY (field, lexeme)
 );
-ALTER TABLE {s}.{lists} ALTER COLUMN postings SET STORAGE EXTERNAL;
+ALTER TABLE {s}.{lists} ALTER COLUMN postings SET STORAGE EXTERNAL,
+    ALTER COLUMN times SET STORAGE EXTERNAL;
 CREATE TABLE IF NOT EXISTS {s}.{postings} (
     field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, iid BIGINT NOT NULL,
     tf INTEGER NOT NULL, dl INTEGER NOT NULL, time BIGINT NOT NULL
@@ -143,16 +154,21 @@ _STAGE = (
     " tf INTEGER, dl INTEGER, time BIGINT) ON COMMIT DROP"
 )
 _LOAD = "INSERT INTO {staged} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
+# (The aggregates of one group see its rows in the same order, so postings and times align.)
 _PACK = (
-    "INSERT INTO {s}.{lists} (field, lexeme, postings) SELECT field, lexeme,"
-    f" string_agg({_PACKED.format(p='')}, ''::bytea) FROM {{staged}} GROUP BY field, lexeme"
+    "INSERT INTO {s}.{lists} (field, lexeme, postings, times, earliest, latest)"
+    f" SELECT field, lexeme, string_agg({_LISTED.format(p='')}, ''::bytea),"
+    " string_agg(int8send(time), ''::bytea), MIN(time), MAX(time)"
+    " FROM {staged} GROUP BY field, lexeme"
 )
 # A merge reads the lists and the recent postings, and writes the lists again.
 _RECENT = (
     f"SELECT field, lexeme, string_agg({_PACKED.format(p='')}, ''::bytea)"
     " FROM {s}.{postings} GROUP BY field, lexeme"
 )
-_COPY_LISTS = "COPY {s}.{lists} (field, lexeme, postings) FROM STDIN (FORMAT BINARY)"
+_COPY_LISTS = (
+    "COPY {s}.{lists} (field, lexeme, postings, times, earliest, latest) FROM STDIN (FORMAT BINARY)"
+)
 
 _DELETE = "DELETE FROM {s}.{table} WHERE id = ANY(%s) RETURNING iid, packed, " + ", ".join(
     _LENGTHS.values()
@@ -180,20 +196,28 @@ def _bodies(fields: Document) -> dict[str, str]:
     return bodies
 
 
-def postings_of(packed: bytes) -> np.ndarray:
-    """Packed postings (T_lists, or recent ones packed alike) as a structured array."""
+def postings_of(packed: bytes, times: bytes | None = None) -> np.ndarray:
+    """Recent postings packed with their times, or a list's postings and times (`times`), as
+    one structured array (iid, tf, dl, time)."""
     import numpy as np
 
-    return np.frombuffer(packed, dtype=np.dtype(POSTING))
+    if times is None:
+        return np.frombuffer(packed, dtype=np.dtype(POSTING))
+    listed = np.frombuffer(packed, dtype=np.dtype(LISTED))
+    postings = np.empty(len(listed), dtype=np.dtype(POSTING))
+    for name, _ in LISTED:
+        postings[name] = listed[name]
+    postings["time"] = np.frombuffer(times, dtype=TIMES)
+    return postings
 
 
 def bm25(row: Sequence[Any], limit: int, within: Iids, between: Span) -> list[tuple[int, float]]:
     """(iid, BM25) of the best `limit` documents, best first (ties by iid), from one row of
     _FETCH: the field's document count and total length, the gone iids, and per query lexeme
-    its packed list and its recent postings."""
+    its packed list, its times (None: all inside `between`) and its recent postings."""
     import numpy as np
 
-    documents, length, gone, packs, recents = row
+    documents, length, gone, packs, times, recents = row
     if limit <= 0:
         return []
     n = float(max(int(documents), 1))
@@ -201,18 +225,20 @@ def bm25(row: Sequence[Any], limit: int, within: Iids, between: Span) -> list[tu
     dead = np.frombuffer(gone, dtype=">i8").astype(np.int64) if gone else None
     wanted = np.asarray(within, dtype=np.int64) if within is not None else None
     iids, scores = [], []
-    for pack, recent in zip(packs, recents, strict=True):
-        lists = [postings_of(pack), postings_of(recent)]
-        if dead is not None and len(lists[0]):
-            lists[0] = lists[0][~np.isin(lists[0]["iid"], dead)]
-        df = len(lists[0]) + len(lists[1])  # the live documents holding the lexeme
+    for pack, pack_times, recent in zip(packs, times, recents, strict=True):
+        listed = np.frombuffer(pack, dtype=np.dtype(LISTED))
+        stamps = None if pack_times is None else np.frombuffer(pack_times, dtype=TIMES)
+        if dead is not None and len(listed):
+            alive = ~np.isin(listed["iid"], dead)
+            listed, stamps = listed[alive], None if stamps is None else stamps[alive]
+        newer = postings_of(recent)
+        df = len(listed) + len(newer)  # the live documents holding the lexeme
         if not df:
             continue
         weight = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        for postings in lists:
-            if between is not None:
-                times = postings["time"]
-                postings = postings[(times >= between[0]) & (times < between[1])]
+        for postings, stamped in ((listed, stamps), (newer, newer["time"])):
+            if between is not None and stamped is not None:
+                postings = postings[(stamped >= between[0]) & (stamped < between[1])]
             if wanted is not None:
                 postings = postings[np.isin(postings["iid"], wanted)]
             if len(postings):
@@ -223,6 +249,19 @@ def bm25(row: Sequence[Any], limit: int, within: Iids, between: Span) -> list[tu
     if not iids:
         return []
     return _best(np.concatenate(iids), np.concatenate(scores), limit)
+
+
+def _packed(item: tuple[tuple[int, str], np.ndarray]) -> tuple[Any, ...]:
+    """A merged list as T_lists holds it."""
+    import numpy as np
+
+    (field, lexeme), postings = item
+    listed = np.empty(len(postings), dtype=np.dtype(LISTED))
+    for name, _ in LISTED:
+        listed[name] = postings[name]
+    times = postings["time"].astype(TIMES)
+    low, high = (int(times.min()), int(times.max())) if len(times) else (0, 0)
+    return field, lexeme, listed.tobytes(), times.tobytes(), low, high
 
 
 def _best(iids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
@@ -449,19 +488,19 @@ class PostgresFullText:
 
     def _merge(self, names: dict[str, str]) -> None:
         """Write the lists again: without the gone iids' postings, with the recent ones; then
-        T_postings and T_gone start empty."""
+        T_postings and T_gone start empty. (It holds the lists in memory, ≈ 24 bytes a
+        posting.)"""
         import numpy as np
 
-        packed = np.dtype(POSTING)  # (a concatenation gives the native byte order)
         dead = np.asarray(
             [row[0] for row in self.db.rows("SELECT iid FROM {s}.{gone}", **names)],
             dtype=np.int64,
         )
         lists: dict[tuple[int, str], Any] = {}
-        for field, lexeme, stored in self.db.binary_rows(
-            "SELECT field, lexeme, postings FROM {s}.{lists}", **names
+        for field, lexeme, stored, times in self.db.binary_rows(
+            "SELECT field, lexeme, postings, times FROM {s}.{lists}", **names
         ):
-            postings = postings_of(stored)
+            postings = postings_of(stored, times)
             lists[int(field), lexeme] = postings[~np.isin(postings["iid"], dead)]
         for field, lexeme, stored in self.db.binary_rows(_RECENT, **names):
             key = (int(field), lexeme)
@@ -469,13 +508,8 @@ class PostgresFullText:
             lists[key] = np.concatenate([lists[key], recent]) if key in lists else recent
         for table in ("lists", "postings", "gone"):
             self.db.execute("DELETE FROM {s}.{name}", name=names[table])
-        self.db.copy(
-            _COPY_LISTS,
-            ((field, lexeme, postings.astype(packed).tobytes())
-             for (field, lexeme), postings in lists.items() if len(postings)),
-            ["int2", "text", "bytea"],
-            **names,
-        )  # fmt: skip
+        self.db.copy(_COPY_LISTS, [_packed(item) for item in lists.items() if len(item[1])],
+                     ["int2", "text", "bytea", "bytea", "int8", "int8"], **names)  # fmt: skip
         self.db.execute("UPDATE {s}.{table} SET packed = TRUE WHERE NOT packed", **names)
         self.db.execute("UPDATE {s}.{stats} SET documents = 0 WHERE field = %s", (CHANGED,),
                         **names)  # fmt: skip
@@ -498,7 +532,9 @@ class PostgresFullText:
         words = " ".join(_WORDS.findall(text.lower()))
         if not words or limit <= 0 or within == [] or not self.exists():
             return []
-        params = {"words": words, "name": field, "field": FIELD_CODES[field]}
+        start, end = between if between is not None else (-(1 << 63), (1 << 63) - 1)
+        params = {"words": words, "name": field, "field": FIELD_CODES[field],
+                  "start": start, "end": end}  # fmt: skip
         rows = self.db.binary_rows(_FETCH, params, **self._names())
         return bm25(rows[0], limit, within, between) if rows else []
 
