@@ -334,11 +334,16 @@ class VectorRowsContract(Contract):
         import numpy as np
 
         rows.append(unit_vectors(4, 1))
+        rows.rows([0, 1, 2, 3])  # read before: what a store keeps of them is dropped too
         kept = unit_vectors(2, 2)
         rows.rewrite(kept)
         assert rows.count() == 2 and np.allclose(rows.rows([0, 1]), kept, rtol=0, atol=ROW_ATOL)
+        with pytest.raises(IndexError):
+            rows.rows([2])
         rows.rewrite(np.zeros((0, DIM), np.float32))
         assert rows.count() == 0
+        with pytest.raises(IndexError):
+            rows.rows([0])
 
     def test_rows_persist(self, opener: Callable[[], VectorRows]) -> None:
         import numpy as np

@@ -72,6 +72,26 @@ class TestPostgresCatalog(CatalogContract):
         return lambda: PostgresCatalog(database())
 
 
+def test_rows_read_in_a_transaction_that_rolls_back_are_not_kept(
+    database: Callable[[], Database],
+) -> None:
+    """An update appends rows and may read them back in its transaction; if it rolls back,
+    the next update appends other vectors under the same numbers, and those are what a read
+    returns (rows read outside a transaction are kept: committed rows never change)."""
+    import numpy as np
+
+    db = database()
+    rows = PgVectorRows(db, "hashing-16", DIM)
+    rows.append(unit_vectors(1, 1))
+    rows.rows([0])
+    with pytest.raises(RuntimeError), db.transaction():
+        rows.append(unit_vectors(2, 2))
+        assert np.allclose(rows.rows([1, 2]), unit_vectors(2, 2), atol=1e-6)
+        raise RuntimeError("the update fails")
+    rows.append(unit_vectors(2, 3))
+    assert np.allclose(rows.rows([0, 1, 2]), [*unit_vectors(1, 1), *unit_vectors(2, 3)], atol=1e-6)
+
+
 def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> None:
     import numpy as np
 
