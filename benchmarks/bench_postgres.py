@@ -6,8 +6,8 @@ with the local files, one on the PostgreSQL server at --dsn (index.backend: post
 same embedder; then the same queries are recalled in-process on each, in --rounds rounds that
 alternate which index goes first (ten warm-up queries each first), and p50/p95 are over every
 round's recalls. Beside wall time each row gives CPU time, of the build and per recall: this
-process's, plus, for PostgreSQL, its connection's server process's (read from /proc; the
-server runs on this host), which a loaded host disturbs less than wall time. The
+process's, plus, for PostgreSQL, the whole server's (read from /proc: the server must run on
+this host and serve nothing else meanwhile), which a loaded host disturbs less than wall time. The
 embedder is MiniLM unless `--embedder hashing` (no model cost: what is left is the backends'
 own cost). `--embedding-cache FILE` keeps every text's vector in FILE and reads it from there
 in later runs (the build then costs no model time on either side: say so when quoting it).
@@ -86,19 +86,38 @@ class CachedEmbedder:
                      vectors=np.stack([self.rows[k] for k in keys]))  # fmt: skip
 
 
-def cpu_seconds(pid: int | None = None) -> float:
-    """User and system CPU seconds of this process, or of process `pid` (from /proc)."""
+def cpu_seconds(pid: int | None = None, children: bool = False) -> float:
+    """User and system CPU seconds of this process, or of process `pid` (from /proc); with
+    `children`, also those of its ended children it waited for."""
     if pid is None:
         times = os.times()
         return times.user + times.system
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def server_pid(index: MemoryIndex) -> int | None:
-    """The PostgreSQL server process of a postgres index's connection (None for local)."""
+def server_cpu(index: MemoryIndex) -> float:
+    """CPU seconds of the whole PostgreSQL server a postgres index is on (0 for local): its
+    postmaster with every ended child (parallel build workers among them) and every live one.
+    The server must run on this host and serve nothing else meanwhile."""
     database = getattr(index.parts, "db", None)
-    return None if database is None else database.backend_pid()
+    if database is None:
+        return 0.0
+    fields = Path(f"/proc/{database.backend_pid()}/stat").read_text().rsplit(")", 1)[1].split()
+    postmaster = int(fields[1])  # the backend's parent
+    total = cpu_seconds(postmaster, children=True)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == postmaster:
+                total += cpu_seconds(int(entry.name))
+    return total
 
 
 def timed_round(index: MemoryIndex, queries: list[str]) -> tuple[list[float], float]:
@@ -108,14 +127,13 @@ def timed_round(index: MemoryIndex, queries: list[str]) -> tuple[list[float], fl
 
     for query in queries[:10]:
         recall(index, query + " (warm-up)", NOW)
-    server = server_pid(index)
-    cpu = cpu_seconds() + (cpu_seconds(server) if server else 0.0)
+    cpu = cpu_seconds() + server_cpu(index)
     samples = []
     for query in queries:
         began = time.perf_counter()
         recall(index, query, NOW, RecallOptions(k=10))
         samples.append((time.perf_counter() - began) * 1000)
-    spent = cpu_seconds() + (cpu_seconds(server) if server else 0.0) - cpu
+    spent = cpu_seconds() + server_cpu(index) - cpu
     return samples, spent / len(queries)
 
 
@@ -148,11 +166,10 @@ def main() -> None:
             load = os.getloadavg()[0]
             found: dict[str, Any] = {"index": MemoryIndex(memdir, embedder=embedder)}
             opened[backend] = found
-            began, cpu = time.perf_counter(), cpu_seconds()
+            began, cpu = time.perf_counter(), cpu_seconds() + server_cpu(found["index"])
             found["index"].update()
             found["build"] = time.perf_counter() - began
-            server = server_pid(found["index"])  # its connection opened in this build
-            found["build cpu"] = cpu_seconds() - cpu + (cpu_seconds(server) if server else 0.0)
+            found["build cpu"] = cpu_seconds() + server_cpu(found["index"]) - cpu
             found["loads"] = [load, os.getloadavg()[0]]
             found["samples"], found["cpu"] = [], []
             print(f"{size:,} {backend}: built in {found['build']:.1f} s", flush=True)
