@@ -9,8 +9,9 @@ round's recalls. Beside wall time each row gives CPU time, of the build and per 
 process's, plus, for PostgreSQL, the whole server's (read from /proc: the server must run on
 this host and serve nothing else meanwhile), which a loaded host disturbs less than wall time. The
 embedder is MiniLM unless `--embedder hashing` (no model cost: what is left is the backends'
-own cost). `--embedding-cache FILE` keeps every text's vector in FILE and reads it from there
-in later runs (the build then costs no model time on either side: say so when quoting it).
+own cost). `--embedding-cache FILE` embeds the memories' texts into FILE before either build
+(or finds them there from an earlier run), so neither build pays model time (say so when
+quoting it); a recall's query is still embedded by the model on both sides.
 Each row gives the 1-minute load average before and after it (the host may be shared). The
 postgres schema is dropped at the end.
 Usage: python -m benchmarks.bench_postgres --dsn 'host=/tmp/pg user=postgres' [--sizes 10000]
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -47,8 +49,10 @@ def copy_with(source: Path, target: Path, index: dict[str, Any]) -> Memdir:
 
 
 class CachedEmbedder:
-    """The real embedder, with every text's vector kept in a file (`path`, numpy's .npz) and
-    read from there when the same text comes again, in this run or a later one."""
+    """The real embedder, with the memories' vectors kept in a file (`path`, numpy's .npz):
+    `fill` embeds a memdir's memory texts once (before any build is timed, and only those not
+    in the file from an earlier run), and a build then reads them from here on either side.
+    Any other text (a recall's query) goes to the model each time, as it would in use."""
 
     def __init__(self, inner: Any, path: Path) -> None:
         import numpy as np
@@ -61,29 +65,41 @@ class CachedEmbedder:
             stored = np.load(path)
             if str(stored["model"]) == inner.model_id:
                 self.rows = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
-        self.embedded = 0  # texts the model embedded in this run
 
     @staticmethod
     def key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def embed(self, texts: Sequence[str]) -> Any:
+    def fill(self, source: Path) -> tuple[int, float]:
+        """Embed the memory texts of the memdir at `source` not kept yet, and save the file;
+        how many, and the seconds it took."""
         import numpy as np
 
-        missing = list(dict.fromkeys(t for t in texts if self.key(t) not in self.rows))
-        if missing:
-            vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
-            self.rows.update(zip(map(self.key, missing), vectors, strict=True))
-            self.embedded += len(missing)
-        return np.stack([self.rows[self.key(t)] for t in texts]).astype(np.float32)
-
-    def save(self) -> None:
-        import numpy as np
-
-        if self.embedded:
+        texts = []
+        for shelf in Memdir.open(source).shelves():
+            for line in shelf.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line) if line.strip() else {}
+                if record.get("kind") == "memory" and self.key(record["text"]) not in self.rows:
+                    texts.append(record["text"])
+        texts = list(dict.fromkeys(texts))
+        began = time.perf_counter()
+        for start in range(0, len(texts), 1000):
+            batch = texts[start : start + 1000]
+            vectors = np.asarray(self.inner.embed(batch), dtype=np.float32)
+            self.rows.update(zip(map(self.key, batch), vectors, strict=True))
+        if texts:
             keys = list(self.rows)
             np.savez(self.path, model=np.asarray(self.model_id), keys=np.asarray(keys),
                      vectors=np.stack([self.rows[k] for k in keys]))  # fmt: skip
+        return len(texts), time.perf_counter() - began
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        keys = [self.key(text) for text in texts]
+        if all(key in self.rows for key in keys):
+            return np.stack([self.rows[key] for key in keys]).astype(np.float32)
+        return self.inner.embed(texts)
 
 
 def cpu_seconds(pid: int | None = None, children: bool = False) -> float:
@@ -158,6 +174,10 @@ def main() -> None:
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         source = generated(args.workdir, size)
+        if isinstance(embedder, CachedEmbedder):
+            count, seconds = embedder.fill(source)
+            print(f"{size:,}: {count} memory texts embedded into {args.embedding_cache} in"
+                  f" {seconds:.0f} s (before either build; both read them from there)")  # fmt: skip
         opened: dict[str, Any] = {}
         for backend in BACKENDS:
             index = {"backend": backend} if backend == "local" else {"backend": backend,
@@ -209,10 +229,6 @@ def main() -> None:
             opened[backend]["index"].parts.drop()
             opened[backend]["index"].close()
             shutil.rmtree(args.workdir / f"pg-bench-{backend}-{size}", ignore_errors=True)
-    if isinstance(embedder, CachedEmbedder):
-        embedder.save()
-        print(f"embedding cache: {args.embedding_cache} ({embedder.embedded} texts embedded in"
-              " this run)")  # fmt: skip
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d}")
     headers = ["memories", "index", "embedder", "scope", "build", "build CPU", "warm p50",
                "warm p95", "CPU per recall", "size", "load (1 min, min–max)",
