@@ -40,11 +40,11 @@ def embeddings_table(model_id: str) -> str:
 def graph_megabytes(rows: int, dim: int, m: int) -> int:
     """The memory an HNSW build gets (maintenance_work_mem, for its own transaction): room for
     the whole graph (per vector its floats, 2·m neighbours on the ground layer and pgvector's
-    overhead, with a quarter to spare), between 256 MB and 4 GB. pgvector builds a graph that
-    does not fit on disk, much more slowly (100k MiniLM-sized vectors at m 32 outgrow 256 MB:
-    BENCHMARKS.md)."""
+    overhead, with a quarter to spare), between 256 MB and 1 GB (a server's memory is not
+    ours to take: a larger graph is built partly on disk). pgvector builds what does not fit
+    much more slowly (100k MiniLM-sized vectors at m 32 outgrow 256 MB: BENCHMARKS.md)."""
     element = dim * 4 + 2 * m * 12 + 400  # bytes; 256 MB held 96,825 of 384 floats at m 32
-    return min(4096, max(256, int(rows * element * 1.25 / 2**20) + 1))
+    return min(1024, max(256, int(rows * element * 1.25 / 2**20) + 1))
 
 
 class PgVectorIndex:
