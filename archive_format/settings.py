@@ -367,6 +367,10 @@ class ContextSettings:
         " bears on) or `always` (every current keyed memory in every prompt, as ANIMA does)",
         text("relevant", "always"),
     )  # fmt: skip
+    journal: bool = setting(
+        True, "when no memory answers a prompt, the per-prompt block carries the journal turns"
+        " that hold its words (normal turns of other conversations; docs/MCP.md)", flag,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

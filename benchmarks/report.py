@@ -55,6 +55,13 @@ SECTIONS = (
             "(MEMDIR_NO_SERVICE=1) on LoCoMo conv-26 (419 memories, indexed), next to `python -c "
             "pass` and `memdir --help` in the same rounds (each round runs each once).",
             "command", "Item 6, cold start without the service"),
+    Section("context", "python -m benchmarks.bench_context --before OTHER_CHECKOUT/.venv/bin/memdir",
+            "The per-prompt block", "`memdir context` on LoCoMo conv-26 (419 memories) with a "
+            "journal of 20,000 turns, cold (no service) and served, on a prompt memory answers "
+            "and on prompts it does not (which ask the journal), and cold `memdir journal "
+            "search`: two executables in the same rounds (medians; CPU of the client and, served, "
+            "of the service).", "mode",
+            "The block's latency and the journal search (`benchmarks/bench_context.py`)"),
     Section("against", "python -m benchmarks.bench_against BASELINE_CHECKOUT",
             "Against issue 28's base", "Cold `memdir --help`, cold `memdir recall` without "
             "the service and warm recall through `main(argv)` on LoCoMo conv-26, this commit "

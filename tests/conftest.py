@@ -56,12 +56,37 @@ ACTOR_VARIABLES = ("MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS))
 for _variable in ACTOR_VARIABLES:
     os.environ.pop(_variable, None)
 
+# A worker per core (make test): the numeric libraries' own thread pools (OpenBLAS under numpy,
+# OpenMP under FAISS) would only contend with the other worker, and OpenBLAS's threads spin
+# while they wait: with one thread each, the embedding-heavy files took a third of the CPU
+# (BENCHMARKS.md, "The test suite's time"). Set before numpy loads; the tests' processes
+# inherit it. FAISS's index builds still ask for every core themselves (indexers/vectors.py).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 # pytest-xdist (make test runs the tests in parallel) hands its workers COLUMNS=80 and LINES=24,
 # its own terminal's size, which a serial run does not have: without them every command lays
 # out its tables for a pipe (unbounded) in either, as the tests expect.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+
+
+# The suite writes some 500 MB of small files, each shelf append and state file with an fsync,
+# which on a virtual machine's disk waits about a millisecond: where /dev/shm (tmpfs) has room,
+# every temporary directory (tmp_path, and the tempfile ones of the tests and their processes)
+# is made there instead. The files and the calls are the same; only the waiting goes. An
+# explicit --basetemp or $TMPDIR is kept.
+SHM = Path("/dev/shm")
+SHM_ROOM = 2 << 30  # bytes free that it takes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp or os.environ.get("TMPDIR") or not os.access(SHM, os.W_OK):
+        return
+    if shutil.disk_usage(SHM).free >= SHM_ROOM:
+        os.environ["TMPDIR"] = str(SHM)  # (xdist's workers, started later, inherit it)
+        tempfile.tempdir = None  # tempfile reads $TMPDIR again
 
 
 def clean_env(**overrides: str | None) -> dict[str, str]:

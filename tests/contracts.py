@@ -372,6 +372,14 @@ def memory_line(number: int, text: str | None = None, **fields: Any) -> dict[str
     }
 
 
+def memory_lines(field: str, *values: Any) -> list[dict[str, Any]]:
+    """Memory lines numbered from 1, each with `field` set to its value (left out for None)."""
+    return [
+        memory_line(number, **({field: value} if value is not None else {}))
+        for number, value in enumerate(values, 1)
+    ]
+
+
 def event_line(number: int, target: str, op: str = "confirm", **fields: Any) -> dict[str, Any]:
     return {"kind": "event", "id": f"e-{number:06d}", "target": target, "op": op,
             "at": "2026-05-02T09:00:00Z", **fields}  # fmt: skip
@@ -530,13 +538,7 @@ class CatalogContract(Contract):
             assert other.vector_rows([hashed("hash-m-000001")]) == {hashed("hash-m-000001"): 0}
 
     def test_supersede_keys(self, catalog: Catalog) -> None:
-        self.add(
-            catalog,
-            memory_line(1, key="FACT:coffee"),
-            memory_line(2, key="FACT:coffee"),
-            memory_line(3, key="FACT:city"),
-            memory_line(4),
-        )
+        self.add(catalog, *memory_lines("key", "FACT:coffee", "FACT:coffee", "FACT:city", None))
         assert sorted(catalog.ids_with_keys(["FACT:coffee", "nope"])) == ["m-000001", "m-000002"]
         assert catalog.ids_with_keys([]) == []
         assert sorted(catalog.keys()) == ["FACT:city", "FACT:coffee"]
@@ -585,11 +587,7 @@ class CatalogContract(Contract):
     def test_speakers(self, catalog: Catalog) -> None:
         self.add(
             catalog,
-            memory_line(1, author="user:Sam"),
-            memory_line(2, author="chat:Ana"),
-            memory_line(3, author="user"),
-            memory_line(4, author="locomo:Zoë"),
-            memory_line(5, author="chat:Sam"),
+            *memory_lines("author", "user:Sam", "chat:Ana", "user", "locomo:Zoë", "chat:Sam"),
         )
         # plain `user` is the person the memdir is about (the people notes may name them)
         assert catalog.speakers() == ["Ana", "Sam", "Zoë", "user"]

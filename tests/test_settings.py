@@ -343,6 +343,22 @@ def test_context_hard_facts_always_puts_every_keyed_memory_in_every_block(md: Me
     assert [entry.id for entry in found.entries if entry.kind == "fact"] == [rent]
 
 
+@effect("context.journal")
+def test_context_journal_off_keeps_the_journal_turns_out_of_the_block(md: Memdir) -> None:
+    from memdir.archive_format import journal
+    from memdir.usecases.prompt import prompt_context
+
+    md = _hashing(md)
+    said = journal.new_turn(T0_DT, "user", "import-1", "We found a flat in Valencia",
+                            "import:chatgpt")  # fmt: skip
+    journal.add_turns(md, [said])
+    prompt = "the flat we found in Valencia?"
+    found = prompt_context(md, prompt, T0_DT + timedelta(hours=1), record=False)
+    assert [entry.id for entry in found.entries] == [said.id]
+    off = configure(md, context={"journal": False})
+    assert prompt_context(off, prompt, T0_DT + timedelta(hours=1), record=False).entries == []
+
+
 @effect("recall.distilled_cutoffs")
 def test_recall_distilled_cutoffs_apply_the_cutoffs_to_derived_types(md: Memdir) -> None:
     md = _hashing(md)

@@ -193,6 +193,9 @@ class Database:
                 for row in rows:
                     copy.write_row(row)
 
+    def drop_table(self, table: str) -> None:
+        self.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
+
     def table_exists(self, table: str) -> bool:
         found = self.one("SELECT to_regclass(%s) IS NOT NULL", (f'"{self.schema}"."{table}"',))
         return bool(found[0])
@@ -203,6 +206,14 @@ class Database:
         with self.guard():
             with self.connection.transaction():
                 yield self.connection
+
+    @contextmanager
+    def schema_lock(self) -> Iterator[Any]:
+        """A transaction holding the schema's advisory lock: one process at a time lays out or
+        changes this memdir's tables."""
+        with self.transaction() as connection:
+            self.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            yield connection
 
     @contextmanager
     def pipeline(self) -> Iterator[Any]:

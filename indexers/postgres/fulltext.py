@@ -316,8 +316,7 @@ class PostgresFullText:
         if exists and current:
             self._created = True
             return
-        with self.db.transaction():
-            self.db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.db.schema,))
+        with self.db.schema_lock():
             exists, current = self._layout()  # another process may have just done it
             # A table of an older layout (tsvector columns, or postings without packed lists)
             # is a cache: it starts again empty, and the updater, seeing fewer documents than
@@ -339,7 +338,7 @@ class PostgresFullText:
     def wipe(database: Database, table: str) -> None:
         """Drop the table and its inverted index (a rebuild starts the next generation empty)."""
         for name in (*PostgresFullText.tables(table), *(f"{table}_{part}" for part in LEGACY)):
-            database.execute("DROP TABLE IF EXISTS {s}.{table}", table=name)
+            database.drop_table(name)
 
     def exists(self) -> bool:
         """Whether the table is there (known once created: a reader then skips the look-up;

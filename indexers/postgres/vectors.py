@@ -85,7 +85,7 @@ class PgVectorIndex:
         fresh = f"{BASE}_new"
         rows = np.ascontiguousarray(vectors, dtype=np.float32)
         with self.db.transaction():
-            self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=fresh)
+            self.db.drop_table(fresh)
             self.db.execute(
                 f"CREATE TABLE {{s}}.{{table}} (iid BIGINT PRIMARY KEY,"
                 f" embedding vector({int(self.dim)}) NOT NULL)",
@@ -109,7 +109,7 @@ class PgVectorIndex:
                     table=fresh,
                     hnsw=f"{fresh}_hnsw",
                 )
-            self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=BASE)
+            self.db.drop_table(BASE)
             self.db.execute("ALTER TABLE {s}.{table} RENAME TO {base}", table=fresh, base=BASE)
             # index names are unique in a schema: give the new ones the names of the old ones
             for suffix in ("pkey", "hnsw"):
@@ -120,7 +120,7 @@ class PgVectorIndex:
                 )
 
     def remove(self) -> None:
-        self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=BASE)
+        self.db.drop_table(BASE)
         self._seen = False
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -27,7 +27,7 @@ from datetime import datetime
 from memdir.archive_format.people import names_by_person
 
 from ..blas import single_thread
-from . import activation, candidates, interference, policy, score, selection
+from . import activation, candidates, interference, neighbours, policy, score, selection
 from .interface import RecallIndex
 from .options import RecallConfig, RecallOptions, read_settings
 from .query import QueryAnalysis, analyse, note_aliases
@@ -82,6 +82,7 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     traces.append(trace)
     results, trace = selection.fit_budget(chosen, options.budget)
     traces.append(trace)
+    neighbours.mark_beside(index, results)
 
     # the verdict is about what memory holds: a budget too small to show it is said apart
     return RecallResult(
