@@ -61,6 +61,7 @@ GENERATION_PARTS = (
     "_in_memory_fulltext",
     "memory_table",
     "base",
+    "store",  # a rebuild renumbers the embedding cache's rows (what a backend kept of them)
 )  # reopened after a rebuild
 
 # A long-lived process (`memdir serve`) loads each model once and lends it to every index it
@@ -336,7 +337,7 @@ class IndexStorage:
         catalog = self.__dict__.get("_catalog")
         if catalog is not None:
             catalog.close()
-        for name in (*GENERATION_PARTS, "store"):
+        for name in GENERATION_PARTS:
             self.__dict__.pop(name, None)
         self._generation = None
         self.cached_scoring_table = None
