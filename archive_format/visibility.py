@@ -237,6 +237,11 @@ SURFACES: dict[str, Surface] = {
                 "includes private or expired memories, only what bears on the prompt and nothing "
                 "unless a durable memory it carries grounds it; a provisional memory is shown as "
                 "a question for the user", http=("GET /api/context",)),
+        Surface("context (journal)", ("context",), (), _PROMPT_EXPOSURE,
+                note="the block's journal turns, only when no memory answers the prompt: turns "
+                "of other conversations that hold its words, as `journal search` finds them; "
+                "normal turns only, as the assistant's journal group", kinds=("turns",),
+                http=("GET /api/context",)),
         Surface("wake", ("wake",), ("wake",), _PROMPT_EXPOSURE,
                 _row("text", "text", "omitted", "omitted", "asked", "omitted"),
                 note="also documents/wake.md; a provisional memory is in the review queue; "
@@ -271,7 +276,7 @@ SURFACES: dict[str, Surface] = {
         Surface("ui recall", (), (), _RECALLED_EXPOSURE, _RECALLED,
                 "include_private, include_expired",
                 "`recall --explain --json` (the pool masks what the filters drop) beside the "
-                "per-prompt block for the same query (context's row, stricter)",
+                "per-prompt block's memories for the same query (context's row, stricter)",
                 persona=Show.OMITTED, http=("GET /api/recall",)),
         Surface("ui memory", (), (), _NAMED_EXPOSURE, _NAMED,
                 note="show, log and decay of one memory: naming the id is asking for it",

@@ -35,10 +35,13 @@ from memdir.cli.service import PROTOCOL, exchange, socket_path
 HOOK = Path(__file__).parents[1] / "examples" / "claude-code-hooks" / "memdir-user-prompt.py"
 
 
-def start_service(root: Path, log: Path) -> subprocess.Popen[bytes]:
+def start_service(
+    root: Path, log: Path, memdir: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`memdir serve` for `root` (with `memdir`, another executable), once it serves."""
     process = subprocess.Popen(
-        [*memdir_command(), "--dir", str(root), "serve", "--no-watch", "--log", str(log)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [*(memdir or memdir_command()), "--dir", str(root), "serve", "--no-watch", "--log",
+         str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while not (log.exists() and "serving " in log.read_text()):

@@ -55,6 +55,13 @@ SECTIONS = (
             "(MEMDIR_NO_SERVICE=1) on LoCoMo conv-26 (419 memories, indexed), next to `python -c "
             "pass` and `memdir --help` in the same rounds (each round runs each once).",
             "command", "Item 6, cold start without the service"),
+    Section("context", "python -m benchmarks.bench_context --before OTHER_CHECKOUT/.venv/bin/memdir",
+            "The per-prompt block", "`memdir context` on LoCoMo conv-26 (419 memories) with a "
+            "journal of 20,000 turns, cold (no service) and served, on a prompt memory answers "
+            "and on prompts it does not (which ask the journal), and cold `memdir journal "
+            "search`: two executables in the same rounds (medians; CPU of the client and, served, "
+            "of the service).", "mode",
+            "The block's latency and the journal search (`benchmarks/bench_context.py`)"),
     Section("against", "python -m benchmarks.bench_against BASELINE_CHECKOUT",
             "Against issue 28's base", "Cold `memdir --help`, cold `memdir recall` without "
             "the service and warm recall through `main(argv)` on LoCoMo conv-26, this commit "
@@ -132,8 +139,8 @@ SECTIONS = (
             "Git sync (`benchmarks/bench_sync.py`, issue 13)"),
     Section("postgres", "python -m benchmarks.bench_postgres --dsn DSN", "The index on "
             "PostgreSQL", "Build and warm recall, local index against PostgreSQL.",
-            "memories, index", "The index on PostgreSQL (`memdir bench locomo --postgres`, "
-            "`benchmarks/bench_postgres.py`, issue 18)"),
+            "memories, index", "Packed postings on PostgreSQL (issue 33 item 1, second pass, "
+            "2026-12-06)"),
     Section("pull", "python -m benchmarks.bench_pull", "After a git pull", "The first write "
             "and the index update after a pull.", "memdir",
             "After a git pull (`benchmarks/bench_pull.py`, issue 33 item 4)"),

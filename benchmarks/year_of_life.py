@@ -17,7 +17,10 @@ dates with `--now`, each expectation written from docs/RECALL.md and docs/CONTIN
   wake's review queue, never one question each, and never a "Needs your decision" entry;
 - a detail said in the middle of an imported conversation (a ChatGPT export on day 20) is
   found by `recall --include-journal` at every later date, in the journal group, whatever
-  dream kept of the conversation.
+  dream kept of the conversation — and the per-prompt block (`memdir context`), which no memory
+  answers, carries that turn;
+- the per-prompt block carries the hard fact its prompt names and the current tea, and no
+  health fact rides along with a prompt about tea.
 
     .venv/bin/python -m benchmarks.year_of_life       # the whole year: 52 weekly sleeps
 
@@ -72,6 +75,10 @@ class Person:
     def recalled(self, when: datetime, query: str, *extra: str) -> list[str]:
         found = json.loads(self.run(when, "recall", query, "--json", "--no-record", *extra))
         return [row["id"] for row in found["results"]]
+
+    def block(self, when: datetime, prompt: str) -> dict:
+        """What the per-prompt hook would put before the prompt (`context --json`)."""
+        return json.loads(self.run(when, "context", prompt, "--json", "--no-record"))
 
     def journalled(self, when: datetime, query: str) -> list[str]:
         """The texts of recall's journal group for `query`."""
@@ -146,6 +153,10 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
         if day == IMPORTED_AT:
             export = chatgpt_export(root.parent / "conversations.json", now - days(3))
             me.run(now, "import", str(export))
+        if day == IMPORTED_AT + 1:  # no memory holds the detail yet: the journal's turn does
+            said = me.block(now, "Where was the flat we found in Valencia?")
+            year.expect([e["kind"] for e in said["entries"] if VALENCIA in e["text"]] == ["journal"],
+                        f"day {day}: the imported turn not in the per-prompt block")  # fmt: skip
         if day == CHATS_DAY:
             _a_week_of_chats(me, now, year)
         if day % NOTE_EVERY == 0:  # everyday notes: the console ring moves on
@@ -181,6 +192,22 @@ def live_year(root: Path, sleep_every: int = 7, ask_every: int = 7) -> Year:
         if day > IMPORTED_AT:
             year.expect(VALENCIA in me.journalled(now, "where was the flat in Valencia?"),
                         f"day {day}: the imported detail not in recall's journal group")  # fmt: skip
+            # the per-prompt block carries it: the journal's turn while no memory holds it, the
+            # memories dream kept of the user's words once it has run (docs/MCP.md)
+            said = me.block(now, "Where was the flat we found in Valencia?")
+            year.expect(any(VALENCIA in e["text"] for e in said["entries"]),
+                        f"day {day}: the imported detail not in the per-prompt block")  # fmt: skip
+        # the per-prompt block: the hard fact the prompt names, the current tea, and no health
+        # fact riding along with a prompt about tea (docs/MCP.md)
+        shown = [e["id"] for e in me.block(now, "how much is my rent?")["entries"]]
+        year.expect(rent in shown, f"day {day}: the rent not in the block for its question")
+        shown = [
+            e["id"] for e in me.block(now, "Which tea do I drink in the afternoon?")["entries"]
+        ]
+        year.expect(current in shown and (not oolong or tea not in shown),
+                    f"day {day}: the block's tea is not the current one: {shown}")  # fmt: skip
+        year.expect(pill not in shown and allergy not in shown,
+                    f"day {day}: a health fact rides along with a prompt about tea")  # fmt: skip
         # milestones take a guaranteed slot only from a query they bear on (docs/RECALL.md §5)
         top3 = me.recalled(now, "how much is my rent", "-k", "3")
         year.expect(rent in top3 and wedding not in top3 and born not in top3,

@@ -405,14 +405,16 @@ class CatalogWriter(Protocol):
     def transaction(self) -> AbstractContextManager[object]:
         """`with catalog.transaction():` commits on success and rolls back on error."""
 
-    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
-        """Insert a memory line (status durable, searchable, not in the vector base); returns
-        its iid, or None when a memory with that id is already there."""
+    def add_memories(self, items: Sequence[tuple[dict[str, Any], int, str]]) -> list[int | None]:
+        """Insert memory lines, each as (line, created in epoch seconds, content hash), with
+        status durable, searchable and not in the vector base; returns their iids in order,
+        None for one whose id is already there (or earlier in `items`)."""
 
     def add_event(self, line: dict[str, Any]) -> bool:
         """Insert an event line; False when an event with that id is already there."""
 
-    def set_status(self, memory_id: str, status: str, searchable: bool) -> None: ...
+    def set_statuses(self, items: Iterable[tuple[str, str, bool]]) -> None:
+        """(memory id, status, searchable) for each."""
 
     def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
         """(iid, guaranteed, importance) for each: whether the memory is in `guaranteed` and

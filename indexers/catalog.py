@@ -318,38 +318,46 @@ class SqlCatalog:
         )
 
     # memories and events --------------------------------------------------------------------
-    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
-        """Insert a memory line; returns its iid, or None when it was already there."""
+    def add_memories(self, items: Sequence[tuple[dict[str, Any], int, str]]) -> list[int | None]:
+        """Insert memory lines; returns their iids, None for one already there. One statement
+        per table for the whole batch (executemany), not one per memory: a round trip each
+        was most of a PostgreSQL rebuild's catalog time."""
         self._forget_cache()
-        found = self.sql.one(
+        if not items:
+            return []
+        known = {str(row[0]) for row in self._any(
+            "SELECT id FROM {s}.memories WHERE id = ANY(?)", (line["id"] for line, _, _ in items)
+        )}  # fmt: skip
+        following = (self.max_iid() or 0) + 1
+        iids: list[int | None] = []
+        rows: list[tuple[Any, ...]] = []
+        addressed: list[tuple[int, str, str, str]] = []
+        for line, created, content_hash in items:
+            if line["id"] in known:
+                iids.append(None)
+                continue
+            known.add(line["id"])
+            iids.append(following)
+            author = str(line.get("author", ""))
+            rows.append((
+                following, line["id"], packed_line(line), line.get("key"), line.get("session"),
+                author, bool(line.get("pinned")) or line.get("temporal") == "milestone",
+                int(line.get("importance", 5)), created, _digest(content_hash),
+            ))  # fmt: skip
+            if line.get("session"):
+                addressed.extend((following, line["session"], author, name)
+                                 for name in addressed_names(line["text"], author))  # fmt: skip
+            following += 1
+        self.sql.executemany(
             "INSERT INTO {s}.memories (iid, id, line, key, session, author, guaranteed,"
             " importance, created, status, searchable, content_hash)"
-            " VALUES ((SELECT COALESCE(MAX(iid), 0) + 1 FROM {s}.memories),"
-            " ?, ?, ?, ?, ?, ?, ?, ?, 'durable', TRUE, ?)"
-            " ON CONFLICT (id) DO NOTHING RETURNING iid",
-            (
-                line["id"],
-                packed_line(line),
-                line.get("key"),
-                line.get("session"),
-                str(line.get("author", "")),
-                bool(line.get("pinned")) or line.get("temporal") == "milestone",
-                int(line.get("importance", 5)),
-                created,
-                _digest(content_hash),
-            ),
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'durable', TRUE, ?)",
+            rows,
         )
-        if found is None:
-            return None
-        iid = int(found[0])
-        if line.get("session"):
-            author = str(line.get("author", ""))
-            self.sql.executemany(
-                "INSERT INTO {s}.addressed(iid, session, author, name) VALUES (?, ?, ?, ?)",
-                [(iid, line["session"], author, name)
-                 for name in addressed_names(line["text"], author)],
-            )  # fmt: skip
-        return iid
+        self.sql.executemany(
+            "INSERT INTO {s}.addressed(iid, session, author, name) VALUES (?, ?, ?, ?)", addressed
+        )
+        return iids
 
     def add_event(self, line: dict[str, Any]) -> bool:
         self._forget_cache()
@@ -361,11 +369,11 @@ class SqlCatalog:
         )
         return found is not None
 
-    def set_status(self, memory_id: str, status: str, searchable: bool) -> None:
+    def set_statuses(self, items: Iterable[tuple[str, str, bool]]) -> None:
         self._forget_cache()
-        self.sql.execute(
+        self.sql.executemany(
             "UPDATE {s}.memories SET status = ?, searchable = ? WHERE id = ?",
-            (status, bool(searchable), memory_id),
+            [(status, bool(searchable), memory_id) for memory_id, status, searchable in items],
         )
 
     def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:

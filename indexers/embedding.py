@@ -26,12 +26,13 @@ import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memdir.archive_format.errors import BadInputError, MemdirError
 
+from . import bfloat16
 from .text import WORD
 
 if TYPE_CHECKING:
@@ -49,6 +50,12 @@ MAX_SEQ_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json), 
 MPNET_NAME = "all-mpnet-base-v2"
 MPNET_DIM = 768
 MPNET_MAX_SEQ_LENGTH = 384
+# The optional e5 setup (docs/RECALL.md, "The e5 setup"): multilingual-e5-small as unpacked by
+# scripts/make_e5_model.py, a BERT like MiniLM (12 layers) with a SentencePiece vocabulary and
+# the prompts it was trained with ("query: ", "passage: "), used only where `embedder.e5` names it.
+E5_NAME = "multilingual-e5-small"
+E5_MAX_SEQ_LENGTH = 512
+PROMPTS_FILE = "config_sentence_transformers.json"  # sentence-transformers' file of prompts
 
 ENV_MODEL_DIR = "MEMDIR_EMBED_MODEL"
 ENV_HTTP_URL = "MEMDIR_EMBED_URL"
@@ -56,7 +63,10 @@ ENV_HTTP_MODEL = "MEMDIR_EMBED_HTTP_MODEL"
 ENV_HTTP_KEY = "MEMDIR_EMBED_KEY"
 ENV_HTTP_DIM = "MEMDIR_EMBED_DIM"
 _ENDPOINT_HINT = f"{ENV_HTTP_URL} should serve an OpenAI-compatible /embeddings endpoint"
-_MODEL_HINT = f"it should hold {MODEL_NAME}'s or {MPNET_NAME}'s files, as published"
+_MODEL_HINT = (
+    f"it should hold {MODEL_NAME}'s or {MPNET_NAME}'s files, as published, or {E5_NAME}'s as"
+    " scripts/make_e5_model.py writes them"
+)
 
 _HEAD_COUNT = 12  # both models
 _LAYER_NORM_EPS = 1e-12  # MiniLM's; MPNet's is 1e-5 (its config.json)
@@ -71,6 +81,10 @@ _GELU_CHUNK = 1 << 16  # elements per GELU step: four float32 temporaries fit in
 # A row sum below this means the row peaked over 46 below its head's peak (see _softmax_parts).
 _SOFTMAX_UNDERFLOW_GUARD = 1e-20
 _HTTP_BATCH = 256  # inputs per request; OpenAI accepts up to 2048
+# Texts in one call from which the bfloat16 layers are used where they can be (bfloat16.py):
+# compiling them costs about what the numpy encoder takes for this many, so a query, a `teach`
+# or a small update never waits for it, and an index build (calls of 512) embeds about 4x faster.
+_BF16_MIN_TEXTS = 256
 
 # erf(z) ~= z * P(z^2) / Q(z^2) for |z| <= 4 (Eigen's float32 erf), with P and Q's coefficients
 # from the highest power down.
@@ -114,6 +128,13 @@ class Embedder(Protocol):
         ...
 
 
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Search queries as the model was trained to read them: with its query prompt where it has
+    one (e5's "query: "; `embed` gives memories its passage prompt), else like any text."""
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if method is not None else embedder.embed(texts)
+
+
 def find_model_dir(configured: str | None = None) -> Path | None:
     """Locate a directory holding all-MiniLM-L6-v2's model.safetensors and tokenizer.json.
 
@@ -128,20 +149,26 @@ def find_model_dir(configured: str | None = None) -> Path | None:
 
 
 def load_embedder(
-    configured_path: str | None = None, kind: str = "auto", mpnet: str | None = None
+    configured_path: str | None = None,
+    kind: str = "auto",
+    mpnet: str | None = None,
+    e5: str | None = None,
 ) -> tuple[Embedder, str | None]:
     """Build the embedder memdir should use, plus a warning when it had to fall back.
 
-    ``kind`` is "auto" (the larger MPNet where ``mpnet`` names its directory, else MiniLM if its
-    files are found, else hashing), "minilm" (same search, but the fallback is still taken
-    rather than failing a whole command), "hashing" or "http".
+    ``kind`` is "auto" (the larger MPNet where ``mpnet`` names its directory, else e5 where
+    ``e5`` names its directory, else MiniLM if its files are found, else hashing), "minilm"
+    (same search, but the fallback is still taken rather than failing a whole command),
+    "hashing" or "http".
     """
     if kind == "hashing":
         return HashingEmbedder(), None
     if kind == "http":
         return HttpEmbedder.from_env(), None
     if kind == "auto" and mpnet:
-        return _load_mpnet(configured_path, mpnet)
+        return _load_optional(configured_path, mpnet, "mpnet")
+    if kind == "auto" and e5:
+        return _load_optional(configured_path, e5, "e5")
     if kind not in ("auto", "minilm"):
         raise BadInputError(
             f"unknown embedder kind {kind!r}", hint="embedder.kind is auto, minilm, hashing or http"
@@ -163,16 +190,29 @@ def load_embedder(
     return MiniLMEmbedder(model_dir), warning
 
 
-def _load_mpnet(configured_path: str | None, mpnet: str) -> tuple[Embedder, str | None]:
-    """The larger embedder where `embedder.mpnet` holds it, else MiniLM (or hashing) with a
-    warning: a memdir keeps working when the optional model is missing."""
-    model_dir = expanded(mpnet)
-    if model_kind(model_dir) == "mpnet":
-        return MPNetEmbedder(model_dir), None
+_OPTIONAL = {  # kind → (its class, its name, where the docs say how to get it)
+    "mpnet": (
+        lambda path: MPNetEmbedder(path),
+        MPNET_NAME,
+        'unpack it: docs/RECALL.md, "The quality setup"',
+    ),
+    "e5": (lambda path: E5Embedder(path), E5_NAME, 'make e5-model: docs/RECALL.md, "The e5 setup"'),
+}
+
+
+def _load_optional(
+    configured_path: str | None, configured: str, kind: str
+) -> tuple[Embedder, str | None]:
+    """The optional embedder where `embedder.mpnet` or `embedder.e5` holds it, else MiniLM (or
+    hashing) with a warning: a memdir keeps working when the optional model is missing."""
+    make, name, how = _OPTIONAL[kind]
+    model_dir = expanded(configured)
+    if model_kind(model_dir) == kind:
+        return make(model_dir), None
     fallback, warning = load_embedder(configured_path, "auto")
     return fallback, (
-        f"memdir: embedder.mpnet: {mpnet} does not hold {' and '.join(REQUIRED_FILES)} of"
-        f' {MPNET_NAME} (unpack it: docs/RECALL.md, "The quality setup"); using'
+        f"memdir: embedder.{kind}: {configured} does not hold {' and '.join(REQUIRED_FILES)} of"
+        f" {name} ({how}); using"
         f" {fallback.model_id}" + (f"; {warning.removeprefix('memdir: ')}" if warning else "")
     )
 
@@ -205,7 +245,8 @@ def expanded(path: str) -> Path:
 
 def model_kind(path: Path) -> str | None:
     """ "minilm" or "mpnet" by the tensor names in the directory's model.safetensors header
-    (read without numpy or the weights), or None when it holds no such model."""
+    (read without numpy or the weights), "e5" for a BERT whose prompts file names a query
+    prompt, or None when it holds no such model."""
     if not _is_model_dir(path):
         return None
     try:
@@ -215,7 +256,20 @@ def model_kind(path: Path) -> str | None:
     except (OSError, ValueError):
         return None
     layout = _layout(header)
+    if layout and layout[1] == "minilm" and _prompts(path).get("query"):
+        return "e5"
     return layout[1] if layout else None
+
+
+def _prompts(path: Path) -> dict[str, str]:
+    """The prompts in the directory's sentence-transformers config ({} when it has none)."""
+    try:
+        found = json.loads((path / PROMPTS_FILE).read_text(encoding="utf-8")).get("prompts")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(key): str(value) for key, value in found.items()}
 
 
 def _layout(names: Iterable[str]) -> tuple[str, str] | None:
@@ -321,7 +375,7 @@ class _EncoderModel:
     (MiniLM) or an MPNet, which differ only in position handling and names."""
 
     model_id: str
-    kind: str  # "minilm" or "mpnet"
+    kind: str  # "minilm", "mpnet" or "e5"
     tokenizer: Tokenizer
     word_embeddings: np.ndarray
     # by position from the first token: MiniLM's with token type 0 added (memdir never embeds
@@ -332,6 +386,7 @@ class _EncoderModel:
     layers: tuple[_EncoderLayer, ...]
     eps: float
     relative_bias: np.ndarray | None = None  # MPNet: (buckets, heads), added to every layer
+    prompts: dict[str, str] = field(default_factory=dict)  # e5: "query" and "passage" prefixes
 
     @property
     def width(self) -> int:
@@ -431,7 +486,9 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
     layout = _layout(tensors)
     if layout is None:
         raise BadInputError(f"{weights_path} holds no BERT or MPNet encoder", hint=_MODEL_HINT)
-    prefix, kind = layout
+    prefix, layout_kind = layout
+    prompts = _prompts(model_dir)
+    kind = "e5" if layout_kind == "minilm" and prompts.get("query") else layout_kind
 
     def tensor(name: str) -> np.ndarray:
         return np.asarray(tensors[prefix + name], dtype=np.float32)
@@ -443,7 +500,7 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
 
     width = int(tensors[prefix + "embeddings.word_embeddings.weight"].shape[1])
     query_scale = np.float32(1.0 / math.sqrt(width // _HEAD_COUNT))
-    query_name, key_name, value_name, out_name, norm_name = _ATTENTION_NAMES[kind]
+    query_name, key_name, value_name, out_name, norm_name = _ATTENTION_NAMES[layout_kind]
     layers = []
     layer_names = [
         name[len(prefix) :] for name in tensors if name.startswith(prefix + "encoder.layer.")
@@ -476,7 +533,7 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
                 output_norm_bias=tensor(base + "output.LayerNorm.bias"),
             )
         )
-    longest = MPNET_MAX_SEQ_LENGTH if kind == "mpnet" else MAX_SEQ_LENGTH
+    longest = {"mpnet": MPNET_MAX_SEQ_LENGTH, "e5": E5_MAX_SEQ_LENGTH}.get(kind, MAX_SEQ_LENGTH)
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     # tokenizer.json ships with truncation at 128 and fixed padding; sentence-transformers
     # truncates at max_seq_length instead, and batches are padded here, per length bucket.
@@ -490,7 +547,7 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
     else:
         positions = position[:longest] + tensor("embeddings.token_type_embeddings.weight")[0]
         relative = None
-    name = MPNET_NAME if kind == "mpnet" else MODEL_NAME
+    name = {"mpnet": MPNET_NAME, "e5": E5_NAME}.get(kind, MODEL_NAME)
     return _EncoderModel(
         model_id=f"{name}@{_file_fingerprint(weights_path)[:12]}",
         kind=kind,
@@ -502,27 +559,42 @@ def _build_model(model_dir: Path, tensors: dict[str, Any]) -> _EncoderModel:
         layers=tuple(layers),
         eps=_MPNET_LAYER_NORM_EPS if kind == "mpnet" else _LAYER_NORM_EPS,
         relative_bias=relative,
+        prompts=prompts,
     )
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (mean pooled, L2-normalised) computed with numpy, no torch."""
+    """all-MiniLM-L6-v2 (mean pooled, L2-normalised) computed with numpy, no torch.
+
+    Calls of many texts run the layers in bfloat16 where the CPU and the `bf16` extra allow
+    (bfloat16.py): the same vectors to a cosine of 0.99995. ``exact`` keeps every call on the
+    float32 numpy path (as $MEMDIR_EMBED_BF16=0 does for every embedder).
+    """
 
     kind = "minilm"
     name = MODEL_NAME
     dim = EMBEDDING_DIM
 
-    def __init__(self, model_dir: str | Path) -> None:
+    def __init__(self, model_dir: str | Path, *, exact: bool = False) -> None:
         self.model_dir = Path(model_dir)
+        self.exact = exact
         self._model = _load_model(self.model_dir)
         if self._model.kind != self.kind:
             raise BadInputError(
                 f"{self.model_dir} holds {self._model.model_id.split('@')[0]}, not {self.name}",
-                hint="embedder.path names MiniLM's directory, embedder.mpnet the larger model's",
+                hint="embedder.path names MiniLM's directory, embedder.mpnet MPNet's, embedder.e5 e5's",
             )
         self.model_id = self._model.model_id
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts (memories: with the model's passage prompt, if it has one)."""
+        return self._encode(texts, self._model.prompts.get("passage", ""))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed search queries (with the model's query prompt, if it has one)."""
+        return self._encode(texts, self._model.prompts.get("query", ""))
+
+    def _encode(self, texts: Sequence[str], prompt: str) -> np.ndarray:
         """Embed texts in batches of similar length, so little work is spent on padding."""
         import numpy as np
 
@@ -530,11 +602,16 @@ class MiniLMEmbedder:
         if not texts:
             return result
         # sentence-transformers strips surrounding whitespace before tokenising.
-        encodings = self._model.tokenizer.encode_batch([str(text).strip() for text in texts])
+        encodings = self._model.tokenizer.encode_batch(
+            [prompt + str(text).strip() for text in texts]
+        )
         token_ids = [encoding.ids for encoding in encodings]
         order = sorted(range(len(token_ids)), key=lambda index: len(token_ids[index]))
+        fast = not self.exact and len(texts) >= _BF16_MIN_TEXTS
+        layers = bfloat16.compiled(self._model) if fast else None
         for batch in _length_batches(order, token_ids):
-            result[batch] = _encode_batch(self._model, [token_ids[index] for index in batch])
+            sequences = [token_ids[index] for index in batch]
+            result[batch] = _encode_batch(self._model, sequences, layers)
         return result
 
 
@@ -545,6 +622,16 @@ class MPNetEmbedder(MiniLMEmbedder):
     kind = "mpnet"
     name = MPNET_NAME
     dim = MPNET_DIM
+
+
+class E5Embedder(MiniLMEmbedder):
+    """multilingual-e5-small (mean pooled, L2-normalised; its vocabulary as unpacked by
+    scripts/make_e5_model.py), the same numpy encoder over twice MiniLM's layers, memories
+    read as "passage: …" and queries as "query: …": optional (docs/RECALL.md)."""
+
+    kind = "e5"
+    name = E5_NAME
+    dim = EMBEDDING_DIM
 
 
 def _length_batches(order: list[int], token_ids: list[list[int]]) -> list[list[int]]:
@@ -562,8 +649,11 @@ def _length_batches(order: list[int], token_ids: list[list[int]]) -> list[list[i
     return batches
 
 
-def _encode_batch(model: _EncoderModel, sequences: list[list[int]]) -> np.ndarray:
-    """Run the encoder on one batch and return its mean-pooled, L2-normalised vectors."""
+def _encode_batch(
+    model: _EncoderModel, sequences: list[list[int]], layers: bfloat16.LayerStack | None = None
+) -> np.ndarray:
+    """Run the encoder on one batch and return its mean-pooled, L2-normalised vectors: the
+    numpy layers, or the same layers in bfloat16 where ``layers`` holds them compiled."""
     import numpy as np
 
     batch_size = len(sequences)
@@ -586,8 +676,13 @@ def _encode_batch(model: _EncoderModel, sequences: list[list[int]]) -> np.ndarra
     hidden = model.word_embeddings[ids.reshape(-1)]
     hidden.reshape(batch_size, length, width)[...] += model.position_embeddings[:length]
     _layer_norm(hidden, model.embedding_norm_weight, model.embedding_norm_bias, model.eps)
-    for layer in model.layers:
-        hidden = _encoder_layer(layer, hidden, batch_size, length, key_bias, model.eps)
+    if layers is None:
+        for layer in model.layers:
+            hidden = _encoder_layer(layer, hidden, batch_size, length, key_bias, model.eps)
+    else:
+        bias = np.zeros((1, 1, 1, length), np.float32) if key_bias is None else key_bias
+        hidden3d = hidden.reshape(batch_size, length, width)
+        hidden = layers(hidden3d, np.ascontiguousarray(bias)).reshape(-1, width)
 
     hidden3d = hidden.reshape(batch_size, length, width)
     if padded:

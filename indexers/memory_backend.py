@@ -323,7 +323,10 @@ class MemoryCatalog:
             memory.searchable, memory.content_hash, annotator, value, memory.session,
         )  # fmt: skip
 
-    def add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
+    def add_memories(self, items: Sequence[tuple[dict[str, Any], int, str]]) -> list[int | None]:
+        return [self._add_memory(line, created, digest) for line, created, digest in items]
+
+    def _add_memory(self, line: dict[str, Any], created: int, content_hash: str) -> int | None:
         if line["id"] in self.state.iids:
             return None
         iid = max(self.state.memories, default=0) + 1
@@ -344,10 +347,11 @@ class MemoryCatalog:
         )  # fmt: skip
         return True
 
-    def set_status(self, memory_id: str, status: str, searchable: bool) -> None:
-        if memory_id in self.state.iids:
-            memory = self.state.memories[self.state.iids[memory_id]]
-            memory.status, memory.searchable = status, searchable
+    def set_statuses(self, items: Iterable[tuple[str, str, bool]]) -> None:
+        for memory_id, status, searchable in items:
+            if memory_id in self.state.iids:
+                memory = self.state.memories[self.state.iids[memory_id]]
+                memory.status, memory.searchable = status, searchable
 
     def set_guaranteed(self, rows: Iterable[tuple[int, bool, int]]) -> None:
         for iid, flag, importance in rows:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .backends import CatalogMemory, CatalogReader, CatalogStatus
+from .embedding import embed_queries
 from .storage import IndexStorage
 from .vectors import exact_search
 
@@ -84,7 +85,7 @@ class IndexReader:
         from .blas import single_thread
 
         with single_thread():
-            vector = self.storage.embedder.embed([query])[0]
+            vector = embed_queries(self.storage.embedder, [query])[0]
         hits = self.vector_hits(vector, k)
         found = self.catalog.memories_by_iid(iid for iid, _ in hits)
         return [Hit(found[iid].id, found[iid].text, score) for iid, score in hits if iid in found]

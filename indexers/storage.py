@@ -62,6 +62,7 @@ GENERATION_PARTS = (
     "_in_memory_fulltext",
     "memory_table",
     "base",
+    "store",  # a rebuild renumbers the embedding cache's rows (what a backend kept of them)
 )  # reopened after a rebuild
 
 # A long-lived process (`memdir serve`) loads each model once and lends it to every index it
@@ -354,7 +355,7 @@ class IndexStorage:
         catalog = self.__dict__.get("_catalog")
         if catalog is not None:
             catalog.close()
-        for name in (*GENERATION_PARTS, "store"):
+        for name in GENERATION_PARTS:
             self.__dict__.pop(name, None)
         self._generation = None
         self.cached_scoring_table = None
@@ -384,13 +385,13 @@ class IndexStorage:
             from .embedding import load_embedder
 
             config = self.memdir.settings.embedder
-            key = ("embedder", str(config.path), config.kind, str(config.mpnet))
+            key = ("embedder", str(config.path), config.kind, str(config.mpnet), str(config.e5))
             with _resident_lock:
                 if _resident is not None and key in _resident:
                     self._embedder = _resident[key]
                     return _resident[key]
                 self._embedder, self.embedder_warning = load_embedder(
-                    config.path, config.kind, config.mpnet
+                    config.path, config.kind, config.mpnet, config.e5
                 )
                 if self.embedder_warning:
                     log.warning(self.embedder_warning.removeprefix("memdir: "))

@@ -356,9 +356,14 @@ class IndexUpdater:
         affected: set[str] = set(tombstoned)
         fresh: list[tuple[dict[str, Any], str]] = []
         iids: list[int] = []
-        for line in memories:
-            digest = content_hash(line["text"])
-            iid = self.storage.catalog_writer.add_memory(line, _epoch(line["created"]), digest)
+        digests = [content_hash(line["text"]) for line in memories]
+        added = self.storage.catalog_writer.add_memories(
+            [
+                (line, _epoch(line["created"]), digest)
+                for line, digest in zip(memories, digests, strict=True)
+            ]
+        )
+        for line, digest, iid in zip(memories, digests, added, strict=True):
             if iid is not None:
                 fresh.append((line, digest))
                 iids.append(iid)
@@ -411,15 +416,18 @@ class IndexUpdater:
         view = fold(lines, _FAR_FUTURE)
         deletes: list[str] = []
         searchable_now: list[CatalogMemory] = []
+        changed: list[tuple[str, str, bool]] = []
         for memory_id, memory in current.items():
             state = view.states.get(memory_id)
             status = index_status(view, memory_id) if state else "forgotten"
             searchable = status not in NOT_SEARCHABLE
-            self.storage.catalog_writer.set_status(memory_id, status, searchable)
+            if (status, searchable) != (memory.status, memory.searchable):
+                changed.append((memory_id, status, searchable))
             if searchable:
                 searchable_now.append(memory)
             else:
                 deletes.append(memory_id)
+        self.storage.catalog_writer.set_statuses(changed)
         self.storage.fulltext.delete(deletes)
         self._refresh_documents(list(current.values()), searchable_now)
 

@@ -300,16 +300,20 @@ class Memdir:
         return journal_group(self.archive, recalled, k, include_private)
 
     def context(self, prompt: str, *, budget: int | None = None, k: int | None = None,
-                record: bool = True, now: Moment = None) -> PromptContext:  # fmt: skip
+                record: bool = True, now: Moment = None, session: str | None = None,
+                journal: bool = True) -> PromptContext:  # fmt: skip
         """`memdir context`: the block an assistant should see before answering `prompt`
-        (`.markdown()`; empty unless recall's verdict is GROUNDED; `.to_dict()` is `--json`)."""
+        (`.markdown()`; `.to_dict()` is `--json`): the memories that bear on it when one
+        grounds it, else the journal turns of other conversations than `session` that hold its
+        words (none without `journal`), else nothing."""
         from memdir.usecases.prompt import CANDIDATES, DEFAULT_BUDGET, prompt_context
 
         text = prompt.strip()
         if not text:
             raise BadInputError("the prompt is empty")
         return prompt_context(self.archive, text, _moment(now), budget or DEFAULT_BUDGET,
-                              record=record, k=k or CANDIDATES)  # fmt: skip
+                              record=record, k=k or CANDIDATES, session=session,
+                              journal=journal)  # fmt: skip
 
     # the journal --------------------------------------------------------------------------
     def journal_add(

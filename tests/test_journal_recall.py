@@ -12,10 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memdir.archive_format import journal, lifecycle
+from memdir.archive_format.clock import format_time
 from memdir.archive_format.memdir import Memdir
+from memdir.archive_format.records import Tombstone, encode_line
 from memdir.cli.main import main
+from memdir.usecases.journal import search_terms, search_turns
 
 LATER = datetime(2027, 1, 1, tzinfo=timezone.utc)
 SAID = ["I need help planning a move next spring.", "Happy to help. Where to?",
@@ -180,7 +185,9 @@ def test_bad_input_is_one_line_and_a_bad_journal_line_is_skipped(
     code, out, err = cli(capsys, imported, "recall", "  ", "--include-journal")
     assert code != 0 and out == "" and "Traceback" not in err and "empty" in err
     with open(imported.root / "journal" / "turns.jsonl", "ab") as handle:
-        handle.write(b'{"kind":"turn","id": oops}\n')
+        # (a line that cannot hold the query's words is not even parsed: the search's byte
+        # scan passes it over, and `memdir verify` names it)
+        handle.write(b'{"kind":"turn","id": oops, "text": "Valencia"}\n')
     code, out, err = cli(capsys, imported, "recall", "Valencia", "--json", "--no-record",
                          "--include-journal")  # fmt: skip
     assert code == 0 and "Traceback" not in err and "turns.jsonl" in err
@@ -252,3 +259,55 @@ def test_an_unverified_user_turn_is_said_to_be_unverified(
     assert code == 0 and "user (unverified): Valencia, from an unconfirmed hook" in out
     [turn] = recall(capsys, hashed, "Valencia", "--include-journal")["journal"]["turns"]
     assert turn["trusted"] is False
+
+
+# --- the search's byte scan (archive_format/journal.py: lines_holding) ---------------------------
+
+VOCABULARY = ["Valencia", "valencia's", "VALÈNCIA", "flat", "Flats", "park", "parks", "café",
+              "Cafe", "riverbed", "the", "a", "we", "found", "\"quoted\"", "back\\slash",
+              "new\nline", "tab\there", "😀", "naïve", "naive", "über", "ueber", "x"]  # fmt: skip
+sentences = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=8).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(said=st.lists(sentences, min_size=1, max_size=12), query=sentences,
+       need=st.integers(min_value=1, max_value=3))  # fmt: skip
+def test_the_byte_scan_keeps_every_line_a_search_could_match(
+    said: list[str], query: str, need: int
+) -> None:
+    turns = [journal.new_turn(LATER + timedelta(seconds=n), "user", "s1", text)
+             for n, text in enumerate(said)]  # fmt: skip
+    stone = Tombstone(turns[0].id, turns[0].at, format_time(LATER))
+    lines = [encode_line(t.to_line()) for t in turns] + [encode_line(stone.to_line())]
+    blob = b"".join(lines)
+    wanted = search_terms(query)
+    kept = journal.lines_holding(blob, sorted(w.encode() for w in wanted), need)
+    offset = 0
+    for turn, line in zip(turns, lines, strict=False):
+        if len(wanted & search_terms(turn.text)) >= need:
+            assert offset in kept, (turn.text, wanted)
+        offset += len(line)
+    assert len(blob) - len(lines[-1]) in kept  # a tombstone is always read
+
+
+def test_a_search_reads_the_same_turns_with_or_without_the_byte_scan(
+    hashed: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    chooser = random.Random(7)
+    turns = [journal.new_turn(LATER - timedelta(minutes=n), chooser.choice(("user", "assistant")),
+                              f"s{n % 3}", " ".join(chooser.choices(VOCABULARY, k=6)),
+                              visibility=chooser.choice(("normal", "normal", "private")))
+             for n in range(60)]  # fmt: skip
+    journal.add_turns(hashed, turns)
+    queries = ["Valencia flat", "cafe", "naive park", "über", "found the riverbed", "zebra"]
+    scanned = [search_turns(hashed, q, LATER, 50, everything=True) for q in queries]
+    full_read = journal.read_journal
+
+    def read_everything(memdir, until=None, since=None, holding=None, need=1):  # noqa: ARG001
+        return full_read(memdir, until, since)
+
+    monkeypatch.setattr(journal, "read_journal", read_everything)
+    assert scanned == [search_turns(hashed, q, LATER, 50, everything=True) for q in queries]
+    assert any(scanned)

@@ -274,29 +274,51 @@ CONTEXT_PROMPT = "the quokka note"
 CONTEXT = ("context", CONTEXT_PROMPT, "--k", "30", "--budget", "4000", "--no-record")
 
 
+def context_journal_views(memdir: Memdir, tmp: Path) -> list[View]:
+    """`context` when no memory answers: its journal turns (a copy of the planted memdir where
+    no memory can ground a prompt, so the block asks the journal)."""
+    import shutil
+
+    copy = tmp / "journal-only"
+    shutil.copytree(memdir.root, copy)
+    quiet = configure(Memdir.open(copy), recall={"verdict": {"grounded_cosine": 1.0,
+                                                             "grounded_bm25": 10000}})  # fmt: skip
+    args = ("context", "quokka note", "--budget", "4000", "--no-record")
+    views = _forms(quiet, "context (journal)", args, marks=True)
+    assert "From the journal" in views[0].output, views[0].output
+    return views
+
+
 def context_views(memdir: Memdir, tmp: Path) -> list[View]:
     """`context` in-process and through a running `memdir serve` (its request counter proves
-    it answered): both must say the same, and both are checked against the matrix."""
+    it answered): both must say the same, and both are checked against the matrix. The block
+    carries at most MAX_ENTRIES entries, so these views show some of the records the matrix
+    lets it show (partial); a prompt naming one record's own word shows that one (`only`)."""
     local = [
         View("context", f"{' '.join(args)} (in-process)", _cli(memdir, *args),
-             json=json_, marks=not json_)
+             json=json_, marks=not json_, partial=True)
         for json_, args in ((False, CONTEXT), (True, (*CONTEXT, "--json")))
     ]  # fmt: skip
+    for record in RECORDS:
+        if record.kind == "memories":
+            args = ("context", f"the quokka {record.token} note", "--budget", "4000",
+                    "--no-record")  # fmt: skip
+            local += _forms(memdir, "context", args, marks=True, only=record.name)
     running = Server(memdir, tmp / "serve-policy.log", "--no-watch")
     served = []
     try:
         running.wait_ready()
-        for view in local:
+        for view in local[:2]:
             before = running.status()["requests"]
             args = (*CONTEXT, "--json") if view.json else CONTEXT
             output = _cli(memdir, *args, served=True)
             served.append(View("context", f"{' '.join(args)} (served)", output, json=view.json,
-                               marks=view.marks))  # fmt: skip
+                               marks=view.marks, partial=True))  # fmt: skip
             assert running.status()["requests"] == before + 1, f"{view.label}: not served"
     finally:
         stopped = running.stop()
     assert stopped == 0, running.text()
-    for mine, theirs in zip(local, served, strict=True):
+    for mine, theirs in zip(local[:2], served, strict=True):
         assert mine.output == theirs.output, theirs.label
     assert all(view.output for view in local), "the context prompt must be GROUNDED"
     return local + served
@@ -410,6 +432,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> list[View]:
     assert BY_NAME["private"].token not in ring_file
     write_an_old_ring(memdir)
     views = cli_views(memdir, tmp) + context_views(memdir, tmp) + mcp_views(memdir)
+    views += context_journal_views(memdir, tmp)
     server = UiServer(memdir.root, tmp / "ui-policy.log", now=NOW_TEXT)
     try:
         views += ui_views(server)
@@ -452,7 +475,10 @@ def ui_views(server: UiServer) -> list[View]:
         _ui(server, "ui timeline", "/api/timeline?days=3660"),
         _ui(server, "ui health", "/api/health", ids=False),
         _ui(server, "list", "/api/memories?k=100"),
-        _ui(server, "context", "/api/context?q=the+quokka+note&budget=4000"),
+        # (at most MAX_ENTRIES entries: some of what the matrix lets it show, as context_views)
+        _ui(server, "context", "/api/context?q=the+quokka+note&budget=4000", partial=True),
+        _ui(server, "context", "/api/context?q=the+quokka+qkprovisionalword+note&budget=4000",
+            only="provisional"),
         _ui(server, "journal read", "/api/journal", ids=False),
         _ui(server, "journal read --all", "/api/journal?all=true", ids=False),
     ]  # fmt: skip

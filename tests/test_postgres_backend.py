@@ -84,6 +84,26 @@ class TestPostgresCatalog(CatalogContract):
         return lambda: PostgresCatalog(database())
 
 
+def test_rows_read_in_a_transaction_that_rolls_back_are_not_kept(
+    database: Callable[[], Database],
+) -> None:
+    """An update appends rows and may read them back in its transaction; if it rolls back,
+    the next update appends other vectors under the same numbers, and those are what a read
+    returns (rows read outside a transaction are kept: committed rows never change)."""
+    import numpy as np
+
+    db = database()
+    rows = PgVectorRows(db, "hashing-16", DIM)
+    rows.append(unit_vectors(1, 1))
+    rows.rows([0])
+    with pytest.raises(RuntimeError), db.transaction():
+        rows.append(unit_vectors(2, 2))
+        assert np.allclose(rows.rows([1, 2]), unit_vectors(2, 2), atol=1e-6)
+        raise RuntimeError("the update fails")
+    rows.append(unit_vectors(2, 3))
+    assert np.allclose(rows.rows([0, 1, 2]), [*unit_vectors(1, 1), *unit_vectors(2, 3)], atol=1e-6)
+
+
 def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> None:
     import numpy as np
 
@@ -111,7 +131,7 @@ def test_values_are_bound_never_spliced(database: Callable[[], Database]) -> Non
     db = database()
     catalog = PostgresCatalog(db)
     with catalog.transaction():
-        iid = catalog.add_memory(memory_line(1, HOSTILE, key=HOSTILE), 0, hashed(HOSTILE))
+        iid = catalog.add_memories([(memory_line(1, HOSTILE, key=HOSTILE), 0, hashed(HOSTILE))])[0]
         catalog.set_manifest({HOSTILE: HOSTILE})
     assert iid == 1
     assert catalog.memories_by_id(["m-000001"])["m-000001"].text == HOSTILE
@@ -149,9 +169,10 @@ def test_meta_fields_and_distillations_are_bound_too(database: Callable[[], Data
 
 
 def test_an_older_fulltext_table_starts_again_empty(database: Callable[[], Database]) -> None:
-    """A table from before the postings (tsvector columns, no `_postings` beside it) is a
-    cache of an older layout: opening it drops it and creates the current one, empty (the
-    updater then sees fewer documents than searchable memories and rebuilds)."""
+    """A table of an older layout (postings rows and a table of frequencies, no packed
+    `_lists` beside it) is a cache: opening it drops it with its companions and creates the
+    current one, empty (the updater then sees fewer documents than searchable memories and
+    rebuilds)."""
     from contracts import document
 
     db = database()
@@ -159,12 +180,13 @@ def test_an_older_fulltext_table_starts_again_empty(database: Callable[[], Datab
     fulltext.create()
     fulltext.upsert([document(1, "coffee every morning")])
     fulltext.commit()
-    db.execute("DROP TABLE {s}.{table}", table="fulltext_0_postings")
-    db.execute("ALTER TABLE {s}.{table} ADD COLUMN text_terms TSVECTOR", table="fulltext_0")
+    db.execute("DROP TABLE {s}.{table}", table="fulltext_0_lists")
+    db.execute("CREATE TABLE {s}.{table} (field SMALLINT, lexeme TEXT, df INTEGER)",
+               table="fulltext_0_terms")  # fmt: skip
     reopened = PostgresFullText(database(), "fulltext_0")
     assert reopened.count() == 0 and reopened.scores("coffee", 10) == {}
     reopened.create()
-    assert reopened.count() == 0
+    assert reopened.count() == 0 and not db.table_exists("fulltext_0_terms")
     reopened.upsert([document(2, "shellfish", evidence="she said shellfish")])
     reopened.commit()
     assert list(reopened.scores("shellfish", 10, field="evidence")) == [2]
@@ -214,19 +236,48 @@ def reference_bm25(db: Database, bodies: dict[int, str], query: str) -> dict[int
     return found
 
 
+@pytest.fixture(params=["merged when due", "merged at every commit"])
+def merging(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The merge threshold as shipped (these small tables never reach it: postings stay
+    recent, removed documents' packed postings masked by T_gone), or a merge at every commit
+    that changed a document (the lists then hold exactly the live documents' postings)."""
+    from memdir.indexers.postgres import fulltext
+
+    if request.param == "merged when due":
+        yield
+        return
+    saved = fulltext.MERGE_MIN, fulltext.MERGE_RATIO
+    fulltext.MERGE_MIN, fulltext.MERGE_RATIO = 0, 0.0
+    try:
+        yield
+    finally:
+        fulltext.MERGE_MIN, fulltext.MERGE_RATIO = saved
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(operations=operations, query=texts, window=st.integers(0, 3))
 def test_bm25_from_the_postings_is_bm25_from_scratch(
-    database: Callable[[], Database], operations: list[tuple[Any, ...]], query: str, window: int
+    database: Callable[[], Database],
+    merging: None,
+    operations: list[tuple[Any, ...]],
+    query: str,
+    window: int,
 ) -> None:
     """After any sequence of upserts, deletes, replace_all and commits (statistics kept live,
-    not recomputed), every field's scores equal BM25 computed from the committed documents alone,
-    also with the time and iid filters; count() is the number of documents."""
+    not recomputed; merged or not), every field's scores equal BM25 computed from the committed
+    documents alone, also with the time and iid filters; count() is the number of documents."""
+    db = database()
+    try:
+        check_bm25(db, operations, query, window)
+    finally:
+        db.close()  # one connection per example, not one left open each
+
+
+def check_bm25(db: Database, operations: list[tuple[Any, ...]], query: str, window: int) -> None:
     from contracts import document
 
-    db = database()
     fulltext = PostgresFullText(db, f"fulltext_{uuid.uuid4().hex[:8]}")
     fulltext.create()
     staged: list[tuple[str, int, tuple[str, str, int] | None]] = []
@@ -284,71 +335,54 @@ def test_bm25_from_the_postings_is_bm25_from_scratch(
         assert list(best) == list(found)[:2]
 
 
-def test_the_first_commit_loads_postings_then_makes_their_btrees(
-    database: Callable[[], Database],
-) -> None:
-    """A new table has no postings btrees; its first commit (a rebuild's bulk load) makes them
-    after loading, with the document frequencies counted from the postings, and a later
-    commit updates frequencies incrementally on top (the same figures as a count from
-    scratch); BM25 is the same as on a table written one document per commit."""
+def test_the_first_commit_packs_the_postings(database: Callable[[], Database]) -> None:
+    """A new table's first commit (a rebuild's bulk load) packs every posting into the lists
+    and leaves no posting row; a later commit's postings are rows, and a document it removes
+    leaves its iid in T_gone; a merge packs the rows and empties both. Through all of it BM25
+    is the same as on a table written one document per commit, and as BM25 from scratch."""
     from contracts import document
+
+    from memdir.indexers.postgres import fulltext as module
 
     db = database()
     bulk, single = PostgresFullText(db, "fulltext_0"), PostgresFullText(db, "fulltext_1")
-    texts = [f"coffee {'tea ' * (n % 3)}morning {n}" for n in range(1, 41)]
+    texts = {n: f"coffee {'tea ' * (n % 3)}morning {n}" for n in range(1, 41)}
     for index in (bulk, single):
         index.create()
-        assert not db.table_exists(f"{index.table}_lexeme")
-    bulk.upsert([document(n, text) for n, text in enumerate(texts, 1)])
+    bulk.upsert([document(n, text) for n, text in texts.items()])
     bulk.commit()
-    for n, text in enumerate(texts, 1):
+
+    def rows(index: PostgresFullText, part: str) -> int:
+        return int(db.one("SELECT COUNT(*) FROM {s}.{name}", name=f"{index.table}_{part}")[0])
+
+    assert rows(bulk, "postings") == 0 and rows(bulk, "lists") > 0
+    for n, text in texts.items():
         single.upsert([document(n, text)])
         single.commit()
     for index in (bulk, single):
         index.upsert([document(50, "tea tea rain")])
         index.delete(["m-000002"])
         index.commit()
-        assert db.table_exists(f"{index.table}_lexeme")
-        assert db.table_exists(f"{index.table}_document")
-        frequencies = "SELECT field, lexeme, df FROM {s}.{name} WHERE df > 0 ORDER BY 1, 2"
-        counted = ("SELECT field, lexeme, COUNT(*) FROM {s}.{name}"
-                   " GROUP BY 1, 2 ORDER BY 1, 2")  # fmt: skip
-        assert db.rows(frequencies, name=f"{index.table}_terms") == db.rows(
-            counted, name=f"{index.table}_postings"
-        )
-    assert bulk.scores("coffee tea rain", 50) == single.scores("coffee tea rain", 50)
-    assert len(bulk.scores("coffee tea rain", 50)) == 40
-
-
-def test_bm25_reads_the_postings_from_the_btree_alone(database: Callable[[], Database]) -> None:
-    """After vacuum() (which a rebuild runs), a query's postings come from an index-only
-    scan of the (field, lexeme) btree, with no visit to the table's rows."""
-    from contracts import document
-
-    db = database()
-    fulltext = PostgresFullText(db, "fulltext_0")
-    fulltext.create()
-    fulltext.upsert([document(n, f"note {n} about coffee and tea") for n in range(1, 3001)])
-    fulltext.commit()
-    fulltext.vacuum()
-    statement = fulltext._statement("coffee", 10, "text", None, (0, 1 << 40), with_ids=False)
-    with db.transaction():
-        db.execute("SET LOCAL enable_bitmapscan = off")  # small tables tempt the planner
-        db.execute("SET LOCAL enable_seqscan = off")
-        [plan] = db.one("EXPLAIN (ANALYZE, FORMAT JSON) " + statement[0], statement[1],
-                        **fulltext._names())[0]  # fmt: skip
-    nodes = list(plan_nodes(plan["Plan"]))
-    postings = [node for node in nodes if node.get("Relation Name") == "fulltext_0_postings"]
-    assert [node["Node Type"] for node in postings] == ["Index Only Scan"], nodes
-    assert postings[0]["Index Name"] == "fulltext_0_lexeme"
-    assert postings[0]["Heap Fetches"] == 0
-    assert not [node for node in nodes if node.get("Relation Name") == "fulltext_0"]
-
-
-def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", ()):
-        yield from plan_nodes(child)
+    texts[50] = "tea tea rain"
+    del texts[2]
+    assert rows(bulk, "postings") == 4 and rows(bulk, "gone") == 1  # tea, rain in text, context
+    query = "coffee tea rain morning"
+    expected = reference_bm25(db, texts, query)
+    assert bulk.scores(query, 50) == single.scores(query, 50) == pytest.approx(expected, rel=1e-9)
+    saved = module.MERGE_MIN
+    module.MERGE_MIN = 0
+    try:
+        bulk.upsert([document(51, "milk")])
+        bulk.commit()
+    finally:
+        module.MERGE_MIN = saved
+    texts[51] = "milk"
+    assert rows(bulk, "postings") == 0 and rows(bulk, "gone") == 0
+    assert bulk.scores(query, 50) == pytest.approx(reference_bm25(db, texts, query), rel=1e-9)
+    lists = db.binary_rows("SELECT postings, times FROM {s}.{name}", name="fulltext_0_lists")
+    merged = [module.postings_of(postings, times) for postings, times in lists]
+    assert 2 not in {int(iid) for postings in merged for iid in postings["iid"]}
+    assert {int(time) for postings in merged for time in postings["time"]} == {0}
 
 
 def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) -> None:
@@ -362,7 +396,7 @@ def test_an_older_catalog_schema_is_rebuilt(database: Callable[[], Database]) ->
     catalog = PostgresCatalog(db)
     h1 = hashed("coffee")
     with catalog.transaction():
-        catalog.add_memory(memory_line(1, "coffee"), 0, h1)
+        catalog.add_memories([(memory_line(1, "coffee"), 0, h1)])[0]
         catalog.set_manifest({"version": "1", "generation": "3"})
     for table in ("affect_values", "distillations", "embedding_rows"):
         db.execute("DROP TABLE {s}.{table}", table=table)

@@ -515,6 +515,27 @@ def test_bench_settings_and_sleep_switch_stages_without_code_edits(tmp_path: Pat
     assert worse.code != 0 and "holds no mapping of settings" in worse.err
 
 
+def test_bench_postgres_puts_each_samples_index_on_the_server(
+    tmp_path: Path, cli, postgres_dsn: str
+) -> None:
+    """`--postgres DSN` is where the samples' indexes live, set per machine (memdir.local.yaml):
+    in memdir.yaml the setting would be ignored and the bench would measure the local index. A
+    server that does not answer is the index database's one-line error; the one that does
+    gives the local index's figures (the same hashing vectors and BM25 here)."""
+    first = _bench_file(tmp_path / "a.json", "a", "What pet did Ann adopt?")
+    settings = tmp_path / "hashing.yaml"
+    settings.write_text("embedder: {kind: hashing}\n")
+    common = ("bench", "locomo", str(first), "--settings", str(settings), "--json")
+    nowhere = cli(*common, "--postgres", f"host={tmp_path / 'nowhere'} connect_timeout=2")
+    assert nowhere.code == 9 and "index database is unavailable" in nowhere.err, nowhere.err
+    on_server = cli(*common, "--postgres", postgres_dsn)
+    assert on_server.code == 0 and "is ignored here" not in on_server.err, on_server.err
+    local = cli(*common)
+    assert json.loads(on_server.out)["files"][str(first)]["overall"] == pytest.approx(
+        json.loads(local.out)["files"][str(first)]["overall"]
+    )
+
+
 def chat(memdir: Memdir, session: str, turns: list[tuple[str, str]], at: datetime) -> list[str]:
     """A conversation's turns as speaker-prefixed memories (as `memdir bench locomo` and chat
     imports store them); their ids."""

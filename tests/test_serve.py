@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -228,8 +229,9 @@ def test_another_users_connection_is_refused_by_its_peer_credentials(
             preexec_fn=lambda: os.setuid(65534), cwd="/",
         )  # fmt: skip
 
-    # pytest's tmp_path is private to root: reach the same socket through a link in /tmp
-    link = Path(f"/tmp/memdir-test-{os.getpid()}-{time.monotonic_ns()}.sock")
+    # pytest's tmp_path is private to root: reach the same socket through a (hard) link in the
+    # temporary directory above it, /tmp or /dev/shm (conftest.py), on the same file system
+    link = Path(tempfile.gettempdir(), f"memdir-test-{os.getpid()}-{time.monotonic_ns()}.sock")
     os.link(running.socket, link)
     try:
         denied = as_nobody(link)  # the mode alone keeps others out …

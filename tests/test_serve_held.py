@@ -68,20 +68,23 @@ def stocked(hashed: Memdir) -> Memdir:
 
 def trickling(path: Path, count: int, pace: float = 0.3, lasting: float = 30.0) -> list:
     """`count` slow clients, each its own process, all connected when this returns."""
+    # Unbuffered: readline then takes exactly the "connected" line, and an answer the client
+    # printed right after it (a "busy" comes at once) is left in the pipe for communicate(),
+    # which reads the pipe itself (a buffered reader could have taken it too, and lost it).
     clients = [
         subprocess.Popen([sys.executable, "-c", TRICKLE, str(path), str(pace), str(lasting)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
         for _ in range(count)
     ]  # fmt: skip
     for client in clients:
         assert client.stdout is not None
-        assert client.stdout.readline().strip() == "connected", client.stderr
+        assert client.stdout.readline().strip() == b"connected", client.stderr
     return clients
 
 
 def answers(clients: list) -> list[str]:
     done = [client.communicate(timeout=60) for client in clients]
-    return [(out.splitlines() or [f"no answer: {err}"])[-1] for out, err in done]
+    return [(out.decode().splitlines() or [f"no answer: {err.decode()}"])[-1] for out, err in done]
 
 
 def raw(path: Path, payload: bytes, timeout: float = 10) -> bytes:

@@ -271,18 +271,22 @@ def test_embedder_path_is_where_the_model_is_looked_for(md: Memdir, tmp_path: Pa
     assert index.embedder_warning is not None and str(empty) in index.embedder_warning
 
 
-@effect("embedder.mpnet")
-def test_embedder_mpnet_names_the_larger_model(md: Memdir, tmp_path: Path) -> None:
+@effect("embedder.mpnet", "embedder.e5")
+@pytest.mark.parametrize(("setting", "fix"), [("mpnet", None), ("e5", "make e5-model")])
+def test_an_optional_embedder_setting_names_its_model(
+    md: Memdir, tmp_path: Path, setting: str, fix: str | None
+) -> None:
     """Where it holds no model, memdir says so, naming the setting, and embeds with MiniLM (or
-    hashing): the optional model never breaks a memdir. (With the model: test_embedding.py.)"""
+    hashing): an optional model never breaks a memdir. (With the model: test_embedding.py.)"""
     from memdir.indexers.index import MemoryIndex
 
     empty = tmp_path / "not-unpacked"
     empty.mkdir()
-    index = MemoryIndex(configure(md, embedder={"mpnet": str(empty)}))
+    index = MemoryIndex(configure(md, embedder={setting: str(empty)}))
     assert index.embedder.kind in ("minilm", "hashing")
     assert index.embedder_warning is not None
-    assert f"embedder.mpnet: {empty}" in index.embedder_warning
+    assert f"embedder.{setting}: {empty}" in index.embedder_warning
+    assert fix is None or fix in index.embedder_warning
 
 
 @effect("affect.annotator")
@@ -341,6 +345,22 @@ def test_context_hard_facts_always_puts_every_keyed_memory_in_every_block(md: Me
     always = configure(md, context={"hard_facts": "always"})
     found = prompt_context(always, prompt, T0_DT + timedelta(hours=1), record=False)
     assert [entry.id for entry in found.entries if entry.kind == "fact"] == [rent]
+
+
+@effect("context.journal")
+def test_context_journal_off_keeps_the_journal_turns_out_of_the_block(md: Memdir) -> None:
+    from memdir.archive_format import journal
+    from memdir.usecases.prompt import prompt_context
+
+    md = _hashing(md)
+    said = journal.new_turn(T0_DT, "user", "import-1", "We found a flat in Valencia",
+                            "import:chatgpt")  # fmt: skip
+    journal.add_turns(md, [said])
+    prompt = "the flat we found in Valencia?"
+    found = prompt_context(md, prompt, T0_DT + timedelta(hours=1), record=False)
+    assert [entry.id for entry in found.entries] == [said.id]
+    off = configure(md, context={"journal": False})
+    assert prompt_context(off, prompt, T0_DT + timedelta(hours=1), record=False).entries == []
 
 
 @effect("recall.distilled_cutoffs")

@@ -32,7 +32,7 @@ def test_a_lookup_of_any_size_is_one_statement(tmp_path: Path) -> None:
     count = 2001
     with catalog.transaction():
         for number in range(count):
-            catalog.add_memory(memory_line(number), number, hashed(f"h{number}"))
+            catalog.add_memories([(memory_line(number), number, hashed(f"h{number}"))])[0]
             catalog.add_vector_rows([(hashed(f"h{number}"), number)])
     statements: list[str] = []
     catalog.db.set_trace_callback(statements.append)
@@ -99,7 +99,7 @@ def test_an_older_schema_is_rebuilt_and_its_caches_kept(tmp_path: Path) -> None:
     assert catalog.vector_rows([h1]) == {h1: 41}
     assert catalog.affect_for([h1]) == {h1: ("vader", {"valence": 0.5})}
     with catalog.transaction():
-        assert catalog.add_memory(memory_line(1), 0, h1) == 1
+        assert catalog.add_memories([(memory_line(1), 0, h1)])[0] == 1
     catalog.close()
 
 
@@ -222,7 +222,7 @@ def test_what_recall_reads_comes_back_as_written(
     digest = hashed(text)
     annotator, value = affect
     with catalog.transaction():
-        iid = catalog.add_memory(line, 0, digest)
+        iid = catalog.add_memories([(line, 0, digest)])[0]
         catalog.set_affect([(digest, annotator, value)])
         catalog.set_distilled([(digest, distilled)])
     catalog.close()

@@ -51,7 +51,9 @@ class Daemon:
     def stop(self) -> tuple[int, bytes]:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        out, _ = self.process.communicate(timeout=10)
+        # a clean stop may itself wait 5 s for the observer and 5 s for the signal relay
+        # (usecases/watch.py): the deadline is for a daemon that hangs, not a speed limit
+        out, _ = self.process.communicate(timeout=30)
         self.stderr.close()
         return self.process.returncode, out
 

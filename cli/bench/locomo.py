@@ -153,10 +153,16 @@ def weight_overrides(items: list[str], option: str = "--weight") -> dict[str, fl
 def build_memdir(
     sample: Sample, root: Path, settings: dict[str, Any] | None = None
 ) -> dict[str, str]:
-    """A memdir holding the sample's turns (with memdir.yaml `settings`, e.g. where its index
-    lives); returns memory id → dia_id."""
+    """A memdir holding the sample's turns (with `settings` in memdir.yaml, but where its index
+    lives in memdir.local.yaml: memdir.yaml's would be ignored); returns memory id → dia_id."""
+    from memdir.archive_format.memdir import set_local_settings
+    from memdir.archive_format.settings import split_local
+
     first = min((turn.created for turn in sample.turns), default=datetime.now(timezone.utc))
-    memdir, _ = init(root, first, settings=settings or None)
+    shared, local = split_local(settings or {})
+    memdir, _ = init(root, first, settings=shared or None)
+    if local:
+        set_local_settings(root, local)
     memories = []
     by_id: dict[str, str] = {}
     for turn in sample.turns:

@@ -40,6 +40,15 @@ PerQuestionOpt = Annotated[
     ),
 ]
 
+SHAPE_HELP = (
+    "Another block shape measured on the same recalls (repeatable): floor_cosine, floor_bm25,"
+    " relative, neighbour, max_entries, journal_turns, journal_least or journal_share laid over"
+    " the default's."
+)
+ShapeOpt = Annotated[
+    list[str] | None, typer.Option("--shape", metavar="NAME=VALUE[,…]", help=SHAPE_HELP)
+]
+
 bench_app = typer.Typer(help="Benchmarks run through memdir's own pipeline.", no_args_is_help=True)
 
 
@@ -198,13 +207,25 @@ def delivery(
     ] = None,
     per_question: PerQuestionOpt = None,
     weight: WeightOpt = None,
+    shape: ShapeOpt = None,
+    in_journal: Annotated[
+        bool,
+        typer.Option(
+            "--in-journal",
+            help="Keep each sample's turns in the journal only, as an "
+            "import leaves them (no memory of them): the block's journal turns.",
+        ),
+    ] = False,
     json_: context.JsonOpt = False,
 ) -> None:
     """What the per-prompt hook delivers (`memdir context` for every question): answered,
-    silent with the answer in recall's top 10, noise share and tokens, per file and category.
+    silent with the answer in recall's top 10, noise (entries holding no evidence, and turns
+    that are not evidence) and tokens, per file and category.
 
     Example: memdir bench delivery ../shared/bench/locomo/locomo-dev.json --json;
-    memdir bench delivery FILE --weight pair_semantic=1 (a profile variant)
+    memdir bench delivery FILE --weight pair_semantic=1 (a profile variant);
+    memdir bench delivery FILE --shape relative=0.9 --shape max_entries=2 (block shapes);
+    memdir bench delivery FILE --in-journal (the turns only in the journal, as after an import)
     """
     from memdir.cli.bench.delivery import run
     from memdir.cli.bench.locomo import weight_overrides, with_weights
@@ -212,7 +233,8 @@ def delivery(
     weights = weight_overrides(weight or [])
     settings = with_weights({}, "default", weights) if weights else None
     report = measured(per_question, lambda advance, rows: run(
-        files, limit, budget, settings, progress=advance, per_question=rows))  # fmt: skip
+        files, limit, budget, settings, progress=advance, per_question=rows, shapes=shape,
+        in_journal=in_journal))  # fmt: skip
     report["weights"] = weights
     if json_:
         emit_json(report)
@@ -224,13 +246,15 @@ def delivery(
     if len(files) > 1:
         parts.append((f"pooled over {len(files)} files", report["pooled"]))
     columns = ("answered", "answered_when_available", "silent_with_answer", "noise",
-               "mean_tokens")  # fmt: skip
+               "turn_noise", "mean_tokens")  # fmt: skip
     for title, figures in parts:
         table = Table("category", "n", "answered", "of available", "silent w/ answer", "noise",
-                      "tokens", title=title)  # fmt: skip
-        shown = [("overall (1–4)", figures["overall"])] + [
-            (f"{key} {value['name']}", value) for key, value in figures["categories"].items()
-        ]
+                      "turn noise", "tokens", title=title)  # fmt: skip
+        shown = (
+            [("overall (1–4)", figures["overall"])]
+            + [(f"{key} {value['name']}", value) for key, value in figures["categories"].items()]
+            + [(f"--shape {name}", arm["overall"]) for name, arm in figures["shapes"].items()]
+        )
         for label, row in shown:
             table.add_row(label, str(row["n"]), *(
                 "–" if row.get(name) is None else f"{row[name]:g}" for name in columns))  # fmt: skip

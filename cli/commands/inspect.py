@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from memdir.archive_format import clock, visibility
+from memdir.archive_format import visibility
 from memdir.archive_format.errors import BadInputError, ExitStatus, MemdirError
-from memdir.archive_format.fold import LIVE_STATUSES, STATUSES, ArchiveView, MemoryState
+from memdir.archive_format.fold import ArchiveView, MemoryState
 from memdir.archive_format.lifecycle import load_view
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.verify import verify as verify_memdir
@@ -114,68 +113,6 @@ def print_provenance(report: dict[str, Any]) -> None:
     print_table(PROVENANCE_COLUMNS, rows)
 
 
-def history(
-    state: MemoryState, incoming: Sequence[dict[str, str]] = ()
-) -> list[dict[str, str | None]]:
-    """A memory's whole story in time order: written, events, links to it from other memories
-    (`incoming`, ArchiveView.incoming) and derived transitions."""
-    steps: list[dict[str, str | None]] = []
-    memory = state.memory
-    written = f"{memory.source} by {memory.author}" if memory else "written (text forgotten)"
-    evidence = memory.meta.get("evidence") if memory is not None and memory.meta else None
-    if evidence:  # a guarded teaching's quote, a derived memory's source turns
-        written += f"; {evidence}"
-    steps.append({"at": state.created, "what": "created", "detail": written})
-    if memory is not None and memory.expires and state.status in ("provisional", "expired"):
-        steps.append(
-            {"at": memory.expires, "what": "ttl-ends", "detail": "expires unless confirmed"}
-        )
-    for event in state.events:
-        detail = (
-            event.reason
-            or event.evidence
-            or (f"{event.link_type} → {event.to}" if event.to else None)
-        )
-        steps.append(
-            {
-                "at": event.at,
-                "what": event.op,
-                "detail": f"by {event.actor}" + (f": {detail}" if detail else ""),
-            }
-        )
-    for link in incoming:
-        steps.append(
-            {"at": link["at"], "what": "linked-from", "detail": f"{link['type']} ← {link['from']}"}
-        )
-    if state.superseded_by:
-        steps.append({"at": None, "what": "superseded", "detail": f"by {state.superseded_by}"})
-    steps.sort(
-        key=lambda step: (
-            clock.parse_time(step["at"]) if step["at"] else clock.parse_time("8999-12-31")
-        )
-    )
-    return steps
-
-
-def _matches(state: MemoryState, statuses: set[str], source: str | None, type_: str | None,
-             persona: str | None, since: datetime | None, until: datetime | None) -> bool:  # fmt: skip
-    memory = state.memory
-    if state.status not in statuses:
-        return False
-    if memory is None:
-        return not (source or type_ or persona)
-    if source and memory.source != source:
-        return False
-    if type_ and memory.type_label != type_ and memory.type != type_:
-        return False
-    if persona and memory.personas and persona not in memory.personas:
-        return False
-    created = clock.parse_time(state.created)
-    if since and created < since:
-        return False
-    return not (until and created > until)
-
-
 def _distilled(memdir: Memdir, state: MemoryState) -> dict[str, Any] | None:
     """The labels the distiller gave a memory (`memdir distill`), read from the index if there
     is one (show never builds it); none for a memory whose text this surface does not show
@@ -233,6 +170,8 @@ def log(ctx: typer.Context, asked: OneMemory) -> None:
 
     Example: memdir log m-3f9a
     """
+    from memdir.usecases.inspection import history
+
     state, view = resolved(ctx, asked)
     steps = history(state, view.incoming(state.id))
     text = state.text_on("log")
@@ -307,13 +246,13 @@ def list_command(
 
     Example: memdir list --status provisional --status expired --json
     """
-    wanted = _statuses(status)
+    from memdir.usecases.inspection import listed, statuses
+
+    wanted = statuses(status)
     moment_now = context.now(ctx, now)
     start, end = moment(since, moment_now, "--since"), moment(until, moment_now, "--until")
     view = load_view(context.open_memdir(ctx), moment_now)
-    chosen = [s for s in view if _matches(s, wanted, source, type_, persona, start, end)
-              and s.text_on("list", wanted) is not None]  # fmt: skip
-    chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
+    chosen = listed(view, wanted, source, type_, persona, start, end)
     most = k or limit
     chosen = chosen[:most] if most else chosen
     if json_:
@@ -487,20 +426,6 @@ def verify(
         note(f"{counted(report.lines, 'line')} checked, {counted(len(report.problems), 'problem')}")
     if not report.clean:
         raise typer.Exit(int(ExitStatus.PROBLEMS))
-
-
-def _statuses(given: list[str] | None) -> set[str]:
-    """The statuses --status names (the live ones when none is given; `all` is every one)."""
-    wanted = set(given or LIVE_STATUSES)
-    if "all" in wanted:
-        wanted = set(STATUSES)
-    unknown = wanted - set(STATUSES)
-    if unknown:
-        raise BadInputError(
-            f"unknown status {sorted(unknown)[0]!r}",
-            hint=f"use one of {', '.join(STATUSES)}, all",
-        )
-    return wanted
 
 
 def register(app: typer.Typer) -> None:

@@ -51,7 +51,15 @@ def _known(memdir: Any, name: str) -> dict[str, Any]:
     return everyone[name]
 
 
-def _print_fields(fields: dict[str, Any], indent: str = "") -> None:
+def _show(fields: dict[str, Any], json_: bool, name: str | None = None) -> None:
+    """A person's fields (under their `name`) or the self notes' (no name), each with who set it
+    and when; as JSON with `json_`."""
+    if json_:
+        emit_json({"name": name, "fields": fields} if name is not None else {"fields": fields})
+        return
+    if name is not None:
+        typer.echo(name)
+    indent = "  " if name is not None else ""
     for field, entry in fields.items():
         typer.echo(f"{indent}{field + ':':<14} {entry['value']}  ({entry['by']}, {entry['at']})")
 
@@ -78,12 +86,7 @@ def show_person(ctx: typer.Context, name: NameArg, json_: context.JsonOpt = Fals
 
     Example: memdir people show Ana
     """
-    fields = _known(context.open_memdir(ctx), name)
-    if json_:
-        emit_json({"name": name, "fields": fields})
-        return
-    typer.echo(name)
-    _print_fields(fields, "  ")
+    _show(_known(context.open_memdir(ctx), name), json_, name)
 
 
 @people_app.command("add")
@@ -137,11 +140,8 @@ def show_self(ctx: typer.Context, json_: context.JsonOpt = False) -> None:
     Example: memdir self show --json
     """
     fields = people.read_self(context.open_memdir(ctx))
-    if json_:
-        emit_json({"fields": fields})
-        return
-    _print_fields(fields)
-    if not fields:
+    _show(fields, json_)
+    if not fields and not json_:
         note("no self notes yet: `memdir self set name=Ada`")
 
 

@@ -224,7 +224,7 @@ def answer_context(at: Invocation, asked: Context) -> Answer:
         # for it on every prompt would be most of the hook's time
         record_turns(memdir, [turn], moment, refresh=False)
     found = prompt_context(memdir, text, moment, asked.budget, record=not asked.no_record,
-                           k=asked.k)  # fmt: skip
+                           k=asked.k, session=asked.journal)  # fmt: skip
     return Answer(json_text(found.to_dict()) if asked.json_ else found.markdown())
 
 

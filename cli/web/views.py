@@ -105,7 +105,7 @@ def folded(me: Handle, now: datetime) -> ArchiveView:
 # review ------------------------------------------------------------------------------------
 def review(me: Handle, now: datetime) -> dict[str, Any]:
     """`memdir review --json`, each memory in it with its history (`memdir log`'s steps)."""
-    from memdir.cli.commands.inspect import history
+    from memdir.usecases.inspection import history
     from memdir.usecases.review import review as gather
 
     view = folded(me, now)
@@ -166,13 +166,14 @@ def _text(body: dict[str, Any], name: str) -> str:
 def recall(me: Handle, query: str, now: datetime, *, k: int = 10, profile: str | None = None,
            include_private: bool = False, include_expired: bool = False) -> dict[str, Any]:  # fmt: skip
     """`memdir recall QUERY --explain --json` (never recorded: a debugger that writes would
-    change what it explains), the profile's weights, and what `memdir context` would carry."""
+    change what it explains), the profile's weights, and the memories `memdir context` would
+    carry (its journal turns are the context view's)."""
     from memdir.cli.explain import ScoreWeights
 
     found = me.recall(query, k=k, profile=profile, include_private=include_private,
                       include_expired=include_expired, record=False, now=now)  # fmt: skip
     weights = ScoreWeights.of(me.archive, found.profile)
-    block = me.context(query, record=False, now=now)
+    block = me.context(query, record=False, now=now, journal=False)
     return {
         "recall": found.to_dict(explain=True),
         "weights": {
@@ -194,7 +195,7 @@ def context(me: Handle, prompt: str, now: datetime, budget: int | None = None) -
 def memory(me: Handle, given: str, now: datetime) -> dict[str, Any]:
     """`memdir show`, `log` and `decay` of one memory as the `ui memory` row shows it, with
     its links out and in and its decay curve."""
-    from memdir.cli.commands.inspect import history
+    from memdir.usecases.inspection import history
 
     view = folded(me, now)
     state = view.resolve(given)
@@ -384,12 +385,10 @@ def journal(me: Handle, now: datetime, session: str | None, everything: bool) ->
 
 def memories(me: Handle, now: datetime, status: str | None, k: int) -> dict[str, Any]:
     """`memdir list --json` (newest first, at most k): the live memories, or one status."""
-    wanted = {status} if status else {"durable", "provisional"}
-    if status and status not in STATUSES:
-        raise BadInputError(f"unknown status {status!r}", hint=f"one of {', '.join(STATUSES)}")
-    view = folded(me, now)
-    chosen = [s for s in view if s.status in wanted and s.text_on("list", wanted) is not None]
-    chosen.sort(key=lambda s: (clock.parse_time(s.created), s.id), reverse=True)
+    from memdir.usecases.inspection import listed, statuses
+
+    wanted = statuses([status] if status else None)
+    chosen = listed(folded(me, now), wanted)
     return {"memories": [s.shown_on("list", wanted) for s in chosen[:k]], "total": len(chosen)}
 
 

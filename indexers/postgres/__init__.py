@@ -95,7 +95,7 @@ class PostgresParts:
         )
         for (table,) in rows:
             if table not in keep:
-                self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
+                self.db.drop_table(table)
         for table in current:
             PostgresFullText(self.db, table).vacuum()
 

@@ -8,8 +8,8 @@ so two processes opening a new memdir at once create them once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ..catalog import SqlCatalog
@@ -51,11 +51,8 @@ class PostgresConnection:
     def transaction(self) -> AbstractContextManager[object]:
         return self.db.transaction()
 
-    @contextmanager
-    def schema_lock(self) -> Iterator[object]:
-        with self.db.transaction() as connection:
-            self.db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.db.schema,))
-            yield connection
+    def schema_lock(self) -> AbstractContextManager[object]:
+        return self.db.schema_lock()
 
     def schema_id(self) -> str | None:
         if not self.db.table_exists("layout"):

@@ -161,6 +161,15 @@ class Database:
         with self.guard():
             return self.connection.execute(self.sql(template, **tables), params).fetchall()
 
+    def binary_rows(
+        self, template: str, params: Sequence[Any] | Mapping[str, Any] = (), **tables: str
+    ) -> list[Any]:
+        """As `rows`, sent in PostgreSQL's binary format (a bytea as its bytes, not twice as
+        many hex digits; numbers without parsing)."""
+        with self.guard():
+            cursor = self.connection.execute(self.sql(template, **tables), params, binary=True)
+            return cursor.fetchall()
+
     def one(
         self, template: str, params: Sequence[Any] | Mapping[str, Any] = (), **tables: str
     ) -> Any:
@@ -184,6 +193,9 @@ class Database:
                 for row in rows:
                     copy.write_row(row)
 
+    def drop_table(self, table: str) -> None:
+        self.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
+
     def table_exists(self, table: str) -> bool:
         found = self.one("SELECT to_regclass(%s) IS NOT NULL", (f'"{self.schema}"."{table}"',))
         return bool(found[0])
@@ -194,6 +206,22 @@ class Database:
         with self.guard():
             with self.connection.transaction():
                 yield self.connection
+
+    @contextmanager
+    def schema_lock(self) -> Iterator[Any]:
+        """A transaction holding the schema's advisory lock: one process at a time lays out or
+        changes this memdir's tables."""
+        with self.transaction() as connection:
+            self.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.schema,))
+            yield connection
+
+    @contextmanager
+    def pipeline(self) -> Iterator[Any]:
+        """Statements inside are sent together, their results read at the first fetch or at
+        the end: one round trip instead of one each (psycopg's pipeline mode)."""
+        with self.guard():
+            with self.connection.pipeline() as pipeline:
+                yield pipeline
 
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus

@@ -2,21 +2,30 @@
 `sessions_N` in the memdir's schema) a documents table with the Tantivy index's fields, and
 an inverted index beside it that BM25 reads without touching the documents:
 
-  T            the documents (id, iid, text, the filter fields, each searchable field's length)
-  T_postings   one row per (field, lexeme, document): its term frequency, the document's
-               length in that field and its time; a btree on (field, lexeme) carries the rest,
-               so a query's postings are one index range per lexeme
-  T_terms      each (field, lexeme)'s document frequency
-  T_stats      each field's document count and total length
+  T            the documents (id, iid, text, the filter fields, each searchable field's length,
+               and whether its postings are in T_lists)
+  T_lists      one row per (field, lexeme): every posting of the lexeme in the field packed in
+               one bytea (per document 16 bytes: iid, term frequency, the document's length in
+               that field), the documents' times in another (8 bytes each) with their least
+               and greatest, as the bulk load or the last merge left them
+  T_postings   the postings written since then, one row each, with a btree on (field, lexeme)
+  T_gone       the iids of documents removed since then whose postings are still in T_lists
+  T_stats      each field's document count and total length, and the documents changed since
+               the last merge (`changed`)
 
 The searchable fields are backends.TEXT_FIELDS: `text`, `context`, the meta-memory fields
 `intent`, `rationale` and `evidence`, and `meta`, the three of them joined and ranked by BM25
 as one field (as the memory backend does; Tantivy sums the three fields' BM25 instead), so its
 scores are close to, not equal to, the local index's.
 
-Ranking is BM25 (k1 = 1.2, b = 0.75, as Tantivy) computed in SQL, not `ts_rank_cd`: cover
-density has no inverse document frequency, so a rare word counts no more than a common one,
-and on LoCoMo dev it cost 5 points of R@5 (BENCHMARKS.md). Lexemes are PostgreSQL's English
+Ranking is BM25 (k1 = 1.2, b = 0.75, as Tantivy), not `ts_rank_cd`: cover density has no
+inverse document frequency, so a rare word counts no more than a common one, and on LoCoMo dev
+it cost 5 points of R@5 (BENCHMARKS.md). One statement per query fetches the query's lexemes'
+packed lists, their recent postings, the gone iids and the field's statistics (in binary), and
+the client scores them with numpy, as Tantivy scores its posting blocks: an aggregate in SQL
+over the same postings, one executor row each, cost ten times as much (BENCHMARKS.md). A
+lexeme's document frequency is the length of its lists once the gone iids are taken out, so
+it is exact after any writes without a table of frequencies. Lexemes are PostgreSQL's English
 configuration (`to_tsvector('english', …)`, whose positions give the term frequency); a
 document's length is its number of words, stop words included (as Tantivy counts tokens).
 A query is the English lexemes of its words, any of which may match (as Tantivy's lenient
@@ -24,60 +33,69 @@ parser reads a query), so no input is a syntax error. Text is lower-cased in Pyt
 PostgreSQL sees it, so case folding of non-ASCII letters does not depend on the database's
 locale.
 
-The statistics are live: every commit updates the postings, document frequencies, counts and
-lengths of the documents it adds or removes, in one transaction (a savepoint inside the
-catalog's, so an update's catalog rows and documents commit together). A rebuild writes a new
-generation's tables and then vacuums them (`vacuum`), so their postings are read from the
-index alone; later commits leave that to autovacuum. A new table's first commit (a rebuild's)
-is a bulk load: documents by COPY, postings without their btrees, then the document
-frequencies counted and each btree sorted once.
+Every commit keeps the index exact, in one transaction (a savepoint inside the catalog's, so
+an update's catalog rows and documents commit together): a removed document leaves its rows in
+T and T_postings and, if its postings were packed, its iid in T_gone; an added one gets rows
+in T and T_postings; the statistics move by their counts and lengths. A new table's first
+commit (a rebuild's) is a bulk load: documents by COPY, postings into a temporary table, then
+packed into T_lists in one aggregate. When the documents changed since the last merge pass
+`MERGE_RATIO` of the documents (and `MERGE_MIN`), the commit merges: the lists are read,
+stripped of the gone iids, joined with the recent postings and written again, so reading
+stays one fetch of packed bytes per lexeme. A rebuild vacuums its new tables (`vacuum`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends import META_FIELDS, TEXT_FIELDS, Document, Iids, Span, TextHit
 from ..text import WORD as _WORDS
 from .database import Database
 
+if TYPE_CHECKING:
+    import numpy as np
+
 FIELD_CODES = {field: code for code, field in enumerate(TEXT_FIELDS)}  # postings' `field`
 _LENGTHS = {field: f"{field}_length" for field in TEXT_FIELDS}  # the documents' columns
 K1, B = 1.2, 0.75
-COMPANIONS = ("postings", "terms", "stats")  # T_postings, T_terms, T_stats
+COMPANIONS = ("lists", "postings", "gone", "stats")  # T_lists, T_postings, …
+LEGACY = ("terms",)  # companions of an older layout, dropped with the table
 BATCH = 1000  # documents per INSERT of postings
+CHANGED = "changed"  # the T_stats row counting documents changed since the last merge
+MERGE_RATIO = 0.05  # merge once this share of the documents changed (added or removed) …
+MERGE_MIN = 500  # … and at least this many
+# A posting as packed in T_lists (its time apart), in the byte order of PostgreSQL's int8send
+# and int4send; recent postings are packed with their time.
+LISTED = [("iid", ">i8"), ("tf", ">i4"), ("dl", ">i4")]
+POSTING = [*LISTED, ("time", ">i8")]
+_LISTED = "int8send({p}iid) || int4send({p}tf) || int4send({p}dl)"
+_PACKED = _LISTED + " || int8send({p}time)"
+TIMES = ">i8"
+DENSE_IIDS = 1 << 24  # iids below this are summed in an array indexed by iid (else sorted)
 
-# BM25 of the documents holding any of the query's lexemes: each lexeme's inverse document
-# frequency from T_terms (once per lexeme: MATERIALIZED, in float8), then its postings (term
-# frequency, length, time) from the btree.
-_BM25 = f"""
+# Everything BM25 needs for one field and query, in one row: the field's statistics, the gone
+# iids, and per lexeme its packed list, its times unless all are inside [start, end) (NULL
+# then: most queries filter on nothing but "before now"), and its recent postings.
+_FETCH = f"""
 WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(words)s)))
         AS lexeme
-), stats AS (
-    SELECT GREATEST(documents, 1)::float8 AS n,
-           GREATEST(length, 1)::float8 / GREATEST(documents, 1) AS average
-    FROM {{s}}.{{stats}} WHERE field = %(name)s
-), idf AS MATERIALIZED (
-    SELECT t.lexeme, ln(1.0::float8 + (st.n - t.df + 0.5::float8) / (t.df + 0.5::float8))
-           AS weight
-    FROM {{s}}.{{terms}} AS t JOIN q ON t.lexeme = q.lexeme, stats AS st
-    WHERE t.field = %(field)s AND t.df > 0
 )
-SELECT p.iid, SUM(
-    idf.weight * p.tf * {K1 + 1}::float8
-    / (p.tf + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * p.dl / st.average))
-) AS score
-FROM idf JOIN {{s}}.{{postings}} AS p ON p.field = %(field)s AND p.lexeme = idf.lexeme,
-     stats AS st
-WHERE TRUE {{filters}}
-GROUP BY p.iid ORDER BY score DESC, p.iid LIMIT %(limit)s
+SELECT st.documents, st.length,
+       (SELECT string_agg(int8send(g.iid), ''::bytea) FROM {{s}}.{{gone}} AS g),
+       array_agg(COALESCE(l.postings, ''::bytea)),
+       array_agg(CASE WHEN l.earliest >= %(start)s AND l.latest < %(end)s THEN NULL
+                      ELSE COALESCE(l.times, ''::bytea) END),
+       array_agg(COALESCE(r.postings, ''::bytea))
+FROM q LEFT JOIN {{s}}.{{lists}} AS l ON l.field = %(field)s AND l.lexeme = q.lexeme
+LEFT JOIN LATERAL (
+    SELECT string_agg({_PACKED.format(p="p.")}, ''::bytea) AS postings
+    FROM {{s}}.{{postings}} AS p WHERE p.field = %(field)s AND p.lexeme = q.lexeme
+) AS r ON TRUE
+CROSS JOIN {{s}}.{{stats}} AS st WHERE st.field = %(name)s
+GROUP BY st.documents, st.length
 """
-_WITH_IDS = (
-    "SELECT r.iid, d.id, r.score FROM ({ranked}) AS r JOIN {s}.{table} AS d"
-    " ON d.iid = r.iid ORDER BY r.score DESC, r.iid"
-)
 _HEADLINE = "StartSel=[, StopSel=], MinWords=12, MaxWords=30, ShortWord=2"
 
 _TABLE = (
@@ -85,20 +103,27 @@ _TABLE = (
 CREATE TABLE IF NOT EXISTS {s}.{table} (
     id TEXT PRIMARY KEY, iid BIGINT NOT NULL, text TEXT NOT NULL, type TEXT, source TEXT,
     status TEXT, persona TEXT[], session TEXT, time BIGINT NOT NULL,
-    intent TEXT, rationale TEXT, evidence TEXT,
+    intent TEXT, rationale TEXT, evidence TEXT, packed BOOLEAN NOT NULL,
 """
     + ",\n".join(f"    {length} INTEGER NOT NULL" for length in _LENGTHS.values())
     + """
 );
 CREATE INDEX IF NOT EXISTS {iid_index} ON {s}.{table} (iid);
+CREATE TABLE IF NOT EXISTS {s}.{lists} (
+    field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, postings BYTEA NOT NULL,
+    times BYTEA NOT NULL, earliest BIGINT NOT NULL, latest BIGINT NOT NULL,
+    PRIMARY KEY (field, lexeme)
+);
+ALTER TABLE {s}.{lists} ALTER COLUMN postings SET STORAGE EXTERNAL,
+    ALTER COLUMN times SET STORAGE EXTERNAL;
 CREATE TABLE IF NOT EXISTS {s}.{postings} (
     field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, iid BIGINT NOT NULL,
     tf INTEGER NOT NULL, dl INTEGER NOT NULL, time BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS {s}.{terms} (
-    field SMALLINT NOT NULL, lexeme TEXT COLLATE "C" NOT NULL, df INTEGER NOT NULL,
-    PRIMARY KEY (field, lexeme)
-);
+CREATE INDEX IF NOT EXISTS {lexeme_index} ON {s}.{postings} (field, lexeme)
+    INCLUDE (iid, tf, dl, time);
+CREATE INDEX IF NOT EXISTS {document_index} ON {s}.{postings} (iid);
+CREATE TABLE IF NOT EXISTS {s}.{gone} (iid BIGINT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS {s}.{stats} (
     field TEXT PRIMARY KEY, documents BIGINT NOT NULL, length BIGINT NOT NULL
 );
@@ -107,62 +132,45 @@ INSERT INTO {s}.{stats} (field, documents, length)
 """
 )
 
-# The postings' btrees, made by the first commit that writes postings, after loading them
-# (a rebuild's bulk load: one sort per btree instead of an insertion per posting).
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS {lexeme_index} ON {s}.{postings} (field, lexeme)
-    INCLUDE (iid, tf, dl, time);
-CREATE INDEX IF NOT EXISTS {document_index} ON {s}.{postings} (iid)
-"""
-
 _COPY = (
     "COPY {s}.{table} (id, iid, text, type, source, status, persona, session, time,"
-    " intent, rationale, evidence, " + ", ".join(_LENGTHS.values()) + ") FROM STDIN (FORMAT BINARY)"
+    " intent, rationale, evidence, packed, "
+    + ", ".join(_LENGTHS.values())
+    + ") FROM STDIN (FORMAT BINARY)"
 )
 _COPY_TYPES = ["text", "int8", "text", "text", "text", "text", "text[]", "text", "int8",
-               "text", "text", "text", *["int4"] * len(_LENGTHS)]  # fmt: skip
+               "text", "text", "text", "bool", *["int4"] * len(_LENGTHS)]  # fmt: skip
 
-# The postings of a batch of (field, iid, lowered text, length, time), and the document
-# frequencies they add.
+# The postings of a batch of (field, iid, lowered text, length, time).
 _POSTINGS = """
     SELECT b.field, u.lexeme, b.iid, COALESCE(array_length(u.positions, 1), 1), b.dl, b.time
     FROM unnest(%s::int2[], %s::int8[], %s::text[], %s::int4[], %s::int8[])
         AS b(field, iid, body, dl, time), unnest(to_tsvector('english', b.body)) AS u
 """
-_POST = (
-    """
-WITH added AS (
-    INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time)"""
-    + _POSTINGS
-    + """
-    RETURNING field, lexeme
+_POST = "INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
+# A bulk load: the postings into a temporary table, then packed into lists in one aggregate.
+_STAGE = (
+    'CREATE TEMP TABLE {staged} (field SMALLINT, lexeme TEXT COLLATE "C", iid BIGINT,'
+    " tf INTEGER, dl INTEGER, time BIGINT) ON COMMIT DROP"
 )
-INSERT INTO {s}.{terms} AS t (field, lexeme, df)
-SELECT field, lexeme, COUNT(*) FROM added GROUP BY field, lexeme
-ON CONFLICT (field, lexeme) DO UPDATE SET df = t.df + EXCLUDED.df
-"""
+_LOAD = "INSERT INTO {staged} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
+# (The aggregates of one group see its rows in the same order, so postings and times align.)
+_PACK = (
+    "INSERT INTO {s}.{lists} (field, lexeme, postings, times, earliest, latest)"
+    f" SELECT field, lexeme, string_agg({_LISTED.format(p='')}, ''::bytea),"
+    " string_agg(int8send(time), ''::bytea), MIN(time), MAX(time)"
+    " FROM {staged} GROUP BY field, lexeme"
 )
-# A bulk load (the postings' btrees not made yet): the postings alone, their frequencies
-# counted once at the end of the commit.
-_LOAD = "INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
-_COUNT_TERMS = (
-    "INSERT INTO {s}.{terms} (field, lexeme, df)"
-    " SELECT field, lexeme, COUNT(*) FROM {s}.{postings} GROUP BY field, lexeme"
+# A merge reads the lists and the recent postings, and writes the lists again.
+_RECENT = (
+    f"SELECT field, lexeme, string_agg({_PACKED.format(p='')}, ''::bytea)"
+    " FROM {s}.{postings} GROUP BY field, lexeme"
+)
+_COPY_LISTS = (
+    "COPY {s}.{lists} (field, lexeme, postings, times, earliest, latest) FROM STDIN (FORMAT BINARY)"
 )
 
-# The postings of removed documents, and the document frequencies they took. A lexeme whose
-# frequency falls to 0 keeps its row (it matches nothing) until the next rebuild.
-_UNPOST = """
-WITH gone AS (
-    DELETE FROM {s}.{postings} WHERE iid = ANY(%s) RETURNING field, lexeme
-), counted AS (
-    SELECT field, lexeme, COUNT(*) AS n FROM gone GROUP BY field, lexeme
-)
-UPDATE {s}.{terms} AS t SET df = t.df - c.n FROM counted AS c
-WHERE t.field = c.field AND t.lexeme = c.lexeme
-"""
-
-_DELETE = "DELETE FROM {s}.{table} WHERE id = ANY(%s) RETURNING iid, " + ", ".join(
+_DELETE = "DELETE FROM {s}.{table} WHERE id = ANY(%s) RETURNING iid, packed, " + ", ".join(
     _LENGTHS.values()
 )
 
@@ -188,6 +196,94 @@ def _bodies(fields: Document) -> dict[str, str]:
     return bodies
 
 
+def postings_of(packed: bytes, times: bytes | None = None) -> np.ndarray:
+    """Recent postings packed with their times, or a list's postings and times (`times`), as
+    one structured array (iid, tf, dl, time)."""
+    import numpy as np
+
+    if times is None:
+        return np.frombuffer(packed, dtype=np.dtype(POSTING))
+    listed = np.frombuffer(packed, dtype=np.dtype(LISTED))
+    postings = np.empty(len(listed), dtype=np.dtype(POSTING))
+    for name, _ in LISTED:
+        postings[name] = listed[name]
+    postings["time"] = np.frombuffer(times, dtype=TIMES)
+    return postings
+
+
+def bm25(row: Sequence[Any], limit: int, within: Iids, between: Span) -> list[tuple[int, float]]:
+    """(iid, BM25) of the best `limit` documents, best first (ties by iid), from one row of
+    _FETCH: the field's document count and total length, the gone iids, and per query lexeme
+    its packed list, its times (None: all inside `between`) and its recent postings."""
+    import numpy as np
+
+    documents, length, gone, packs, times, recents = row
+    if limit <= 0:
+        return []
+    n = float(max(int(documents), 1))
+    average = float(max(int(length), 1)) / n
+    dead = np.frombuffer(gone, dtype=">i8").astype(np.int64) if gone else None
+    wanted = np.asarray(within, dtype=np.int64) if within is not None else None
+    iids, scores = [], []
+    for pack, pack_times, recent in zip(packs, times, recents, strict=True):
+        listed = np.frombuffer(pack, dtype=np.dtype(LISTED))
+        stamps = None if pack_times is None else np.frombuffer(pack_times, dtype=TIMES)
+        if dead is not None and len(listed):
+            alive = ~np.isin(listed["iid"], dead)
+            listed, stamps = listed[alive], None if stamps is None else stamps[alive]
+        newer = postings_of(recent)
+        df = len(listed) + len(newer)  # the live documents holding the lexeme
+        if not df:
+            continue
+        weight = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for postings, stamped in ((listed, stamps), (newer, newer["time"])):
+            if between is not None and stamped is not None:
+                postings = postings[(stamped >= between[0]) & (stamped < between[1])]
+            if wanted is not None:
+                postings = postings[np.isin(postings["iid"], wanted)]
+            if len(postings):
+                tf = postings["tf"].astype(np.float64)
+                norm = tf + K1 * ((1 - B) + B * postings["dl"].astype(np.float64) / average)
+                iids.append(postings["iid"].astype(np.int64))
+                scores.append(weight * tf * (K1 + 1) / norm)
+    if not iids:
+        return []
+    return _best(np.concatenate(iids), np.concatenate(scores), limit)
+
+
+def _packed(item: tuple[tuple[int, str], np.ndarray]) -> tuple[Any, ...]:
+    """A merged list as T_lists holds it."""
+    import numpy as np
+
+    (field, lexeme), postings = item
+    listed = np.empty(len(postings), dtype=np.dtype(LISTED))
+    for name, _ in LISTED:
+        listed[name] = postings[name]
+    times = postings["time"].astype(TIMES)
+    low, high = (int(times.min()), int(times.max())) if len(times) else (0, 0)
+    return field, lexeme, listed.tobytes(), times.tobytes(), low, high
+
+
+def _best(iids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """Each iid's summed score, the best `limit` of them (ties by iid). Every score is above
+    0 (an inverse document frequency and a term frequency are), so a sum of 0 is no iid."""
+    import numpy as np
+
+    if iids.min() >= 0 and iids.max() < DENSE_IIDS:
+        totals = np.bincount(iids, weights=scores)
+        keys = np.flatnonzero(totals)
+        totals = totals[keys]
+    else:
+        keys, inverse = np.unique(iids, return_inverse=True)
+        totals = np.bincount(inverse.reshape(-1), weights=scores)
+    if limit < len(totals):  # the limit-th best score; every tie with it is sorted below
+        cut = np.partition(totals, len(totals) - limit)[len(totals) - limit]
+        chosen = np.flatnonzero(totals >= cut)
+        keys, totals = keys[chosen], totals[chosen]
+    order = np.lexsort((keys, -totals))[:limit]
+    return [(int(keys[i]), float(totals[i])) for i in order]
+
+
 class PostgresFullText:
     """One full-text table and its inverted index (see the module docstring)."""
 
@@ -205,10 +301,11 @@ class PostgresFullText:
         return names
 
     def _layout(self) -> tuple[bool, bool]:
-        """Whether the documents table exists, and whether its inverted index does too."""
+        """Whether the documents table exists, and whether its inverted index (this layout's:
+        packed lists) does too."""
         found = self.db.one(
             "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL",
-            (f'"{self.db.schema}"."{self.table}"', f'"{self.db.schema}"."{self.table}_postings"'),
+            (f'"{self.db.schema}"."{self.table}"', f'"{self.db.schema}"."{self.table}_lists"'),
         )
         return bool(found[0]), bool(found[1])
 
@@ -219,17 +316,16 @@ class PostgresFullText:
         if exists and current:
             self._created = True
             return
-        with self.db.transaction():
-            self.db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.db.schema,))
+        with self.db.schema_lock():
             exists, current = self._layout()  # another process may have just done it
-            # A table of an older layout (tsvector columns, no postings) is a cache: it starts
-            # again empty, and the updater, seeing fewer documents than the catalog has
-            # searchable memories, rebuilds the index.
+            # A table of an older layout (tsvector columns, or postings without packed lists)
+            # is a cache: it starts again empty, and the updater, seeing fewer documents than
+            # the catalog has searchable memories, rebuilds the index.
             if exists and not current:
                 self.wipe(self.db, self.table)
             for statement in _TABLE.split(";"):
                 if statement.strip():
-                    params = {"fields": list(TEXT_FIELDS)} if "%(" in statement else {}
+                    params = {"fields": [*TEXT_FIELDS, CHANGED]} if "%(" in statement else {}
                     self.db.execute(statement, params, **self._names())
         self._created = True
 
@@ -241,8 +337,8 @@ class PostgresFullText:
     @staticmethod
     def wipe(database: Database, table: str) -> None:
         """Drop the table and its inverted index (a rebuild starts the next generation empty)."""
-        for name in PostgresFullText.tables(table):
-            database.execute("DROP TABLE IF EXISTS {s}.{table}", table=name)
+        for name in (*PostgresFullText.tables(table), *(f"{table}_{part}" for part in LEGACY)):
+            database.drop_table(name)
 
     def exists(self) -> bool:
         """Whether the table is there (known once created: a reader then skips the look-up;
@@ -253,8 +349,8 @@ class PostgresFullText:
 
     def vacuum(self) -> None:
         """VACUUM ANALYZE the tables: the planner learns their sizes, and the visibility map
-        lets BM25 read postings from the btree alone. Not inside a transaction (then it is
-        left to autovacuum)."""
+        lets the recent postings be read from their btree alone. Not inside a transaction
+        (then it is left to autovacuum)."""
         if self.db.in_transaction() or not self.exists():
             return
         for name in self.tables(self.table):
@@ -284,47 +380,64 @@ class PostgresFullText:
         self.create()
         names = self._names()
         with self.db.transaction():
-            # Before the first postings their btrees are not made yet (a rebuild's generation
-            # starts so): this commit loads the postings in bulk, without document frequencies
-            # per batch, then counts the frequencies and sorts each btree once.
-            bulk = not self.db.table_exists(names["lexeme_index"])
+            # A table without documents or lists (a rebuild's new generation, a replace_all)
+            # takes its first documents in bulk: their postings packed in one aggregate.
+            bulk = self._empty(names)
             for action, items in staged:
                 if action == "clear":
                     self._clear(names)
+                    bulk = True
                 elif action == "delete":
                     self._remove(items, names)
                 else:
                     latest = {fields["id"]: fields for fields in items}  # the last one wins
-                    self._remove(list(latest), names)
+                    if not bulk:
+                        self._remove(list(latest), names)
                     self._insert(list(latest.values()), names, bulk)
-            if bulk:
-                self.db.execute("DELETE FROM {s}.{terms}", **names)
-                self.db.execute(_COUNT_TERMS, **names)
-                for statement in _INDEXES.split(";"):
-                    self.db.execute(statement, **names)
+                    bulk = False
+            if self._needs_merge(names):
+                self._merge(names)
+
+    def _empty(self, names: dict[str, str]) -> bool:
+        found = self.db.one(
+            "SELECT NOT EXISTS (SELECT 1 FROM {s}.{table})"
+            " AND NOT EXISTS (SELECT 1 FROM {s}.{lists})",
+            **names,
+        )
+        return bool(found[0])
 
     def _clear(self, names: dict[str, str]) -> None:
         """Delete every document (replace_all); DELETE, not TRUNCATE: readers keep their
         snapshot instead of waiting."""
-        for table in ("table", "postings", "terms"):
+        for table in ("table", "lists", "postings", "gone"):
             self.db.execute("DELETE FROM {s}.{name}", name=names[table])
         self.db.execute("UPDATE {s}.{stats} SET documents = 0, length = 0", **names)
 
     def _remove(self, ids: list[str], names: dict[str, str]) -> None:
-        """Delete documents with their postings, frequencies and statistics."""
+        """Delete documents with their recent postings; a packed one's iid joins T_gone."""
         if not ids:
             return
         gone = self.db.rows(_DELETE, (ids,), **names)
         if not gone:
             return
-        self.db.execute(_UNPOST, ([int(row[0]) for row in gone],), **names)
-        lengths = [-sum(int(row[1 + n]) for row in gone) for n in range(len(TEXT_FIELDS))]
-        self._add_stats(-len(gone), lengths, names)
+        iids = [int(row[0]) for row in gone]
+        self.db.execute("DELETE FROM {s}.{postings} WHERE iid = ANY(%s)", (iids,), **names)
+        packed = [int(row[0]) for row in gone if row[1]]
+        if packed:
+            self.db.execute(
+                "INSERT INTO {s}.{gone} (iid) SELECT unnest(%s::int8[]) ON CONFLICT DO NOTHING",
+                (packed,),
+                **names,
+            )
+        lengths = [-sum(int(row[2 + n]) for row in gone) for n in range(len(TEXT_FIELDS))]
+        self._add_stats(-len(gone), lengths, len(packed), names)
 
     def _insert(self, documents: list[Document], names: dict[str, str], bulk: bool) -> None:
-        """Add documents: their rows (COPY), postings, frequencies (unless `bulk`: counted at
-        the end of the commit) and statistics."""
-        statement = _LOAD if bulk else _POST
+        """Add documents: their rows (COPY), postings and statistics; in `bulk`, their
+        postings go to a temporary table and are packed into lists at the end."""
+        staged = f"{self.table}_staged"
+        if bulk:
+            self.db.execute(_STAGE, staged=staged)
         totals = [0] * len(TEXT_FIELDS)
         for start in range(0, len(documents), BATCH):
             rows, postings = [], []
@@ -336,7 +449,7 @@ class PostgresFullText:
                     fields["id"], iid, fields["text"], fields.get("type"), fields.get("source"),
                     fields.get("status"), list(fields.get("persona") or ()),
                     fields.get("session"), time,
-                    *(bodies[name] or None for name in META_FIELDS), *lengths,
+                    *(bodies[name] or None for name in META_FIELDS), bulk, *lengths,
                 ))  # fmt: skip
                 for code, (field, length) in enumerate(zip(TEXT_FIELDS, lengths, strict=True)):
                     totals[code] += length
@@ -345,13 +458,60 @@ class PostgresFullText:
             self.db.copy(_COPY, rows, _COPY_TYPES, **names)
             if postings:
                 columns = [list(column) for column in zip(*postings, strict=True)]
-                self.db.execute(statement, columns, **names)
-        self._add_stats(len(documents), totals, names)
+                self.db.execute(_LOAD if bulk else _POST, columns, staged=staged, **names)
+        if bulk:
+            self.db.execute("SELECT set_config('work_mem', '256MB', true)")
+            self.db.execute(_PACK, staged=staged, **names)
+            self.db.execute("DROP TABLE {staged}", staged=staged)
+        self._add_stats(len(documents), totals, 0 if bulk else len(documents), names)
 
-    def _add_stats(self, documents: int, lengths: list[int], names: dict[str, str]) -> None:
+    def _add_stats(
+        self, documents: int, lengths: list[int], changed: int, names: dict[str, str]
+    ) -> None:
         self.db.execute(
-            _ADD_STATS, (list(TEXT_FIELDS), [documents] * len(lengths), lengths), **names
+            _ADD_STATS,
+            ([*TEXT_FIELDS, CHANGED], [documents] * len(lengths) + [changed], [*lengths, 0]),
+            **names,
         )
+
+    def _needs_merge(self, names: dict[str, str]) -> bool:
+        """Whether the documents changed since the last merge call for one (MERGE_RATIO)."""
+        found = self.db.one(
+            "SELECT c.documents, t.documents FROM {s}.{stats} AS c, {s}.{stats} AS t"
+            " WHERE c.field = %s AND t.field = 'text'",
+            (CHANGED,),
+            **names,
+        )
+        changed, documents = (int(found[0]), int(found[1])) if found else (0, 0)
+        return changed > max(MERGE_MIN, MERGE_RATIO * documents)
+
+    def _merge(self, names: dict[str, str]) -> None:
+        """Write the lists again: without the gone iids' postings, with the recent ones; then
+        T_postings and T_gone start empty. (It holds the lists in memory, ≈ 24 bytes a
+        posting.)"""
+        import numpy as np
+
+        dead = np.asarray(
+            [row[0] for row in self.db.rows("SELECT iid FROM {s}.{gone}", **names)],
+            dtype=np.int64,
+        )
+        lists: dict[tuple[int, str], Any] = {}
+        for field, lexeme, stored, times in self.db.binary_rows(
+            "SELECT field, lexeme, postings, times FROM {s}.{lists}", **names
+        ):
+            postings = postings_of(stored, times)
+            lists[int(field), lexeme] = postings[~np.isin(postings["iid"], dead)]
+        for field, lexeme, stored in self.db.binary_rows(_RECENT, **names):
+            key = (int(field), lexeme)
+            recent = postings_of(stored)
+            lists[key] = np.concatenate([lists[key], recent]) if key in lists else recent
+        for table in ("lists", "postings", "gone"):
+            self.db.execute("DELETE FROM {s}.{name}", name=names[table])
+        self.db.copy(_COPY_LISTS, [_packed(item) for item in lists.items() if len(item[1])],
+                     ["int2", "text", "bytea", "bytea", "int8", "int8"], **names)  # fmt: skip
+        self.db.execute("UPDATE {s}.{table} SET packed = TRUE WHERE NOT packed", **names)
+        self.db.execute("UPDATE {s}.{stats} SET documents = 0 WHERE field = %s", (CHANGED,),
+                        **names)  # fmt: skip
 
     # reading --------------------------------------------------------------------------------
     def count(self) -> int:
@@ -362,63 +522,46 @@ class PostgresFullText:
         )
         return int(found[0]) if found else 0
 
-    def _statement(
-        self, words: str, limit: int, field: str, within: Iids, between: Span, with_ids: bool
-    ) -> tuple[str, dict[str, Any]]:
-        """The BM25 statement (a template for Database) and its parameters."""
+    def _ranked(
+        self, text: str, limit: int, field: str, within: Iids, between: Span
+    ) -> list[tuple[int, float]]:
+        """(iid, BM25) of the best `limit` documents, best first."""
         if field not in FIELD_CODES:
             raise ValueError(f"no full-text field {field!r} (one of {', '.join(TEXT_FIELDS)})")
-        params: dict[str, Any] = {
-            "words": words, "name": field, "field": FIELD_CODES[field], "limit": limit,
-        }  # fmt: skip
-        filters = ""
-        if within is not None:
-            filters += " AND p.iid = ANY(%(within)s)"
-            params["within"] = [int(i) for i in within]
-        if between is not None:
-            filters += " AND p.time >= %(start)s AND p.time < %(end)s"
-            params.update(start=int(between[0]), end=int(between[1]))
-        statement = _BM25.replace("{filters}", filters)
-        if with_ids:
-            statement = _WITH_IDS.replace("{ranked}", statement)
-        return statement, params
-
-    def _ranked(
-        self, text: str, limit: int, field: str, within: Iids, between: Span, with_ids: bool
-    ) -> list[Any]:
-        """(iid, BM25) of the best `limit` documents, best first ((iid, id, BM25) with ids)."""
         words = " ".join(_WORDS.findall(text.lower()))
         if not words or limit <= 0 or within == [] or not self.exists():
             return []
-        statement, params = self._statement(words, limit, field, within, between, with_ids)
-        return self.db.rows(statement, params, **self._names())
+        start, end = between if between is not None else (-(1 << 63), (1 << 63) - 1)
+        params = {"words": words, "name": field, "field": FIELD_CODES[field],
+                  "start": start, "end": end}  # fmt: skip
+        rows = self.db.binary_rows(_FETCH, params, **self._names())
+        return bm25(rows[0], limit, within, between) if rows else []
 
     def scores(
         self, text: str, limit: int, field: str = "text", within: Iids = None, between: Span = None
     ) -> dict[int, float]:
-        rows = self._ranked(text, limit, field, within, between, with_ids=False)
-        return {int(iid): float(score) for iid, score in rows}
+        return dict(self._ranked(text, limit, field, within, between))
 
     def search(
         self, text: str, k: int, snippets: bool = False, field: str = "text"
     ) -> list[TextHit]:
         """As `scores`, by memory id; a snippet is of `field` (of the text for "context" and
         "meta", as the Tantivy index shows them)."""
-        rows = self._ranked(text, k, field, None, None, with_ids=True)
-        if not snippets or not rows:
-            return [TextHit(memory_id, float(score), "") for _, memory_id, score in rows]
+        ranked = self._ranked(text, k, field, None, None)
+        if not ranked:
+            return []
         shown = field if field in META_FIELDS else "text"
-        found = dict(
-            self.db.rows(
-                "SELECT d.id, ts_headline('english', COALESCE(d.{shown}, d.text),"
-                " websearch_to_tsquery('english', %s), %s) FROM {s}.{table} AS d"
-                " WHERE d.id = ANY(%s)",
-                (or_query(text), _HEADLINE, [memory_id for _, memory_id, _ in rows]),
+        found = {
+            int(iid): (memory_id, snippet)
+            for iid, memory_id, snippet in self.db.rows(
+                "SELECT d.iid, d.id, CASE WHEN %s THEN ts_headline('english',"
+                " COALESCE(d.{shown}, d.text), websearch_to_tsquery('english', %s), %s)"
+                " ELSE '' END FROM {s}.{table} AS d WHERE d.iid = ANY(%s)",
+                (snippets, or_query(text), _HEADLINE, [iid for iid, _ in ranked]),
                 table=self.table,
                 shown=shown,
             )
-        )
+        }
         return [
-            TextHit(memory_id, float(score), found.get(memory_id, ""))
-            for _, memory_id, score in rows
+            TextHit(found[iid][0], score, found[iid][1]) for iid, score in ranked if iid in found
         ]

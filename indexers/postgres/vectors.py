@@ -37,6 +37,16 @@ def embeddings_table(model_id: str) -> str:
     return f"embeddings_{prefix}_{digest}"
 
 
+def graph_megabytes(rows: int, dim: int, m: int) -> int:
+    """The memory an HNSW build gets (maintenance_work_mem, for its own transaction): room for
+    the whole graph (per vector its floats, 2·m neighbours on the ground layer and pgvector's
+    overhead, with a quarter to spare), between 256 MB and 1 GB (a server's memory is not
+    ours to take: a larger graph is built partly on disk). pgvector builds what does not fit
+    much more slowly (100k MiniLM-sized vectors at m 32 outgrow 256 MB: BENCHMARKS.md)."""
+    element = dim * 4 + 2 * m * 12 + 400  # bytes; 256 MB held 96,825 of 384 floats at m 32
+    return min(1024, max(256, int(rows * element * 1.25 / 2**20) + 1))
+
+
 class PgVectorIndex:
     """The vector base in the memdir's schema (see the module docstring)."""
 
@@ -47,6 +57,14 @@ class PgVectorIndex:
         self.dim = dim
         self.settings = settings
         self.store = store
+        self._seen = False
+
+    def _exists(self) -> bool:
+        """Whether the base is there (known once it was: a search then skips the look-up; a
+        rebuild replaces the table in one transaction, and `remove` forgets it)."""
+        if not self._seen:
+            self._seen = self.db.table_exists(BASE)
+        return self._seen
 
     def size(self) -> int:
         if not self.db.table_exists(BASE):
@@ -70,7 +88,7 @@ class PgVectorIndex:
         fresh = f"{BASE}_new"
         vectors = np.ascontiguousarray(self.store.rows(rows), dtype=np.float32)
         with self.db.transaction():
-            self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=fresh)
+            self.db.drop_table(fresh)
             self.db.execute(
                 f"CREATE TABLE {{s}}.{{table}} (iid BIGINT PRIMARY KEY,"
                 f" embedding vector({int(self.dim)}) NOT NULL)",
@@ -83,7 +101,10 @@ class PgVectorIndex:
                 table=fresh,
             )
             if len(vectors) > self.settings.hnsw_above:
-                self.db.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
+                self.db.execute(
+                    "SELECT set_config('maintenance_work_mem', %s, true)",
+                    (f"{graph_megabytes(len(vectors), self.dim, self.settings.hnsw_m)}MB",),
+                )
                 self.db.execute(
                     f"CREATE INDEX {{hnsw}} ON {{s}}.{{table}} USING hnsw"
                     f" (embedding vector_ip_ops) WITH (m = {int(self.settings.hnsw_m)},"
@@ -91,7 +112,7 @@ class PgVectorIndex:
                     table=fresh,
                     hnsw=f"{fresh}_hnsw",
                 )
-            self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=BASE)
+            self.db.drop_table(BASE)
             self.db.execute("ALTER TABLE {s}.{table} RENAME TO {base}", table=fresh, base=BASE)
             # index names are unique in a schema: give the new ones the names of the old ones
             for suffix in ("pkey", "hnsw"):
@@ -102,36 +123,49 @@ class PgVectorIndex:
                 )
 
     def remove(self) -> None:
-        self.db.execute("DROP TABLE IF EXISTS {s}.{table}", table=BASE)
+        self.db.drop_table(BASE)
+        self._seen = False
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         import numpy as np
 
-        if k <= 0 or not self.db.table_exists(BASE):
+        if k <= 0 or not self._exists():
             return []
         vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        with self.db.transaction():
-            self.db.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true)",
-                (str(max(self.settings.ef_search, k)),),
-            )
-            rows = self.db.rows(
-                "SELECT iid, (embedding <#> %s) * -1 FROM {s}.{table}"
-                " ORDER BY embedding <#> %s LIMIT %s",
-                (vector, vector, k),
-                table=BASE,
-            )
+        # BEGIN, the setting, the search and COMMIT in one round trip
+        with self.db.pipeline():
+            with self.db.transaction():
+                self.db.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true)",
+                    (str(max(self.settings.ef_search, k)),),
+                )
+                found = self.db.execute(
+                    "SELECT iid, (embedding <#> %s) * -1 FROM {s}.{table}"
+                    " ORDER BY embedding <#> %s LIMIT %s",
+                    (vector, vector, k),
+                    table=BASE,
+                )
+            rows = found.fetchall()
         return [(int(iid), float(score)) for iid, score in rows]
 
 
 class PgVectorRows:
-    """The embedding cache of one model: float32 rows by row number."""
+    """The embedding cache of one model: float32 rows by row number.
+
+    A committed row never changes until `rewrite` (a rebuild's compaction, which starts a new
+    generation: IndexStorage then opens the store again), so rows read outside a transaction
+    are kept here, up to KEPT of them: a recall reads its pool's vectors two or three times,
+    and the next recall many of the same (the local backend reads them from its mapped file).
+    Rows read inside a transaction are not kept (it may roll back an append)."""
+
+    KEPT = 50_000
 
     def __init__(self, database: Database, model_id: str, dim: int) -> None:
         self.db = database
         self.dim = dim
         self.table = embeddings_table(model_id)
         self._created = False
+        self._kept: dict[int, bytes] = {}
 
     def _create(self) -> None:
         if not self._created:
@@ -142,8 +176,14 @@ class PgVectorRows:
             )
             self._created = True
 
+    def _exists(self) -> bool:
+        """Whether the table is there (known once it was: a reader then skips the look-up)."""
+        if not self._created:
+            self._created = self.db.table_exists(self.table)
+        return self._created
+
     def count(self) -> int:
-        if not self.db.table_exists(self.table):
+        if not self._exists():
             return 0
         found = self.db.one("SELECT MAX(number) FROM {s}.{table}", table=self.table)[0]
         return 0 if found is None else int(found) + 1
@@ -169,17 +209,22 @@ class PgVectorRows:
         wanted = [int(n) for n in np.asarray(numbers, dtype=np.int64)]
         if not wanted:
             return np.zeros((0, self.dim), dtype=np.float32)
-        found = (
-            dict(
-                self.db.rows(
+        kept = self._kept
+        asked = sorted({n for n in wanted if n not in kept})
+        found = {n: kept[n] for n in wanted if n in kept}
+        if asked and self._exists():
+            read = dict(
+                self.db.binary_rows(
                     "SELECT number, embedding FROM {s}.{table} WHERE number = ANY(%s)",
-                    (sorted(set(wanted)),),
+                    (asked,),
                     table=self.table,
                 )
             )
-            if self.db.table_exists(self.table)
-            else {}
-        )
+            found.update(read)
+            if not self.db.in_transaction():
+                if len(kept) + len(read) > self.KEPT:
+                    kept.clear()
+                kept.update(read)
         missing = [n for n in wanted if n not in found]
         if missing:
             raise IndexError(f"vector row {missing[0]} is not in {self.table}")
@@ -187,6 +232,7 @@ class PgVectorRows:
         return np.frombuffer(joined, dtype=np.float32).reshape(len(wanted), self.dim).copy()
 
     def rewrite(self, vectors: np.ndarray) -> None:
+        self._kept.clear()
         self._create()
         with self.db.transaction():
             self.db.execute("DELETE FROM {s}.{table}", table=self.table)

@@ -27,7 +27,8 @@ from datetime import datetime
 from memdir.archive_format.people import names_by_person
 
 from ..blas import single_thread
-from . import activation, candidates, interference, policy, score, selection
+from ..embedding import embed_queries
+from . import activation, candidates, interference, neighbours, policy, score, selection
 from .interface import RecallIndex
 from .options import RecallConfig, RecallOptions, read_settings
 from .query import QueryAnalysis, analyse, note_aliases
@@ -59,7 +60,7 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     )
     traces = [Trace(Stage.QUERY, [analysis.to_dict()])]
 
-    vector = index.embedder.embed([analysis.dense_query])[0]
+    vector = embed_queries(index.embedder, [analysis.dense_query])[0]
     pool, pooled = candidates.gather(index, analysis, vector, now, options, settings.weights)
     survivors, screened, decayed = _admit(index, pool, analysis, now, options, settings)
     traces += [policy.masked_pool(pooled, pool, options), screened, decayed]
@@ -82,6 +83,7 @@ def _recall(index: RecallIndex, query: str, now: datetime, options: RecallOption
     traces.append(trace)
     results, trace = selection.fit_budget(chosen, options.budget)
     traces.append(trace)
+    neighbours.mark_beside(index, results)
 
     # the verdict is about what memory holds: a budget too small to show it is said apart
     return RecallResult(

@@ -59,6 +59,9 @@ class Candidate:
     distilled: dict[str, Any] = field(default_factory=dict)  # indexers/distill.py, if any
     dropped: str | None = None
     note: str = ""
+    # the memories just before and after it in its session, as iids (-1: none); set for the
+    # results only (neighbours.py), for the context block's entries
+    beside: tuple[int, int] = (-1, -1)
 
     @property
     def id(self) -> str:

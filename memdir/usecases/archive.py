@@ -255,11 +255,8 @@ def _safe_member(member: tarfile.TarInfo) -> PurePosixPath:
         raise RestoreError(
             f"the archive member {member.name!r} is a link or a device; nothing was restored"
         )
-    allowed = (
-        parts[0] in TOP_DIRS
-        if len(parts) > 1 or member.isdir()
-        else parts[0] in (*TOP_FILES, MANIFEST)
-    )
+    top = parts[0]
+    allowed = top in TOP_DIRS if len(parts) > 1 or member.isdir() else top in (*TOP_FILES, MANIFEST)
     if not allowed:
         raise RestoreError(
             f"unexpected member {member.name!r}: not a memdir export; nothing was restored"

@@ -71,8 +71,9 @@ def check_embedder(settings_: Settings) -> Check:
         return Check("embedder", "problem", "embedder.kind is http but $MEMDIR_EMBED_URL is unset",
                      "export MEMDIR_EMBED_URL=http://127.0.0.1:8080/v1/embeddings")  # fmt: skip
     missing = [name for name in ("safetensors", "tokenizers", "numpy") if not _has(name)]
-    if settings.kind == "auto" and settings.mpnet and not missing:
-        return _check_mpnet(settings.mpnet)
+    for kind, configured in (("mpnet", settings.mpnet), ("e5", settings.e5)):
+        if settings.kind == "auto" and configured and not missing:
+            return _check_optional(kind, configured)
     if missing:
         return Check("embedder", "problem",
                      f"MiniLM needs {', '.join(missing)}; memdir falls back to lexical hashing",
@@ -89,17 +90,24 @@ def check_embedder(settings_: Settings) -> Check:
     return Check("embedder", "ok", f"all-MiniLM-L6-v2 from {found}")
 
 
-def _check_mpnet(configured: str) -> Check:
-    """The quality setup's larger model (embedder.mpnet), where the setting says it is."""
+_OPTIONAL = {  # embedder.KIND → the model's name, how to get it
+    "mpnet": ("all-mpnet-base-v2",
+              'make quality-model, or the steps in docs/RECALL.md ("The quality setup")'),
+    "e5": ("multilingual-e5-small", 'make e5-model, or the steps in docs/RECALL.md ("The e5 setup")'),
+}  # fmt: skip
+
+
+def _check_optional(kind: str, configured: str) -> Check:
+    """An optional model (embedder.mpnet, the quality setup; embedder.e5, the e5 setup), where
+    the setting says it is."""
     from memdir.indexers.embedding import expanded, model_kind
 
+    name, fix = _OPTIONAL[kind]
     where = expanded(configured)
-    if model_kind(where) == "mpnet":
-        return Check("embedder", "ok", f"all-mpnet-base-v2 from {where} (embedder.mpnet)")
+    if model_kind(where) == kind:
+        return Check("embedder", "ok", f"{name} from {where} (embedder.{kind})")
     return Check("embedder", "problem",
-                 f"embedder.mpnet: {where} holds no all-mpnet-base-v2; memdir falls back to "
-                 "MiniLM", "make quality-model, or the steps in docs/RECALL.md (\"The quality "
-                 "setup\")")  # fmt: skip
+                 f"embedder.{kind}: {where} holds no {name}; memdir falls back to MiniLM", fix)  # fmt: skip
 
 
 def check_affect(settings: Settings) -> Check:
@@ -294,7 +302,41 @@ def check_attach(settings: Settings) -> Check:
                  install_command(*(ATTACH_PACKAGES[name] for name in missing)))  # fmt: skip
 
 
-INSTALL_CHECKS = (check_embedder, check_affect, check_postgres, check_extras, check_attach)
+def check_bfloat16(settings: Settings) -> Check:
+    """Whether index builds embed in bfloat16 (the `bf16` extra, docs/RECALL.md), and a note
+    with the install command where the CPU has bfloat16 products the extra would use. Read
+    from the CPU's flags and the installed packages, without importing OpenVINO (a second);
+    the build itself asks OpenVINO and falls back to float32 if it disagrees."""
+    from memdir.indexers.bfloat16 import ENV_SWITCH
+
+    if settings.embedder.kind == "hashing":
+        return Check("bf16", "ok", "not used: the hashing embedder has no layers")
+    if os.environ.get(ENV_SWITCH, "").strip() == "0":
+        return Check("bf16", "ok", f"index builds embed in float32 (${ENV_SWITCH} is 0)")
+    if not cpu_has_bfloat16():
+        return Check("bf16", "ok", "index builds embed in float32 (this CPU reports no "
+                     "bfloat16 products, which the bf16 extra needs)")  # fmt: skip
+    if not _has("openvino"):
+        return Check("bf16", "note", "this CPU multiplies bfloat16, but the bf16 extra is not "
+                     "installed: index builds embed about 4x slower in float32",
+                     install_command(*EXTRAS["bf16"].packages))  # fmt: skip
+    return Check("bf16", "ok", "index builds embed in bfloat16 (the bf16 extra; queries stay "
+                 "float32)")  # fmt: skip
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether the CPU's flags (Linux's /proc/cpuinfo) name bfloat16 products: AVX512-BF16 or
+    AMX-BF16 on x86-64, BF16 on aarch64. False where the flags cannot be read."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace").split()
+    except OSError:
+        return False
+    return bool({"avx512_bf16", "amx_bf16", "bf16"} & set(flags))
+
+
+INSTALL_CHECKS = (
+    check_embedder, check_affect, check_postgres, check_extras, check_attach, check_bfloat16,
+)  # fmt: skip
 MEMDIR_CHECKS = (
     check_settings, check_index, check_lock, check_git, check_service, check_schedule,
 )  # fmt: skip

@@ -165,19 +165,21 @@ def read_turns(
 
 
 def search_turns(memdir: Memdir, query: str, now: datetime, limit: int = 20,
-                 everything: bool = False, surface: str = "journal search") -> list[dict[str, Any]]:  # fmt: skip
-    """Full text over the journal's turns as of `now`: every turn holding at least one of the
-    query's words (case and accents aside, a plural `s` off), best first — the most query
-    words, then the rarest, then the newest — as the policy's `surface` row lets it show
-    (`journal search`: private turns only with `everything`, sealed and secret never; withheld
-    turns are no hits). So a detail said in the middle of an imported conversation can be
-    found, not only what dream kept of it; recall's journal group is this search too."""
+                 everything: bool = False, surface: str = "journal search",
+                 least: int = 1) -> list[dict[str, Any]]:  # fmt: skip
+    """Full text over the journal's turns as of `now`: every turn holding at least `least` of
+    the query's words (case and accents aside, a plural `s` off), best first — the most query
+    words, then the rarest among those turns, then the newest — as the policy's `surface` row
+    lets it show (`journal search`: private turns only with `everything`, sealed and secret
+    never; withheld turns are no hits). So a detail said in the middle of an imported
+    conversation can be found, not only what dream kept of it; recall's journal group and the
+    context block's journal entries are this search too."""
     import math
 
     wanted = search_terms(query)
-    if not wanted:
+    if len(wanted) < least:
         return []
-    book = journal.read_journal(memdir, until=now)
+    book = journal.read_journal(memdir, until=now, holding=wanted, need=least)
     asked = ("private",) if everything else ()
     shown: list[tuple[Turn, str, set[str]]] = []
     for turn in book.turns:
@@ -185,7 +187,7 @@ def search_turns(memdir: Memdir, query: str, now: datetime, limit: int = 20,
         if text is None:
             continue
         found = wanted & search_terms(text) if _may_hold(text, wanted) else set()
-        if found:
+        if found and len(found) >= least:
             shown.append((turn, text, found))
     counts = {term: sum(1 for _, _, found in shown if term in found) for term in wanted}
     total = len(shown)  # (not len(shown) in the key: a list is empty while it sorts)

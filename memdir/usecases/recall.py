@@ -18,6 +18,7 @@ from memdir.archive_format.memdir import Memdir
 if TYPE_CHECKING:
     from memdir.indexers.index import MemoryIndex, Progress
     from memdir.indexers.recall import RecallOptions, RecallResult
+    from memdir.indexers.recall.query import QueryAnalysis
 
 log = logging.getLogger("memdir")
 
@@ -139,6 +140,18 @@ JOURNAL_GROUP = "from the journal — verbatim turns, not memories"
 ASSISTANT_TURN = ("id", "at", "session", "topic", "role", "channel", "trusted", "text", "matched")
 
 
+def journal_words(analysis: QueryAnalysis) -> str:
+    """The words a journal search for a recalled query looks for: recall's BM25 words (stop
+    words off) without the words of its time window — "last week" would match every turn that
+    says "week"."""
+    from memdir.indexers.recall.query import bm25_terms
+
+    query = analysis.query
+    if analysis.window:
+        query = re.sub(re.escape(analysis.window.phrase), " ", query, flags=re.IGNORECASE)
+    return bm25_terms(query)
+
+
 def journal_group(
     memdir: Memdir, recalled: RecallResult, k: int, include_private: bool = False,
     assistant: bool = False,
@@ -148,16 +161,10 @@ def journal_group(
     stop words and the words of a time window off), found by `journal search` as the policy's
     row for the reader lets it show (the assistant's: normal turns only). It stands apart from
     the memories: it neither ranks them nor counts for the verdict."""
-    from memdir.indexers.recall.query import bm25_terms
-
     from .journal import search_terms, search_turns
 
     surface = "recall include_journal (MCP)" if assistant else "recall --include-journal"
-    analysis = recalled.analysis
-    query = analysis.query
-    if analysis.window:  # "last week" would match every turn that says "week"
-        query = re.sub(re.escape(analysis.window.phrase), " ", query, flags=re.IGNORECASE)
-    words = bm25_terms(query)
+    words = journal_words(recalled.analysis)
     rows = search_turns(memdir, words, recalled.now, k, include_private, surface)
     if assistant:
         rows = [{name: row[name] for name in ASSISTANT_TURN if name in row} for row in rows]
