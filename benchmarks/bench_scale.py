@@ -136,7 +136,7 @@ def sync(memdir: Memdir, rounds: int) -> dict[str, float]:
     binary = memdir_command()[0]
     base, root = memdir.root.parent, memdir.root
     hub, clone = base / f"{root.name}-hub.git", base / f"{root.name}-clone"
-    for path in (hub, clone):
+    for path in (hub, clone, root / ".git"):  # a reused memdir's repository too
         shutil.rmtree(path, ignore_errors=True)
     run("git", "init", "-q", "--bare", "-b", "main", str(hub), cwd=base)
     run("git", "init", "-q", "-b", "main", cwd=root)
