@@ -316,6 +316,28 @@ def link_degrees(
     return degrees
 
 
+Links = list[tuple[str, str, str]]
+_neighbours_kept: tuple[Links, dict[str, list[tuple[str, str]]]] | None = None
+
+
+def neighbours(links: Links) -> dict[str, list[tuple[str, str]]]:
+    """Memory id → (the other end, link type) for each of `links` (`CatalogReader.links`)
+    touching it, either direction, in the links' order. A catalog hands out the same list until
+    its next write, so the map of the last list asked for is kept (read-only, shared by
+    threads): at a million memories after a sleep, making it on every recall (activation and
+    decay each) took two thirds of a warm recall (BENCHMARKS.md, "At a million memories")."""
+    global _neighbours_kept
+    kept = _neighbours_kept
+    if kept is not None and kept[0] is links:
+        return kept[1]
+    found: dict[str, list[tuple[str, str]]] = {}
+    for one, other, kind in links:
+        found.setdefault(one, []).append((other, kind))
+        found.setdefault(other, []).append((one, kind))
+    _neighbours_kept = (links, found)
+    return found
+
+
 # The catalog is the shelves mirrored line by line, with the index's bookkeeping and derived
 # caches: each memory's line, text and current status, each event's line, the rehearsal times
 # decay reads, the shelf checkpoints, the index manifest, the affect annotations,
