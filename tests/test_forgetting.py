@@ -243,3 +243,22 @@ def test_the_last_entry_is_quoted_without_the_ids_of_forgotten_turns(hashed: Mem
     briefing = documents.wake(hashed, T0_DT + timedelta(hours=3)).markdown
     assert f"Talked about (a forgotten record) and {kept}." in briefing
     assert gone not in briefing
+
+
+def test_a_forgotten_line_appended_back_after_several_forgets_is_caught(md: Memdir) -> None:
+    """With several forgotten ids the grown tail of a shelf is searched for each of them where
+    it is mapped (tombstones._contents): a forgotten line that comes back at the end is still
+    found and compacted by the next write, and the lines kept stay."""
+    taught = [lifecycle.teach(md, f"the quokka secret number {n} is zebrafish{n}", T0_DT).id
+              for n in range(4)]  # fmt: skip
+    lines = {raw for raw in md.memory_shelf.read_bytes().splitlines(keepends=True)
+             if taught[1].encode() in raw}  # fmt: skip
+    for number, memory_id in enumerate(taught[:3]):
+        lifecycle.forget(md, memory_id, T0_DT + timedelta(hours=1 + number))
+    lifecycle.teach(md, "a later memory", T0_DT + timedelta(hours=5))
+    with open(md.memory_shelf, "ab") as handle:  # a clone that still had it sends it back
+        handle.write(b"".join(lines))
+    lifecycle.teach(md, "the next write", T0_DT + timedelta(hours=6))
+    shelf_bytes = md.memory_shelf.read_bytes()
+    assert all(f"zebrafish{n}".encode() not in shelf_bytes for n in range(3))
+    assert b"zebrafish3" in shelf_bytes and b"the next write" in shelf_bytes
