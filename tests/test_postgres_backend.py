@@ -58,12 +58,8 @@ class TestPgVectorIndex(VectorIndexContract):
         return lambda: PgVectorIndex(database(), DIM, VectorSettings(), store)
 
 
-class TestPgVectorIndexHnsw(VectorIndexContract):
+class TestPgVectorIndexHnsw(TestPgVectorIndex):
     """Above `hnsw_above` the base carries an HNSW index (at this size it finds the exact top)."""
-
-    @pytest.fixture
-    def store(self, database: Callable[[], Database]) -> PgVectorRows:
-        return PgVectorRows(database(), "hashing-16", DIM)
 
     @pytest.fixture
     def opener(
