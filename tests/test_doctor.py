@@ -223,7 +223,7 @@ def test_doctor_without_a_memdir_checks_the_install(
     monkeypatch.chdir(tmp_path)  # no memdir.yaml here or above
     code, found = doctor(capsys)
     assert code == ExitStatus.OK, found
-    assert list(found) == ["embedder", "affect", "postgres", "extras", "attach", "memdir"]
+    assert list(found) == ["embedder", "affect", "postgres", "extras", "attach", "bf16", "memdir"]
     assert found["memdir"]["status"] == "note" and found["memdir"]["fix"].startswith("memdir init")
     assert found["affect"]["status"] == "ok" and found["postgres"]["status"] == "ok"
     assert found["extras"]["status"] == "ok"  # the test venv has every extra
