@@ -154,6 +154,10 @@ class VectorFile:
         if self.legacy is not None:
             self.legacy.unlink(missing_ok=True)
 
+    def current(self) -> bool:
+        """False while a legacy float32 file holds the rows (`rewrite` turns it into float16)."""
+        return self.legacy is None or not self.legacy.exists()
+
 
 class FaissIndex:
     """The FAISS base index file (IndexIDMap2 over flat float16 or 8-bit HNSW vectors)."""
