@@ -3,7 +3,9 @@ p50/p95 on the same generated memdir, in the same run.
 
 Two copies of benchmarks/bench_index.py's generated memdir (in --workdir) are indexed, one
 with the local files, one on the PostgreSQL server at --dsn (index.backend: postgres), with the
-same embedder; then the same queries are recalled in-process on each, in --rounds rounds that
+same embedder, --builds times each from nothing (a fresh copy, the schema dropped), the two
+taking turns and alternating which goes first; the build columns are medians over them. Then
+the same queries are recalled in-process on the last build of each, in --rounds rounds that
 alternate which index goes first (ten warm-up queries each first), and p50/p95 are over every
 round's recalls. Beside wall time each row gives CPU time, of the build and per recall: this
 process's, plus, for PostgreSQL, the whole server's (read from /proc: the server must run on
@@ -15,6 +17,7 @@ quoting it); a recall's query is still embedded by the model on both sides.
 Each row gives the 1-minute load average before and after it (the host may be shared). The
 postgres schema is dropped at the end.
 Usage: python -m benchmarks.bench_postgres --dsn 'host=/tmp/pg user=postgres' [--sizes 10000]
+       [--builds 3] [--rounds 3] [--embedder hashing] [--embedding-cache FILE]
 """
 
 from __future__ import annotations
@@ -136,6 +139,18 @@ def server_cpu(index: MemoryIndex) -> float:
     return total
 
 
+def drop(index: MemoryIndex, copy: Path) -> None:
+    """Remove a built index (its schema on the server too) and its memdir's copy."""
+    index.parts.drop()
+    index.close()
+    shutil.rmtree(copy, ignore_errors=True)
+
+
+def runs(values: list[float]) -> str:
+    """Each build's figure beside the median, when there were several."""
+    return f" ({', '.join(f'{value:.1f}' for value in values)})" if len(values) > 1 else ""
+
+
 def timed_round(index: MemoryIndex, queries: list[str]) -> tuple[list[float], float]:
     """One timed recall per query (k=10) after ten warm-up ones: the times in ms, and the CPU
     seconds per recall of this process and (PostgreSQL) its server process."""
@@ -159,6 +174,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--builds", type=int, default=1)
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     parser.add_argument("--embedding-cache", type=Path, default=None)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
@@ -178,21 +194,30 @@ def main() -> None:
             count, seconds = embedder.fill(source)
             print(f"{size:,}: {count} memory texts embedded into {args.embedding_cache} in"
                   f" {seconds:.0f} s (before either build; both read them from there)")  # fmt: skip
-        opened: dict[str, Any] = {}
+        opened: dict[str, Any] = {backend: {"builds": [], "build cpus": [], "loads": []}
+                                  for backend in BACKENDS}  # fmt: skip
+        for build in range(args.builds):  # alternating which goes first
+            for backend in BACKENDS if build % 2 == 0 else BACKENDS[::-1]:
+                found = opened[backend]
+                if "index" in found:  # the previous build's: gone, so this one starts empty
+                    drop(found["index"], args.workdir / f"pg-bench-{backend}-{size}")
+                index = {"backend": backend} if backend == "local" else {"backend": backend,
+                                                                         "dsn": args.dsn}  # fmt: skip
+                memdir = copy_with(source, args.workdir / f"pg-bench-{backend}-{size}", index)
+                load = os.getloadavg()[0]
+                found["index"] = MemoryIndex(memdir, embedder=embedder)
+                began, cpu = time.perf_counter(), cpu_seconds() + server_cpu(found["index"])
+                found["index"].update()
+                found["builds"].append(time.perf_counter() - began)
+                found["build cpus"].append(cpu_seconds() + server_cpu(found["index"]) - cpu)
+                found["loads"] += [load, os.getloadavg()[0]]
+                print(f"{size:,} {backend}: built in {found['builds'][-1]:.1f} s"
+                      f" (CPU {found['build cpus'][-1]:.1f} s, load {load:.1f})", flush=True)  # fmt: skip
         for backend in BACKENDS:
-            index = {"backend": backend} if backend == "local" else {"backend": backend,
-                                                                     "dsn": args.dsn}  # fmt: skip
-            memdir = copy_with(source, args.workdir / f"pg-bench-{backend}-{size}", index)
-            load = os.getloadavg()[0]
-            found: dict[str, Any] = {"index": MemoryIndex(memdir, embedder=embedder)}
-            opened[backend] = found
-            began, cpu = time.perf_counter(), cpu_seconds() + server_cpu(found["index"])
-            found["index"].update()
-            found["build"] = time.perf_counter() - began
-            found["build cpu"] = cpu_seconds() + server_cpu(found["index"]) - cpu
-            found["loads"] = [load, os.getloadavg()[0]]
+            found = opened[backend]
+            found["build"] = statistics.median(found["builds"])
+            found["build cpu"] = statistics.median(found["build cpus"])
             found["samples"], found["cpu"] = [], []
-            print(f"{size:,} {backend}: built in {found['build']:.1f} s", flush=True)
         for turn in range(args.rounds):  # alternating which goes first
             for backend in BACKENDS if turn % 2 == 0 else BACKENDS[::-1]:
                 found = opened[backend]
@@ -217,8 +242,9 @@ def main() -> None:
                 f" · {statistics.median(found['cpu']) / statistics.median(local['cpu']):.1f}×"
             )  # fmt: skip
             rows.append([
-                f"{size:,}", backend, embedder.model_id, found["mode"], f"{found['build']:.1f} s",
-                f"{found['build cpu']:.1f} s",
+                f"{size:,}", backend, embedder.model_id, found["mode"],
+                f"{found['build']:.1f} s" + runs(found["builds"]),
+                f"{found['build cpu']:.1f} s" + runs(found["build cpus"]),
                 f"{found['p50']:.1f} ms", f"{found['p95']:.1f} ms",
                 f"{statistics.median(found['cpu']) * 1000:.1f} ms",
                 f"{found['bytes'] / 1e6:.0f} MB",
@@ -226,9 +252,7 @@ def main() -> None:
             ])  # fmt: skip
             print(rows[-1], flush=True)
         for backend in BACKENDS:
-            opened[backend]["index"].parts.drop()
-            opened[backend]["index"].close()
-            shutil.rmtree(args.workdir / f"pg-bench-{backend}-{size}", ignore_errors=True)
+            drop(opened[backend]["index"], args.workdir / f"pg-bench-{backend}-{size}")
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d}")
     headers = ["memories", "index", "embedder", "scope", "build", "build CPU", "warm p50",
                "warm p95", "CPU per recall", "size", "load (1 min, min–max)",

@@ -37,6 +37,9 @@ class Document(TypedDict, total=False):
     iid: int  # the catalog's iid (a session document's: its name_code)
     text: str
     context: str  # the text with its same-session neighbours; defaults to `text`
+    # the texts `context` joins with spaces (it and its neighbours'), before its attachments'
+    # text after a newline: a backend may parse each once (postgres/fulltext.py's pieces)
+    context_parts: list[str]
     type: str | None
     source: str
     status: str
@@ -146,6 +149,10 @@ class VectorRows(Protocol):
 
     def rewrite(self, vectors: np.ndarray) -> None:
         """Replace every row (compaction after a rebuild)."""
+
+    def current(self) -> bool:
+        """Whether the rows are stored as this version writes them: a compaction that would
+        keep every row where it is may then leave them alone."""
 
 
 # --- the catalog -----------------------------------------------------------------------------

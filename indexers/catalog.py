@@ -154,6 +154,8 @@ MIGRATED: tuple[tuple[str, str, str, Callable[[Sequence[Any]], tuple[Any, ...]]]
     ("vector_rows", "content_hash, number", "embedding_rows", _old_vector_row),
 )
 
+_MEMORY_ROW = ("iid", "id", "line", "key", "session", "author", "guaranteed", "importance",
+               "created", "status", "searchable", "content_hash")  # fmt: skip
 _MEMORY_COLUMNS = (
     "SELECT m.iid, m.id, m.line, m.status, m.searchable, m.content_hash, a.annotator, a.value,"
     " m.session"
@@ -164,6 +166,27 @@ _MEMORY_COLUMNS = (
 
 def _line(line: dict[str, Any]) -> str:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+
+
+def insert_statement(table: str, columns: Sequence[str], key: str | None, source: str) -> str:
+    """INSERT INTO {s}.table (columns) `source` (VALUES or a SELECT); with `key`, a row whose
+    key is already there replaces the stored row's other columns (an upsert)."""
+    statement = f"INSERT INTO {{s}}.{table}({', '.join(columns)}) {source}"
+    if key is None:
+        return statement
+    kept = ", ".join(f"{column} = excluded.{column}" for column in columns if column != key)
+    return f"{statement} ON CONFLICT ({key}) DO UPDATE SET {kept}"
+
+
+def last_per_key(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], key: str | None
+) -> list[Sequence[Any]]:
+    """The rows, each key's last one only when there is a `key` (as one statement per row
+    leaves it: the last upsert wins)."""
+    if key is None:
+        return list(rows)
+    at = list(columns).index(key)
+    return list({row[at]: row for row in rows}.values())
 
 
 class SqlConnection(Protocol):
@@ -180,6 +203,12 @@ class SqlConnection(Protocol):
     def execute(self, statement: str, params: Sequence[Any] = ()) -> None: ...
 
     def executemany(self, statement: str, batch: Iterable[Sequence[Any]]) -> None: ...
+
+    def insert(
+        self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], key: str | None
+    ) -> None:
+        """Add rows to {s}.table (insert_statement: with `key`, an upsert in which the last
+        row of a key wins), in whatever way the database loads many rows fastest."""
 
     def transaction(self) -> AbstractContextManager[object]:
         """Commits on success, rolls back on error."""
@@ -319,9 +348,9 @@ class SqlCatalog:
 
     # memories and events --------------------------------------------------------------------
     def add_memories(self, items: Sequence[tuple[dict[str, Any], int, str]]) -> list[int | None]:
-        """Insert memory lines; returns their iids, None for one already there. One statement
-        per table for the whole batch (executemany), not one per memory: a round trip each
-        was most of a PostgreSQL rebuild's catalog time."""
+        """Insert memory lines; returns their iids, None for one already there. One insert per
+        table for the whole batch (SqlConnection.insert), not one per memory: a round trip
+        each was most of a PostgreSQL rebuild's catalog time."""
         self._forget_cache()
         if not items:
             return []
@@ -342,21 +371,14 @@ class SqlCatalog:
             rows.append((
                 following, line["id"], packed_line(line), line.get("key"), line.get("session"),
                 author, bool(line.get("pinned")) or line.get("temporal") == "milestone",
-                int(line.get("importance", 5)), created, _digest(content_hash),
+                int(line.get("importance", 5)), created, "durable", True, _digest(content_hash),
             ))  # fmt: skip
             if line.get("session"):
                 addressed.extend((following, line["session"], author, name)
                                  for name in addressed_names(line["text"], author))  # fmt: skip
             following += 1
-        self.sql.executemany(
-            "INSERT INTO {s}.memories (iid, id, line, key, session, author, guaranteed,"
-            " importance, created, status, searchable, content_hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'durable', TRUE, ?)",
-            rows,
-        )
-        self.sql.executemany(
-            "INSERT INTO {s}.addressed(iid, session, author, name) VALUES (?, ?, ?, ?)", addressed
-        )
+        self.sql.insert("memories", _MEMORY_ROW, rows, None)
+        self.sql.insert("addressed", ("iid", "session", "author", "name"), addressed, None)
         return iids
 
     def add_event(self, line: dict[str, Any]) -> bool:
@@ -527,9 +549,11 @@ class SqlCatalog:
 
     # rehearsals -----------------------------------------------------------------------------
     def add_rehearsals(self, times: dict[str, list[float]]) -> None:
-        self.sql.executemany(
-            "INSERT INTO {s}.rehearsals(memory, at) VALUES (?, ?)",
+        self.sql.insert(
+            "rehearsals",
+            ("memory", "at"),
             [(memory_id, at) for memory_id, moments in times.items() for at in moments],
+            None,
         )
 
     def rehearsal_times(self, ids: Iterable[str] | None = None) -> dict[str, list[float]]:
@@ -561,12 +585,11 @@ class SqlCatalog:
 
     def set_affect(self, items: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
         self._forget_cache()
-        self.sql.executemany(
-            "INSERT INTO {s}.affect_values(content_hash, annotator, value) VALUES (?, ?, ?)"
-            " ON CONFLICT (content_hash) DO UPDATE SET annotator = excluded.annotator,"
-            " value = excluded.value",
+        self.sql.insert(
+            "affect_values", ("content_hash", "annotator", "value"),
             [(_digest(digest), annotator, packed_affect(annotator, value))
              for digest, annotator, value in items],
+            "content_hash",
         )  # fmt: skip
 
     def clear_affect(self, unreferenced_only: bool = False) -> None:
@@ -591,10 +614,11 @@ class SqlCatalog:
         return {_hex(digest): unpacked_distilled(value) for digest, value in rows}
 
     def set_distilled(self, items: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        self.sql.executemany(
-            "INSERT INTO {s}.distillations(content_hash, value) VALUES (?, ?)"
-            " ON CONFLICT (content_hash) DO UPDATE SET value = excluded.value",
+        self.sql.insert(
+            "distillations",
+            ("content_hash", "value"),
             [(_digest(digest), packed_distilled(value)) for digest, value in items],
+            "content_hash",
         )
 
     def clear_distilled(self) -> None:
@@ -608,10 +632,11 @@ class SqlCatalog:
         return {_hex(digest): int(number) for digest, number in rows}
 
     def add_vector_rows(self, items: Iterable[tuple[str, int]]) -> None:
-        self.sql.executemany(
-            "INSERT INTO {s}.embedding_rows(content_hash, number) VALUES (?, ?)"
-            " ON CONFLICT (content_hash) DO UPDATE SET number = excluded.number",
+        self.sql.insert(
+            "embedding_rows",
+            ("content_hash", "number"),
             [(_digest(digest), int(number)) for digest, number in items],
+            "content_hash",
         )
 
     def max_vector_row(self) -> int | None:
@@ -721,6 +746,12 @@ class SqliteConnection:
 
     def executemany(self, statement: str, batch: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(self._prepared(statement)[0], batch)
+
+    def insert(
+        self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], key: str | None
+    ) -> None:
+        marks = ", ".join("?" * len(columns))
+        self.executemany(insert_statement(table, columns, key, f"VALUES ({marks})"), rows)
 
     @contextmanager
     def transaction(self) -> Iterator[object]:

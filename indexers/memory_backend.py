@@ -242,6 +242,9 @@ class MemoryVectorRows:
 
         self.state.vectors = np.array(vectors, dtype=np.float32).reshape(-1, self.dim)
 
+    def current(self) -> bool:
+        return True
+
 
 # --- the catalog -----------------------------------------------------------------------------
 @dataclass

@@ -295,6 +295,9 @@ class CheckedRows:
     def rewrite(self, vectors: np.ndarray) -> None:
         self.inner.rewrite(vectors)
 
+    def current(self) -> bool:
+        return self.inner.current()
+
 
 Role = TypeVar("Role")
 

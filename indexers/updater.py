@@ -474,7 +474,7 @@ class IndexUpdater:
         attached = attached_texts(self.storage.memdir, self.storage.catalog, shown)
         self.storage.fulltext.upsert(
             [
-                _document(memory, context.get(memory.iid, memory.text), attached.get(memory.iid))
+                _document(memory, context.get(memory.iid, [memory.text]), attached.get(memory.iid))
                 for memory in shown
             ]
         )
@@ -652,6 +652,8 @@ class IndexUpdater:
         store = self.storage.store
         with self.storage.catalog_writer.transaction():
             self.storage.catalog_caches.clear_affect(unreferenced_only=True)
+            if len(set(rows.values())) == store.count() and store.current():
+                return  # every cached vector is a memory's: renumbering would move none
             ordered = sorted(rows.items(), key=lambda item: item[1])
             vectors = (
                 store.rows([row for _, row in ordered])
@@ -735,16 +737,17 @@ def index_status(view: ArchiveView, memory_id: str) -> str:
 
 def _contexts(
     rows: dict[str, list[tuple[int, str]]],
-) -> tuple[dict[int, str], list[tuple[int, list[int]]]]:
-    """Each session member's context text (itself with its CONTEXT neighbours on each side)
-    and its neighbours' iids, from catalog.session_rows."""
-    context: dict[int, str] = {}
+) -> tuple[dict[int, list[str]], list[tuple[int, list[int]]]]:
+    """Each session member's context: the texts of itself with its CONTEXT neighbours on
+    each side (joined by spaces, backends.Document's `context`) and its neighbours' iids,
+    from catalog.session_rows."""
+    context: dict[int, list[str]] = {}
     around: list[tuple[int, list[int]]] = []
     for members in rows.values():
         texts = [text for _, text in members]
         for position, (iid, _) in enumerate(members):
             window = range(max(0, position - CONTEXT), min(len(members), position + CONTEXT + 1))
-            context[iid] = " ".join(texts[i] for i in window)
+            context[iid] = [texts[i] for i in window]
             around.append((iid, [members[i][0] for i in window if i != position]))
     return context, around
 
@@ -775,7 +778,7 @@ def fulltext_documents(
     )
     context, _ = _contexts(rows)
     attached = attached_texts(memdir, catalog, memories) if memdir is not None else {}
-    texts = [_document(m, context.get(m.iid, m.text), attached.get(m.iid)) for m in memories]
+    texts = [_document(m, context.get(m.iid, [m.text]), attached.get(m.iid)) for m in memories]
     return texts, _session_documents(rows)
 
 
@@ -802,17 +805,20 @@ def attached_texts(
     return found
 
 
-def _document(memory: CatalogMemory, context: str, attached: str | None = None) -> Document:
-    """A memory's full-text document; its attachments' text (`attached`) is searched with its
-    own, in the text and the context fields."""
+def _document(memory: CatalogMemory, context: list[str], attached: str | None = None) -> Document:
+    """A memory's full-text document, its context the texts in `context` (_contexts); its
+    attachments' text (`attached`) is searched with its own, in the text and the context
+    fields."""
     line = memory.line
+    joined = " ".join(context)
     kind = line.get("type")
     label = f"{kind}:{line['subtype']}" if kind and line.get("subtype") else kind
     document: Document = {
         "id": line["id"],
         "iid": memory.iid,
         "text": f"{line['text']}\n{attached}" if attached else line["text"],
-        "context": f"{context}\n{attached}" if attached else context,
+        "context": f"{joined}\n{attached}" if attached else joined,
+        "context_parts": context,
         "status": memory.status,
         "type": label,
         "source": line["source"],

@@ -196,6 +196,10 @@ class VectorFile:
         if self.legacy is not None:
             self.legacy.unlink(missing_ok=True)
 
+    def current(self) -> bool:
+        """False while a legacy float32 file holds the rows (`rewrite` turns it into float16)."""
+        return self.legacy is None or not self.legacy.exists()
+
 
 BASE_MAGIC = b"memdir vector base 2\n"  # an older base.index is a plain FAISS file ("IxM2")
 GRAPH_BATCH = 65536  # rows converted to float32 at a time while the graph is built

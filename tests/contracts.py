@@ -729,6 +729,41 @@ class CatalogContract(Contract):
             catalog.clear_vector_rows()
         assert catalog.vector_rows([hashed("a")]) == {} and catalog.max_vector_row() is None
 
+    def test_a_large_batch_upserts_as_small_ones_do(self, catalog: Catalog) -> None:
+        """A batch of many rows (which a database may load another way than a few: PostgreSQL
+        copies it) stores what one row at a time would: a key given twice keeps its last row,
+        a key already stored takes the batch's, and any text, quotes and tabs and newlines and
+        backslashes among it, comes back as it went in."""
+        odd = "tab\there, a newline\nthere, a backslash \\N and a quote ' \" " + UNICODE
+        lines = [memory_line(n, f"{odd} {n}", key=odd, session=odd) for n in range(1, MANY + 1)]
+        iids = self.add(catalog, *lines)
+        hashes = [hashed(f"hash-{n}") for n in range(MANY)]
+        with catalog.transaction():
+            catalog.set_affect([(hashes[0], "vader/1", {"valence": 0.5})])
+            catalog.set_distilled([(hashes[0], {"type": "FACT"})])
+            catalog.add_vector_rows([(hashes[0], 7)])
+        with catalog.transaction():
+            catalog.set_affect(
+                [(digest, "vader/1", {"valence": -0.25, "note": odd}) for digest in hashes]
+                + [(hashes[1], "vader/2", {"valence": 1.0})]
+            )
+            catalog.set_distilled([(digest, {"type": odd}) for digest in hashes]
+                                  + [(hashes[1], {"type": "RULE"})])  # fmt: skip
+            catalog.add_vector_rows([(digest, n) for n, digest in enumerate(hashes)]
+                                    + [(hashes[1], MANY)])  # fmt: skip
+            catalog.add_rehearsals({line["id"]: [1.5, 0.5] for line in lines})
+        affect = catalog.affect_for(hashes)
+        assert affect[hashes[0]] == ("vader/1", {"valence": -0.25, "note": odd})
+        assert affect[hashes[1]] == ("vader/2", {"valence": 1.0}) and len(affect) == MANY
+        distilled = catalog.distilled_for(hashes)
+        assert distilled[hashes[0]] == {"type": odd} and distilled[hashes[1]] == {"type": "RULE"}
+        rows = catalog.vector_rows(hashes)
+        assert rows[hashes[0]] == 0 and rows[hashes[1]] == MANY and rows[hashes[2]] == 2
+        memories = catalog.memories_by_iid(iids)
+        assert [memories[iid].text for iid in iids] == [line["text"] for line in lines]
+        assert catalog.ids_with_keys([odd]) == [line["id"] for line in lines]
+        assert catalog.rehearsal_times([lines[0]["id"]]) == {lines[0]["id"]: [0.5, 1.5]}
+
     def test_clear_keeps_the_manifest_and_derived_caches(self, catalog: Catalog) -> None:
         self.add(catalog, memory_line(1))
         with catalog.transaction():

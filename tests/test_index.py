@@ -574,6 +574,24 @@ def test_an_older_vector_base_is_read_then_written_again_from_the_cache(
     index.close()
 
 
+def test_a_rebuild_that_drops_no_vector_leaves_the_embedding_cache(
+    md: Memdir, hashing: Any
+) -> None:
+    """A rebuild compacts the embedding cache only when a cached vector is no memory's any
+    more (a forgotten one's goes then, test_forget_everywhere): when every row is still some
+    memory's, renumbering would move none, and the file stays as it is."""
+    index = indexed_texts(md, hashing)
+    before = results(index)
+    (f16,) = (md.cache_dir / "index" / "vectors").glob("*.f16")
+    written = f16.stat()
+    report = index.update(rebuild=True)
+    assert report.rebuilt and report.embedded == 0
+    assert (f16.stat().st_ino, f16.stat().st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    assert results(index) == before
+    assert_vectors_match_texts(index, hashing)
+    index.close()
+
+
 def test_a_catalog_of_the_previous_layout_keeps_its_caches_through_the_rebuild(
     md: Memdir, hashing: Any
 ) -> None:

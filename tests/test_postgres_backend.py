@@ -116,6 +116,25 @@ def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> N
     assert graph.kind() == "hnsw" and graph.size() == 12
 
 
+def test_the_graph_has_half_the_degree_of_the_local_one(database: Callable[[], Database]) -> None:
+    """pgvector's HNSW graph links float32 vectors: it is built with half `vectors.hnsw_m`
+    (postgres/vectors.graph_degree), and ef_construction from the settings, at least 2·m as
+    pgvector asks."""
+    import numpy as np
+
+    db = database()
+    store = PgVectorRows(db, "hashing-16", DIM)
+    store.append(unit_vectors(8))
+    for m, ef_construction, expected in ((32, 80, ["m=16", "ef_construction=80"]),
+                                         (12, 10, ["m=6", "ef_construction=12"]),
+                                         (3, 1, ["m=2", "ef_construction=4"])):  # fmt: skip
+        settings = VectorSettings(hnsw_above=5, hnsw_m=m, ef_construction=ef_construction)
+        PgVectorIndex(db, DIM, settings, store).build(np.arange(8), np.arange(8))
+        found = db.one("SELECT reloptions FROM pg_class WHERE relname = 'vector_base_hnsw'"
+                       " AND relnamespace = %s::regnamespace", (db.schema,))  # fmt: skip
+        assert found[0] == expected
+
+
 HOSTILE = "x'); DROP TABLE memories; -- %s %(words)s {s} $1 \\ \""
 
 
@@ -282,14 +301,15 @@ def check_bm25(db: Database, operations: list[tuple[Any, ...]], query: str, wind
         if operation[0] == "upsert":
             _, iid, text, rationale, time = operation
             fulltext.upsert([document(iid, text, time=time, context=f"{text} {rationale}",
-                                      rationale=rationale)])  # fmt: skip
+                                      context_parts=[text, rationale], rationale=rationale)])  # fmt: skip
             staged.append(("set", iid, (text, rationale, time)))
         elif operation[0] == "delete":
             fulltext.delete([f"m-{operation[1]:06d}"])
             staged.append(("set", operation[1], None))
         elif operation[0] == "replace_all":  # the full text's compaction: these documents only
             _, count, text = operation
-            fulltext.replace_all([document(iid, text, context=f"{text} ") for iid in range(count)])
+            fulltext.replace_all([document(iid, text, context=f"{text} ", context_parts=[text, ""])
+                                  for iid in range(count)])  # fmt: skip
             staged.append(("clear", 0, None))
             staged.extend(("set", iid, (text, "", 0)) for iid in range(count))
         else:
@@ -329,6 +349,80 @@ def check_bm25(db: Database, operations: list[tuple[Any, ...]], query: str, wind
         )
         best = fulltext.scores(query, 2, field=field)
         assert list(best) == list(found)[:2]
+
+
+# --- a bulk load parses a context in pieces ----------------------------------------------------
+# Words and the marks PostgreSQL's parser reads specially: hyphens, numbers and versions,
+# e-mail, URLs and paths, entities, XML tags and comments (which alone span a space), quotes,
+# Greek final sigma (lower-cased by context), tabs and newlines.
+TOKENS = ("dog", "dogs", "Running", "the", "a-b", "co-op-2", "<b", "x>", '<a title="x', 'y">',
+          "<!--", "-->", "&amp;", "&#38;", "1.5", "-3", "+7", "2.0.1", "1e-3", "foo@bar.com",
+          "http://x.y/z", "/usr/bin", "ΟΔΟΣ", "Σ", "é", "'", '"', "...", "-", "_", " ", "\t",
+          "\n", "")  # fmt: skip
+pieces = st.lists(st.sampled_from(TOKENS), max_size=8).map("".join)
+
+
+def context_postings(db: Database, table: str) -> dict[str, int]:
+    """The context field's term frequency of each lexeme in the lists of a table holding one
+    document."""
+    from memdir.indexers.postgres.fulltext import FIELD_CODES, postings_of
+
+    rows = db.binary_rows("SELECT lexeme, postings, times FROM {s}.{lists} WHERE field = %s",
+                          (FIELD_CODES["context"],), lists=f"{table}_lists")  # fmt: skip
+    return {lexeme: int(postings_of(packed, times)["tf"][0]) for lexeme, packed, times in rows}
+
+
+def parsed_whole(db: Database, body: str) -> dict[str, int]:
+    return dict(db.rows("SELECT lexeme, COALESCE(array_length(positions, 1), 1)"
+                        " FROM unnest(to_tsvector('english', %s))", (body.lower(),)))  # fmt: skip
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(parts=st.lists(pieces, min_size=1, max_size=5), attached=st.one_of(st.none(), pieces))
+def test_a_context_parsed_in_pieces_has_the_whole_body_s_postings(
+    database: Callable[[], Database], parts: list[str], attached: str | None
+) -> None:
+    """A bulk load parses a context given with its parts (the memory's and its neighbours'
+    texts, joined by spaces, its attachments' text after a newline) piece by piece and sums
+    the frequencies: the lists hold what parsing the whole context would give."""
+    from contracts import document
+
+    body = " ".join(parts) + (f"\n{attached}" if attached is not None else "")
+    db = database()
+    try:
+        table = f"fulltext_{uuid.uuid4().hex[:8]}"
+        fulltext = PostgresFullText(db, table)
+        fulltext.create()
+        fulltext.upsert([document(1, parts[0], context=body, context_parts=parts)])
+        fulltext.commit()
+        assert context_postings(db, table) == parsed_whole(db, body)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ["dog " * 200 + "cat", "dog " * 100],  # 300 dogs: a tsvector keeps 255 positions
+        ["a " * 17000, "cat cat cat"],  # past the 16,383rd word the three cats are one position
+        ["<b", "title>cat", "cat"],  # an XML tag across the space: not a word
+        ["cat", "dog"],  # parts that are not the context's: parsed whole
+    ],
+)
+def test_a_context_the_pieces_cannot_stand_for_is_parsed_whole(
+    database: Callable[[], Database], parts: list[str]
+) -> None:
+    from contracts import document
+
+    db = database()
+    body = " ".join(parts) if parts[0] != "cat" else "cat and a dog"
+    fulltext = PostgresFullText(db, "fulltext_0")
+    fulltext.create()
+    fulltext.upsert([document(1, parts[0], context=body, context_parts=parts)])
+    fulltext.commit()
+    assert context_postings(db, "fulltext_0") == parsed_whole(db, body)
 
 
 def test_the_first_commit_packs_the_postings(database: Callable[[], Database]) -> None:

@@ -209,6 +209,50 @@ def test_parts_can_be_injected_for_another_schema(md: Memdir, postgres_dsn: str)
     assert count == (2,)
 
 
+def test_a_rebuild_copying_its_batches_stores_what_row_by_row_inserts_store(
+    md: Memdir, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild of more memories than postgres.catalog.COPY_FROM copies each batch (the
+    memories, their affect, distillations and embedding rows) through a temporary table;
+    with that bound out of reach every row is its own insert. Both leave the same catalog,
+    odd characters and all, and recall and similar answer the same."""
+    from memdir.indexers.postgres import catalog as module
+
+    memdir = on_postgres(md, postgres_dsn)
+    texts = tuple(f"{TEXTS[n % len(TEXTS)]}, note {n}: a tab\there, a \\N, quotes ' \" é"
+                  for n in range(module.COPY_FROM + 50))  # fmt: skip
+    taught(memdir.root, texts)
+
+    def built(schema: str) -> tuple[MemoryIndex, dict[str, Any]]:
+        parts = PostgresParts(postgres_dsn, memdir, memdir.cache_dir / "index", schema=schema)
+        index = MemoryIndex(memdir, embedder=HashingEmbedder(), parts=parts)
+        assert index.update().rebuilt
+        catalog = index.catalog
+        memories = list(catalog.all_memories())
+        hashes = [memory.content_hash for memory in memories]
+        stored = {
+            "memories": [(m.iid, m.id, m.text, m.status, m.searchable, m.content_hash,
+                          m.annotator, m.stored_affect) for m in memories],
+            "affect": catalog.affect_for(hashes),
+            "distilled": catalog.distilled_for(hashes),
+            "vector rows": catalog.vector_rows(hashes),
+            "recall": [[hit.id for hit in index.search(query, k=10)]
+                       for query in ("Lisbon hills", "coffee morning", "note 7")],
+            "similar": [hit.id for hit in index.similar("a dog in a thunderstorm", k=10)],
+        }  # fmt: skip
+        return index, stored
+
+    copied, stored = built("memdir_copied")
+    assert len(stored["memories"]) == len(texts) and len(stored["vector rows"]) == len(texts)
+    assert len(stored["affect"]) == len(texts)
+    assert sorted(m[2] for m in stored["memories"]) == sorted(texts)
+    monkeypatch.setattr(module, "COPY_FROM", 10**9)
+    one_by_one, stored_one_by_one = built("memdir_row_by_row")
+    assert stored == stored_one_by_one
+    copied.close()
+    one_by_one.close()
+
+
 INDEX_HOLDER = """
 import sys
 from pathlib import Path

@@ -12,13 +12,19 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ..catalog import SqlCatalog
+from ..catalog import SqlCatalog, insert_statement, last_per_key
 from .database import Database
+
+COPY_FROM = 100  # rows: a batch this large is copied into a temporary table, then inserted
+
+
+STAGED = "memdir_staged_rows"  # the temporary table of a large insert
 
 
 class PostgresConnection:
-    """catalog.SqlConnection over a Database: `?` becomes `%s`, `{s}` the memdir's schema, and
-    the schema's `WITHOUT ROWID` (SQLite's) is dropped: a PostgreSQL table has no rowid."""
+    """catalog.SqlConnection over a Database: `?` becomes `%s` (`%b`, binary, for a list),
+    `{s}` the memdir's schema, and the schema's `WITHOUT ROWID` (SQLite's) is dropped: a
+    PostgreSQL table has no rowid."""
 
     read_only = False
 
@@ -29,8 +35,12 @@ class PostgresConnection:
     def _statement(self, statement: str) -> str:
         found = self._statements.get(statement)
         if found is None:
-            found = self._statements[statement] = statement.replace("?", "%s").replace(
-                " WITHOUT ROWID", ""
+            # a list goes in binary: psycopg writes a long one (a rebuild's 100k hashes) as
+            # text element by element in Python, escaping each
+            found = self._statements[statement] = (
+                statement.replace("= ANY(?)", "= ANY(%b)")
+                .replace("?", "%s")
+                .replace(" WITHOUT ROWID", "")
             )
         return found
 
@@ -47,6 +57,33 @@ class PostgresConnection:
 
     def executemany(self, statement: str, batch: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(self._statement(statement), batch)
+
+    def insert(
+        self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], key: str | None
+    ) -> None:
+        """A small batch as one executemany (pipelined); a large one by COPY into a temporary
+        table of the same columns, then one INSERT … SELECT (an upsert with `key`): an
+        executemany costs an executor start per row, ≈ 4 s per 100k rows of a rebuild's
+        caches (BENCHMARKS.md). A key's last row wins either way: one statement may not
+        upsert a key twice, so the batch keeps only the last."""
+        batch = last_per_key(columns, rows, key)
+        if len(batch) < COPY_FROM:
+            marks = ", ".join(["?"] * len(columns))
+            self.executemany(insert_statement(table, columns, key, f"VALUES ({marks})"), batch)
+            return
+        names = ", ".join(columns)
+        with self.db.transaction():
+            self.db.execute(
+                f"CREATE TEMP TABLE {{staged}} ON COMMIT DROP AS SELECT {names}"
+                f" FROM {{s}}.{table} WITH NO DATA",
+                staged=STAGED,
+            )
+            self.db.copy_text(f"COPY {{staged}} ({names}) FROM STDIN", batch, staged=STAGED)
+            self.db.execute(
+                insert_statement(table, columns, key, f"SELECT {names} FROM {{staged}}"),
+                staged=STAGED,
+            )
+            self.db.execute("DROP TABLE {staged}", staged=STAGED)
 
     def transaction(self) -> AbstractContextManager[object]:
         return self.db.transaction()

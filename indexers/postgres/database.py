@@ -193,6 +193,14 @@ class Database:
                 for row in rows:
                     copy.write_row(row)
 
+    def copy_text(self, template: str, rows: Iterable[Sequence[Any]], **tables: str) -> None:
+        """COPY rows in text format, each value as psycopg writes it for its Python type (no
+        column types to name: the server reads them as its columns' types)."""
+        with self.guard(), self.connection.cursor() as cursor:
+            with cursor.copy(self.sql(template, **tables)) as copy:
+                for row in rows:
+                    copy.write_row(row)
+
     def drop_table(self, table: str) -> None:
         self.execute("DROP TABLE IF EXISTS {s}.{table}", table=table)
 

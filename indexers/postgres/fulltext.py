@@ -37,16 +37,18 @@ Every commit keeps the index exact, in one transaction (a savepoint inside the c
 an update's catalog rows and documents commit together): a removed document leaves its rows in
 T and T_postings and, if its postings were packed, its iid in T_gone; an added one gets rows
 in T and T_postings; the statistics move by their counts and lengths. A new table's first
-commit (a rebuild's) is a bulk load: documents by COPY, postings into a temporary table, then
-packed into T_lists in one aggregate. When the documents changed since the last merge pass
-`MERGE_RATIO` of the documents (and `MERGE_MIN`), the commit merges: the lists are read,
-stripped of the gone iids, joined with the recent postings and written again, so reading
-stays one fetch of packed bytes per lexeme. A rebuild vacuums its new tables (`vacuum`).
+commit (a rebuild's) is a bulk load: documents by COPY; every distinct piece of their text
+parsed once (a memory's text is also part of its neighbours' contexts: `_pieces`), the
+postings summed and packed here and written into T_lists by COPY (BulkLists). When the
+documents changed since the last merge pass `MERGE_RATIO` of the documents (and `MERGE_MIN`),
+the commit merges: the lists are read, stripped of the gone iids, joined with the recent
+postings and written again, so reading stays one fetch of packed bytes per lexeme. A rebuild
+vacuums its new tables (`vacuum`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..backends import META_FIELDS, TEXT_FIELDS, Document, Iids, Span, TextHit
@@ -148,20 +150,18 @@ _POSTINGS = """
         AS b(field, iid, body, dl, time), unnest(to_tsvector('english', b.body)) AS u
 """
 _POST = "INSERT INTO {s}.{postings} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
-# A bulk load: the postings into a temporary table, then packed into lists in one aggregate.
-_STAGE = (
-    'CREATE TEMP TABLE {staged} (field SMALLINT, lexeme TEXT COLLATE "C", iid BIGINT,'
-    " tf INTEGER, dl INTEGER, time BIGINT) ON COMMIT DROP"
-)
-_LOAD = "INSERT INTO {staged} (field, lexeme, iid, tf, dl, time)" + _POSTINGS
-# (The aggregates of one group see its rows in the same order, so postings and times align.)
-_PACK = (
-    "INSERT INTO {s}.{lists} (field, lexeme, postings, times, earliest, latest)"
-    f" SELECT field, lexeme, string_agg({_LISTED.format(p='')}, ''::bytea),"
-    " string_agg(int8send(time), ''::bytea), MIN(time), MAX(time)"
-    " FROM {staged} GROUP BY field, lexeme"
-)
-# A merge reads the lists and the recent postings, and writes the lists again.
+# A bulk load parses each distinct piece of text once (see _pieces): its lexemes and their
+# term frequencies, by the piece's number in the batch.
+_PARSE = """
+    SELECT b.n::int4, u.lexeme, COALESCE(array_length(u.positions, 1), 1)::int4
+    FROM unnest(%s::text[]) WITH ORDINALITY AS b(body, n), unnest(to_tsvector('english', b.body))
+        AS u
+"""
+PARSE_BATCH = 20_000  # pieces per statement
+WHOLE_FROM = 16383  # characters: a body this long is parsed whole (tsvector positions end here)
+MOST_POSITIONS = 255  # a tsvector keeps this many positions of a lexeme, so tf stops there
+# A merge reads the lists and the recent postings, and writes the lists again; a bulk load
+# writes the lists it packed.
 _RECENT = (
     f"SELECT field, lexeme, string_agg({_PACKED.format(p='')}, ''::bytea)"
     " FROM {s}.{postings} GROUP BY field, lexeme"
@@ -169,6 +169,7 @@ _RECENT = (
 _COPY_LISTS = (
     "COPY {s}.{lists} (field, lexeme, postings, times, earliest, latest) FROM STDIN (FORMAT BINARY)"
 )
+LIST_TYPES = ["int2", "text", "bytea", "bytea", "int8", "int8"]
 
 _DELETE = "DELETE FROM {s}.{table} WHERE id = ANY(%s) RETURNING iid, packed, " + ", ".join(
     _LENGTHS.values()
@@ -194,6 +195,131 @@ def _bodies(fields: Document) -> dict[str, str]:
     bodies.update(meta)
     bodies["meta"] = " ".join(value for value in meta.values() if value)
     return bodies
+
+
+def _pieces(body: str, parts: Sequence[str] | None) -> list[str]:
+    """Pieces of `body` whose lexemes, their term frequencies summed (up to MOST_POSITIONS),
+    are the body's own: `parts` when the body is them joined by spaces, and what follows them
+    after a newline (a memory's context: its and its neighbours' texts, then its attachments'
+    text; backends.Document's `context_parts`); else the body whole. PostgreSQL's parser reads
+    no word across a space or a newline except an XML tag or comment (`<a title="x y">`), so
+    a body with a '<' stays whole, and so does a long one (a tsvector's positions stop at
+    16,383: repeats past it are one). tests/test_postgres_backend.py checks the sums against
+    the whole body's parse."""
+    if "<" in body or len(body) >= WHOLE_FROM:
+        return [body]
+    return _split(body, parts)
+
+
+def _split(body: str, parts: Sequence[str] | None) -> list[str]:
+    """`parts` and what follows them after a newline, when `body` is them joined by spaces
+    and that; else the body whole. (No word of _WORDS spans a space or a newline, so a body's
+    words are its pieces'.)"""
+    if not parts:
+        return [body]
+    joined = " ".join(parts)
+    if body == joined:
+        return list(parts)
+    if body.startswith(joined + "\n"):
+        return [*parts, body[len(joined) + 1 :]]
+    return [body]
+
+
+class BulkLists:
+    """The lists of a bulk load (a rebuild's first commit): each document's fields as pieces
+    of text (`_pieces`), every distinct piece parsed once by PostgreSQL (a memory's text is
+    also a piece of its four neighbours' contexts: the context field, ≈ 5× the text, is not
+    parsed again), its lexemes' frequencies summed per document and packed per (field,
+    lexeme) here, as T_lists holds them. It holds ≈ 50 bytes per posting of one field while
+    packing."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}  # a lowered piece → its number
+        self.iids: list[int] = []
+        self.times: list[int] = []
+        self.lengths: list[list[int]] = [[] for _ in TEXT_FIELDS]  # by field code, document
+        self.uses: list[tuple[list[int], list[int]]] = [([], []) for _ in TEXT_FIELDS]
+        self.vocabulary: list[str] = []
+        self.parsed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, iid: int, time: int, bodies: dict[str, str], lengths: list[int],
+            parts: Sequence[str] | None) -> None:  # fmt: skip
+        """One document: its iid, time, each field's body and length (in words)."""
+        document = len(self.iids)
+        self.iids.append(iid)
+        self.times.append(time)
+        for code, field in enumerate(TEXT_FIELDS):
+            self.lengths[code].append(lengths[code])
+            if not lengths[code]:
+                continue
+            documents, pieces = self.uses[code]
+            for piece in _pieces(bodies[field], parts if field == "context" else None):
+                documents.append(document)
+                pieces.append(self.numbers.setdefault(piece.lower(), len(self.numbers)))
+
+    def parse(self, db: Database) -> None:
+        """Every piece's lexemes and term frequencies, from PostgreSQL's English parser."""
+        import numpy as np
+
+        texts = list(self.numbers)
+        known: dict[str, int] = {}
+        pieces: list[int] = []
+        lexemes: list[int] = []
+        counts: list[int] = []
+        for start in range(0, len(texts), PARSE_BATCH):
+            rows = db.binary_rows(_PARSE, (texts[start : start + PARSE_BATCH],))
+            pieces.extend(start + int(n) - 1 for n, _, _ in rows)
+            lexemes.extend(known.setdefault(lexeme, len(known)) for _, lexeme, _ in rows)
+            counts.extend(int(tf) for _, _, tf in rows)
+        self.vocabulary = list(known)
+        order = np.argsort(np.asarray(pieces, dtype=np.int64), kind="stable")
+        per_piece = np.bincount(np.asarray(pieces, dtype=np.int64), minlength=len(texts))
+        self.parsed = (
+            np.concatenate([[0], np.cumsum(per_piece)]),  # each piece's first row
+            np.asarray(lexemes, dtype=np.int64)[order],
+            np.asarray(counts, dtype=np.int64)[order],
+        )
+
+    def rows(self) -> Iterator[tuple[int, str, bytes, bytes, int, int]]:
+        """(field, lexeme, postings, times, earliest, latest) of every list, for COPY."""
+        import numpy as np
+
+        assert self.parsed is not None, "parse() first"
+        offsets, lexemes, counts = self.parsed
+        iids = np.asarray(self.iids, dtype=np.int64)
+        times = np.asarray(self.times, dtype=np.int64)
+        total = max(len(self.iids), 1)
+        for code, (documents, used) in enumerate(self.uses):
+            pieces = np.asarray(used, dtype=np.int64)
+            sizes = offsets[pieces + 1] - offsets[pieces]
+            if not sizes.sum():
+                continue
+            # each use of a piece, row by row: (document, lexeme, tf), summed per document
+            at = np.repeat(offsets[pieces] - (np.cumsum(sizes) - sizes), sizes)
+            at += np.arange(len(at))
+            keys = lexemes[at] * total + np.repeat(np.asarray(documents, np.int64), sizes)
+            order = np.argsort(keys, kind="stable")
+            keys = keys[order]
+            first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+            tf = np.minimum(np.add.reduceat(counts[at][order], first), MOST_POSITIONS)
+            keys = keys[first]
+            document, lexeme = keys % total, keys // total
+            postings = np.empty(len(keys), dtype=np.dtype(LISTED))
+            postings["iid"] = iids[document]
+            postings["tf"] = tf
+            postings["dl"] = np.asarray(self.lengths[code], dtype=np.int64)[document]
+            stamps = times[document]
+            starts = np.flatnonzero(np.concatenate([[True], lexeme[1:] != lexeme[:-1]]))
+            ends = np.concatenate([starts[1:], [len(keys)]])
+            earliest = np.minimum.reduceat(stamps, starts)
+            latest = np.maximum.reduceat(stamps, starts)
+            packed, stamped = postings.tobytes(), stamps.astype(TIMES).tobytes()
+            width = postings.itemsize
+            for start, end, low, high, word in zip(starts.tolist(), ends.tolist(),
+                                                   earliest.tolist(), latest.tolist(),
+                                                   lexeme[starts].tolist(), strict=True):  # fmt: skip
+                yield (code, self.vocabulary[word], packed[start * width : end * width],
+                       stamped[start * 8 : end * 8], low, high)  # fmt: skip
 
 
 def postings_of(packed: bytes, times: bytes | None = None) -> np.ndarray:
@@ -434,35 +560,45 @@ class PostgresFullText:
 
     def _insert(self, documents: list[Document], names: dict[str, str], bulk: bool) -> None:
         """Add documents: their rows (COPY), postings and statistics; in `bulk`, their
-        postings go to a temporary table and are packed into lists at the end."""
-        staged = f"{self.table}_staged"
-        if bulk:
-            self.db.execute(_STAGE, staged=staged)
+        postings are packed into lists (BulkLists) instead of written as rows."""
+        lists = BulkLists() if bulk else None
         totals = [0] * len(TEXT_FIELDS)
+        counted: dict[str, int] = {}  # words per piece: a context's are its parts' (_split)
+
+        def words(piece: str) -> int:
+            found = counted.get(piece)
+            if found is None:
+                found = counted[piece] = len(_WORDS.findall(piece))
+            return found
+
         for start in range(0, len(documents), BATCH):
             rows, postings = [], []
             for fields in documents[start : start + BATCH]:
                 iid, time = int(fields.get("iid", -1)), int(fields["time"])
                 bodies = _bodies(fields)
-                lengths = [len(_WORDS.findall(bodies[field])) for field in TEXT_FIELDS]
+                parts = fields.get("context_parts")
+                lengths = [sum(map(words, _split(bodies[field], parts if field == "context"
+                                                  else None))) for field in TEXT_FIELDS]  # fmt: skip
                 rows.append((
                     fields["id"], iid, fields["text"], fields.get("type"), fields.get("source"),
                     fields.get("status"), list(fields.get("persona") or ()),
                     fields.get("session"), time,
                     *(bodies[name] or None for name in META_FIELDS), bulk, *lengths,
                 ))  # fmt: skip
+                totals = [total + length for total, length in zip(totals, lengths, strict=True)]
+                if lists is not None:
+                    lists.add(iid, time, bodies, lengths, parts)
+                    continue
                 for code, (field, length) in enumerate(zip(TEXT_FIELDS, lengths, strict=True)):
-                    totals[code] += length
                     if length:
                         postings.append((code, iid, bodies[field].lower(), length, time))
             self.db.copy(_COPY, rows, _COPY_TYPES, **names)
             if postings:
                 columns = [list(column) for column in zip(*postings, strict=True)]
-                self.db.execute(_LOAD if bulk else _POST, columns, staged=staged, **names)
-        if bulk:
-            self.db.execute("SELECT set_config('work_mem', '256MB', true)")
-            self.db.execute(_PACK, staged=staged, **names)
-            self.db.execute("DROP TABLE {staged}", staged=staged)
+                self.db.execute(_POST, columns, **names)
+        if lists is not None:
+            lists.parse(self.db)
+            self.db.copy(_COPY_LISTS, lists.rows(), LIST_TYPES, **names)
         self._add_stats(len(documents), totals, 0 if bulk else len(documents), names)
 
     def _add_stats(
@@ -508,7 +644,7 @@ class PostgresFullText:
         for table in ("lists", "postings", "gone"):
             self.db.execute("DELETE FROM {s}.{name}", name=names[table])
         self.db.copy(_COPY_LISTS, [_packed(item) for item in lists.items() if len(item[1])],
-                     ["int2", "text", "bytea", "bytea", "int8", "int8"], **names)  # fmt: skip
+                     LIST_TYPES, **names)  # fmt: skip
         self.db.execute("UPDATE {s}.{table} SET packed = TRUE WHERE NOT packed", **names)
         self.db.execute("UPDATE {s}.{stats} SET documents = 0 WHERE field = %s", (CHANGED,),
                         **names)  # fmt: skip
