@@ -57,7 +57,7 @@ def replacing(
         sync_folder(path.parent)
 
 
-def write_bytes(path: Path, chunks: Iterable[bytes], mode: int | None = None,
+def write_bytes(path: Path, chunks: Iterable[bytes | memoryview], mode: int | None = None,
                 durable: bool = True, sync_directory: bool = True) -> None:  # fmt: skip
     """Replace `path` with the concatenated `chunks` (e.g. a shelf's lines), atomically."""
     with replacing(path, mode, durable, sync_directory) as handle:

@@ -540,15 +540,16 @@ def forget(memdir: Memdir, given: str, now: datetime, actor: str = "user") -> st
         if twins:
             log.warning("also forgot %s: the same memory, written on another clone",
                         ", ".join(twin.id for twin in twins))  # fmt: skip
+        vouched = not tombstones.pending(memdir)  # (`writing` has just re-applied them)
+        ids = [chosen.id for chosen in (state, *twins)]
         for path in memdir.shelves():
             shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            for chosen in (state, *twins):
-                tombstones.compact(memdir, path, chosen.id, now)  # the id cache follows it
+            tombstones.compact(memdir, path, ids, now)
         for chosen in (state, *twins):
             if not any(event.op == "forget" for event in chosen.events):
                 event = new_event(at=format_time(now), op="forget", target=chosen.id, actor=actor)
                 _append_event(memdir, event)
-        tombstones.reapply(memdir, now)  # drops it from the ring and the generated documents
+        tombstones.forgotten_now(memdir, ids, vouched, now)
         prune_attachments(memdir)
     return state.id
 

@@ -10,6 +10,7 @@ have cost without it. The caller holds the writer lock.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,8 +53,45 @@ def rewrite(memdir: Memdir, old: Lines, new: Sequence[bytes], tail: bytes | None
     tail = old.tail if tail is None else tail
     if not edits and tail == old.tail:
         return False
-    cache = idcache.kept_cache(memdir)  # synced with the file as it is, before the rename
-    atomic.write_bytes(old.path, [*new, tail])
-    if cache is not None:
-        cache.rewritten(old.path, old.stat, offset, edits)
+    _replace(memdir, old.path, old.stat, offset, edits, [*new, tail])
     return True
+
+
+def replace_lines(
+    memdir: Memdir,
+    path: Path,
+    stat: os.stat_result,
+    data: bytes | mmap.mmap,
+    edits: list[idcache.Edit],
+) -> bool:
+    """Replace lines of `path`, read as `data` (with `stat`): each edit is a line's offset, its
+    length and what takes its place (b"" drops it), in the order of the file; the rest of
+    `data`, its torn tail too, stays as it is. For a few lines of a large file: no line is
+    split out but those. Returns False, writing nothing, when there is no edit."""
+    if not edits:
+        return False
+    view = memoryview(data)  # the unchanged parts are written from it, not copied
+    chunks: list[bytes | memoryview] = []
+    at = 0
+    for offset, length, replacement in edits:
+        chunks += [view[at:offset], replacement]
+        at = offset + length
+    chunks.append(view[at:])
+    try:
+        _replace(memdir, path, stat, data.rfind(b"\n") + 1, edits, chunks)
+    finally:  # a mapping of `data` can be closed only when no view of it is left
+        for chunk in chunks:
+            if isinstance(chunk, memoryview):
+                chunk.release()
+        view.release()
+    return True
+
+
+def _replace(memdir: Memdir, path: Path, stat: os.stat_result, end: int,
+             edits: list[idcache.Edit], chunks: Sequence[bytes | memoryview]) -> None:  # fmt: skip
+    """Write the file anew from `chunks` and hand the id cache the edits of its complete lines
+    (which ended at `end`)."""
+    cache = idcache.kept_cache(memdir)  # synced with the file as it is, before the rename
+    atomic.write_bytes(path, chunks)
+    if cache is not None:
+        cache.rewritten(path, stat, end, edits)

@@ -388,9 +388,9 @@ class VectorSettings:
     hnsw_above: int = setting(
         50000, "more vectors than this: an HNSW base index, else exact (flat)", whole(0)
     )
-    hnsw_m: int = setting(32, "HNSW graph degree M", whole(2))
+    hnsw_m: int = setting(20, "HNSW graph degree M", whole(2))
     ef_construction: int = setting(80, "HNSW efConstruction", whole(1))
-    ef_search: int = setting(128, "HNSW efSearch", whole(1))
+    ef_search: int = setting(192, "HNSW efSearch", whole(1))
 
 
 def dsn(value: Any) -> str | None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -28,10 +29,11 @@ from typing import Any
 from . import atomic, clock, ring, shelf
 from .clock import format_time
 from .errors import FormatError, LockedError
+from .idcache import Edit
 from .lock import WriterLock
 from .memdir import Memdir
 from .records import Event, Tombstone, encode_line
-from .rewrite import Lines, rewrite
+from .rewrite import Lines, replace_lines, rewrite
 from .validate import line_is_valid
 
 log = logging.getLogger("memdir")
@@ -55,13 +57,17 @@ def _read_stamp(memdir: Memdir) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _forgotten_in(blob: bytes) -> set[str]:
-    """The ids named by the tombstone lines and forget events in `blob`. A scan for two fixed
-    strings (the bytes' own search, several times faster than a regular expression over the
-    400 MB of a million memories); each id runs to the next quote, as the lines write it."""
+Blob = bytes | mmap.mmap  # a shelf's bytes, or its read-only mapping (searched, never copied)
+
+
+def _forgotten_in(blob: Blob, begin: int = 0) -> set[str]:
+    """The ids named by the tombstone lines and forget events in `blob` from `begin` on. A scan
+    for two fixed strings (the bytes' own search, several times faster than a regular
+    expression over the 400 MB of a million memories); each id runs to the next quote, as the
+    lines write it."""
     found: set[str] = set()
     for needle, at_line_start in ((_TOMBSTONE, True), (_FORGET, False)):
-        at = blob.find(needle)
+        at = blob.find(needle, begin)
         while at >= 0:
             start = at + len(needle)
             end = blob.find(b'"', start)
@@ -74,14 +80,14 @@ def _forgotten_in(blob: bytes) -> set[str]:
     return found
 
 
-def _needs_compaction(blob: bytes, memory_id: str) -> bool:
-    """Whether a shelf still holds the memory's line, or an unredacted event that may quote it.
-    One search for the quoted id (a tenth of a second in the 360 MB of a million memories),
-    then a look at the few lines that name it."""
+def _needs_compaction(blob: Blob, memory_id: str, begin: int = 0) -> bool:
+    """Whether a shelf (from `begin` on) still holds the memory's line, or an unredacted event
+    that may quote it. One search for the quoted id (a tenth of a second in the 360 MB of a
+    million memories), then a look at the few lines that name it."""
     needle = b'"' + memory_id.encode("ascii", "replace") + b'"'
     memory_line = b'{"kind":"memory","id":' + needle
     target = b'"target":' + needle
-    found = blob.find(needle)
+    found = blob.find(needle, begin)
     while found >= 0:
         start, end = blob.rfind(b"\n", 0, found) + 1, blob.find(b"\n", found)
         line = blob[start : end if end >= 0 else len(blob)]
@@ -93,6 +99,20 @@ def _needs_compaction(blob: bytes, memory_id: str) -> bool:
             return False
         found = blob.find(needle, end)
     return False
+
+
+def _contents(path: Path, searches: int, start: int = 0) -> Blob:
+    """The file's bytes for `searches` searches from `start` on: mapped read-only for a few (no
+    copy of a shelf of hundreds of MB), read for more of the whole file, where the copy pays for
+    itself (a search of a mapping is a quarter slower than of bytes: measured on a million
+    memories' shelf, BENCHMARKS.md). The tail of a shelf that grew is always searched where it
+    is mapped: reading the whole shelf for it cost a cold write 0.2 s at a million memories."""
+    with open(path, "rb") as handle:
+        if not os.fstat(handle.fileno()).st_size:
+            return b""
+        if searches > 3 and not start:
+            return handle.read()
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 @contextmanager
@@ -118,32 +138,37 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         set(stamp.get("forgotten", [])) if isinstance(stamp.get("forgotten"), list) else set()
     )
     shelves = memdir.shelves()
-    scanned: dict[Path, tuple[int, bytes]] = {}  # a changed shelf: where its scan began, the bytes
+    scanned: dict[Path, tuple[int, Blob]] = {}  # a changed shelf: where its scan began, its bytes
     fresh: set[str] = set()  # forgotten ids first seen now: every shelf is checked for them
-    for path in shelves:
-        info = path.stat()
-        before = known.get(path.name)
-        if before == [info.st_ino, info.st_size]:
-            continue
-        grew = isinstance(before, list) and before[0] == info.st_ino and before[1] <= info.st_size
-        start = int(before[1]) if grew and isinstance(before, list) else 0
-        with open(path, "rb") as handle:
-            handle.seek(start)
-            scanned[path] = (start, handle.read())
-        fresh |= _forgotten_in(scanned[path][1]) - forgotten
-    forgotten |= fresh
     compacted: set[str] = set()
-    for path in shelves:
-        start, blob = scanned.get(path, (0, b""))
-        wanted = forgotten if path in scanned else fresh
-        if fresh and (start or path not in scanned):
-            blob = path.read_bytes()
-        due = [memory_id for memory_id in sorted(wanted) if _needs_compaction(blob, memory_id)]
-        if due:
-            shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
-            for memory_id in due:
-                compact(memdir, path, memory_id, now)
-            compacted.update(due)
+    try:
+        for path in shelves:
+            info = path.stat()
+            before = known.get(path.name)
+            if before == [info.st_ino, info.st_size]:
+                continue
+            grew = (isinstance(before, list) and before[0] == info.st_ino
+                    and before[1] <= info.st_size)  # fmt: skip
+            start = int(before[1]) if grew and isinstance(before, list) else 0
+            scanned[path] = (start, _contents(path, 2 + len(forgotten), start))
+            fresh |= _forgotten_in(scanned[path][1], start) - forgotten
+        forgotten |= fresh
+        for path in shelves:
+            start, blob = scanned.get(path, (0, b""))
+            wanted = forgotten if path in scanned else fresh
+            if fresh and (start or path not in scanned):
+                start, blob = 0, blob or _contents(path, len(fresh))  # the whole shelf
+                scanned[path] = (start, blob)
+            due = [memory_id for memory_id in sorted(wanted)
+                   if _needs_compaction(blob, memory_id, start)]  # fmt: skip
+            if due:
+                shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
+                compact(memdir, path, due, now)
+                compacted.update(due)
+    finally:
+        for _, blob in scanned.values():
+            if isinstance(blob, mmap.mmap):
+                blob.close()
     for memory_id in sorted(fresh | compacted):
         ring.drop(memdir, memory_id)
     if compacted:
@@ -156,6 +181,25 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         _drop_documents(memdir)
     _write_stamp(memdir, shelves, forgotten, stamp)
     return sorted(compacted)
+
+
+def forgotten_now(memdir: Memdir, ids: Iterable[str], vouched: bool, now: datetime) -> None:
+    """After forget compacted `ids` out of every shelf (the caller holds the writer lock, and
+    has since `vouched`: whether the stamp vouched for every shelf before the compaction, see
+    `pending`): drop them from the ring and the generated documents, and re-apply the
+    tombstones. When the stamp vouched for the shelves, it now vouches for them as forget
+    left them (compaction only removes text, and forget's own event names no text), so the
+    re-application reads nothing again; otherwise it checks the shelves as after any change."""
+    ids = sorted(ids)
+    for memory_id in ids:
+        ring.drop(memdir, memory_id)
+    _drop_documents(memdir)
+    stamp = _read_stamp(memdir)
+    if vouched and stamp.get("git") == _git_index(memdir.root):
+        known = stamp.get("forgotten")
+        forgotten = set(known) if isinstance(known, list) else set()
+        _write_stamp(memdir, memdir.shelves(), forgotten | set(ids), stamp)
+    reapply(memdir, now)
 
 
 def pending(memdir: Memdir) -> bool:
@@ -242,47 +286,79 @@ def _write_stamp(
     atomic.write_text(_stamp_path(memdir), json.dumps(data, separators=(",", ":")), durable=False)
 
 
-def compact(memdir: Memdir, path: Path, memory_id: str, now: datetime) -> None:
-    """Rewrite one shelf atomically with the memory's line replaced by a tombstone (one, even
-    when a merge left several copies) and the reason and evidence of events about it removed."""
-    old = Lines.read(path)
-    needle = memory_id.encode("ascii")
-    output: list[bytes] = []
-    stone_of = b'{"kind":"tombstone","id":"' + needle + b'"'
-    tombstoned = any(stone_of in line for line in old.lines)
-    for number, line in enumerate(old.lines, start=1):
-        if needle not in line:
-            output.append(line)
-            continue
-        try:
-            data = shelf.decode_line(line[:-1], f"{path}:{number}")
-        except FormatError:  # a malformed line is kept as it is (`verify` reports it)
-            output.append(line)
-            continue
-        if (
-            data.get("kind") == "memory"
-            and data.get("id") == memory_id
-            and isinstance(data.get("created"), str)
-        ):
-            if tombstoned:
-                output.append(b"")
-            else:
-                stone = Tombstone(memory_id, data["created"], format_time(now))
-                output.append(encode_line(stone.to_line()))
-                tombstoned = True
-            continue
-        if (
-            data.get("kind") == "event"
-            and data.get("target") == memory_id
-            and ("reason" in data or "evidence" in data)
-            and line_is_valid(data)
-        ):
-            event = Event.from_line(data)
-            scrubbed = replace(event, reason=None, evidence=None, redacted=True)
-            output.append(encode_line(scrubbed.to_line()))
-            continue
-        output.append(line)
-    rewrite(memdir, old, output)
+def compact(memdir: Memdir, path: Path, memory_ids: Iterable[str], now: datetime) -> bool:
+    """Rewrite one shelf atomically with each memory's line replaced by a tombstone (one, even
+    when a merge left several copies) and the reason and evidence of events about it removed.
+    Only the lines that name one of the ids are read as lines (the shelf is searched where it
+    is mapped, not copied); a shelf that needs no change is not written. Whether it was
+    rewritten."""
+    with open(path, "rb") as handle:
+        stat = os.fstat(handle.fileno())
+        if not stat.st_size:
+            return False
+        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return _compact(memdir, path, stat, data, memory_ids, now)
+    finally:
+        data.close()
+
+
+def _compact(memdir: Memdir, path: Path, stat: os.stat_result, data: mmap.mmap,
+             memory_ids: Iterable[str], now: datetime) -> bool:  # fmt: skip
+    end = data.rfind(b"\n") + 1  # the complete lines (a torn tail is kept as it is)
+    needles = {memory_id: memory_id.encode("ascii") for memory_id in memory_ids}
+    spans: dict[int, int] = {}  # the lines naming an id: start → end
+    for needle in needles.values():
+        found = data.find(needle, 0, end)
+        while found >= 0:
+            start, stop = data.rfind(b"\n", 0, found) + 1, data.find(b"\n", found) + 1
+            spans[start] = stop
+            found = data.find(needle, stop, end)
+    lines = {start: data[start:stop] for start, stop in sorted(spans.items())}
+    tombstoned = {memory_id for memory_id, needle in needles.items()  # (its line names it)
+                  if any(b'{"kind":"tombstone","id":"' + needle + b'"' in line
+                         for line in lines.values())}  # fmt: skip
+    edits: list[Edit] = []
+    for start, line in lines.items():
+        new = line
+        for memory_id, needle in needles.items():
+            if needle in new:
+                new = _compacted(new, memory_id, tombstoned, now, f"{path} (byte {start})")
+        if new != line:
+            edits.append((start, len(line), new))
+    return replace_lines(memdir, path, stat, data, edits)
+
+
+def _compacted(line: bytes, memory_id: str, tombstoned: set[str], now: datetime,
+               where: str) -> bytes:  # fmt: skip
+    """What takes the place of a line naming `memory_id`: a tombstone for its first memory line
+    (`tombstoned` says whether the shelf has one; b"" for later copies), the event without its
+    reason and evidence, or the line as it is (a malformed one too: `verify` reports it)."""
+    if not line:
+        return line
+    try:
+        data = shelf.decode_line(line[:-1], where)
+    except FormatError:
+        return line
+    if (
+        data.get("kind") == "memory"
+        and data.get("id") == memory_id
+        and isinstance(data.get("created"), str)
+    ):
+        if memory_id in tombstoned:
+            return b""
+        tombstoned.add(memory_id)
+        return encode_line(Tombstone(memory_id, data["created"], format_time(now)).to_line())
+    if (
+        data.get("kind") == "event"
+        and data.get("target") == memory_id
+        and ("reason" in data or "evidence" in data)
+        and line_is_valid(data)
+    ):
+        event = Event.from_line(data)
+        scrubbed = replace(event, reason=None, evidence=None, redacted=True)
+        return encode_line(scrubbed.to_line())
+    return line
 
 
 def dedupe(memdir: Memdir, path: Path) -> int:

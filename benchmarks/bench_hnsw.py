@@ -10,13 +10,13 @@ share of the exact top 10 (every searchable cached vector scored) found, average
 builds (FAISS adds on several threads; the graphs have come out the same each time), with
 the paired bootstrap interval of its difference from the first M's, query by query; "with
 ties" counts a hit scoring as high as the exact tenth as found (the same text twice is two
-memories with one vector). "Base alone" is the base's own top 10 (8-bit scores, no
+memories with one vector). "Base alone" is the base's own top 10 (its own scores, no
 rescoring). Queries: --queries memory texts of the memdir (a seeded sample; each query's own
 memory left out: 11 asked, itself dropped) and, with --questions FILE, that many questions
 of a LoCoMo-layout file (evaluation data: read where it lies). Warm recall:
 benchmarks.common.timed_recalls on each copy in turn, --rounds times; and the reader's
 `vector_hits` alone, p50 over the agreement's queries. `--m 32,16:256` compares M 32 with
-M 16 and `vectors.ef_search: 256`.
+M 16 and `vectors.ef_search: 256`; a third number is `vectors.ef_construction`.
 Usage: python -m benchmarks.bench_hnsw --memdir PATH [--m 32,16] [--queries 200]
        [--questions ../shared/bench/locomo/locomo-dev.json] [--builds 3] [--rounds 3]
 """
@@ -43,22 +43,22 @@ from memdir.indexers.index import MemoryIndex
 K = 10
 
 
-def variant(text: str) -> tuple[int, int | None]:
-    """ "16" → M 16 at the settings' efSearch; "16:256" → M 16, efSearch 256."""
-    m, _, ef = text.partition(":")
-    return int(m), int(ef) if ef else None
+def variant(text: str) -> dict[str, int]:
+    """ "16" → M 16 at the settings' efSearch; "16:256" → M 16, efSearch 256; "16:256:160" →
+    and efConstruction 160."""
+    names = ("hnsw_m", "ef_search", "ef_construction")
+    return {name: int(value) for name, value in zip(names, text.split(":"), strict=False) if value}
 
 
-def copy_with(source: Path, target: Path, m: int, ef_search: int | None) -> MemoryIndex:
-    """A copy of the memdir at `source` whose settings say `vectors.hnsw_m: m` (and
-    `vectors.ef_search`, when given), opened and up to date (an index of another memdir
-    version is rebuilt: its cached vectors are kept)."""
+def copy_with(source: Path, target: Path, chosen: dict[str, int]) -> MemoryIndex:
+    """A copy of the memdir at `source` whose settings say `vectors.hnsw_m` and whatever else
+    `chosen` names of `vectors`, opened and up to date (an index of another memdir version is
+    rebuilt: its cached vectors are kept)."""
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(source, target, symlinks=True)
     config = read_config(target / CONFIG_NAME)
     settings = config.setdefault("settings", {})
-    chosen = {"hnsw_m": m} if ef_search is None else {"hnsw_m": m, "ef_search": ef_search}
     settings["vectors"] = {**(settings.get("vectors") or {}), **chosen}
     write_yaml(target / CONFIG_NAME, config)
     index = MemoryIndex(Memdir.open(target))
@@ -148,7 +148,7 @@ def main() -> None:
     print(f"machine: {machine()}; {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; "
           f"load {load_average()}", flush=True)  # fmt: skip
     indexes = {
-        m: copy_with(args.memdir, args.workdir / f"m{m.replace(':', '-ef')}", *variant(m))
+        m: copy_with(args.memdir, args.workdir / f"m{m.replace(':', '-ef')}", variant(m))
         for m in degrees
     }
     first = indexes[degrees[0]]

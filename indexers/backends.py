@@ -116,11 +116,13 @@ class FullTextIndex(Protocol):
 
 # --- vectors ---------------------------------------------------------------------------------
 class VectorIndex(Protocol):
-    """Unit vectors by iid, searched by inner product (cosine); written whole by `build`. It
-    may keep them quantised, so its scores are approximate: it proposes, the cache scores."""
+    """The vectors of memories by iid, searched by inner product (cosine, as they are unit
+    vectors); written whole by `build` from the embedding cache (VectorRows) it was opened
+    over. It may score approximately: it proposes, the cache scores."""
 
-    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
-        """Replace the index with exactly these vectors (rows aligned with `iids`)."""
+    def build(self, iids: np.ndarray, rows: np.ndarray) -> None:
+        """Replace the index with exactly these memories, whose vectors are the cache's rows
+        `rows` (aligned with `iids`; memories may share a row)."""
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Up to `k` (iid, inner product) pairs, highest first."""
@@ -319,6 +321,28 @@ def link_degrees(
             degrees[one] = degrees.get(one, 0) + 1
             degrees[other] = degrees.get(other, 0) + 1
     return degrees
+
+
+Links = list[tuple[str, str, str]]
+_neighbours_kept: tuple[Links, dict[str, list[tuple[str, str]]]] | None = None
+
+
+def neighbours(links: Links) -> dict[str, list[tuple[str, str]]]:
+    """Memory id → (the other end, link type) for each of `links` (`CatalogReader.links`)
+    touching it, either direction, in the links' order. A catalog hands out the same list until
+    its next write, so the map of the last list asked for is kept (read-only, shared by
+    threads): at a million memories after a sleep, making it on every recall (activation and
+    decay each) took two thirds of a warm recall (BENCHMARKS.md, "At a million memories")."""
+    global _neighbours_kept
+    kept = _neighbours_kept
+    if kept is not None and kept[0] is links:
+        return kept[1]
+    found: dict[str, list[tuple[str, str]]] = {}
+    for one, other, kind in links:
+        found.setdefault(one, []).append((other, kind))
+        found.setdefault(other, []).append((one, kind))
+    _neighbours_kept = (links, found)
+    return found
 
 
 # The catalog is the shelves mirrored line by line, with the index's bookkeeping and derived

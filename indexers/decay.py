@@ -27,6 +27,8 @@ from memdir.archive_format.decay import (
 )
 from memdir.archive_format.memdir import Memdir
 
+from .backends import neighbours as every_neighbour
+
 if TYPE_CHECKING:
     from .backends import CatalogReader
 
@@ -69,13 +71,13 @@ def reactivations_of(
     wanted = set(ids)
     if not wanted or not any(value > 0 for value in factors.values()):
         return {}
+    linked = every_neighbour(catalog.links())
     neighbours: dict[str, list[tuple[str, str]]] = {}
-    for one, other, kind in catalog.links():
-        if factors.get(kind, 0.0) <= 0:
-            continue
-        for mine, theirs in ((one, other), (other, one)):
-            if mine in wanted:
-                neighbours.setdefault(mine, []).append((theirs, kind))
+    for mine in wanted:
+        pairs = [(theirs, kind) for theirs, kind in linked.get(mine, ())
+                 if factors.get(kind, 0.0) > 0]  # fmt: skip
+        if pairs:
+            neighbours[mine] = pairs
     if not neighbours:
         return {}
     ends = set(neighbours) | {other for pairs in neighbours.values() for other, _ in pairs}

@@ -173,15 +173,16 @@ class VectorState:
 
 
 class MemoryVectorIndex:
-    """backends.VectorIndex: an exact inner-product search over a matrix."""
+    """backends.VectorIndex: an exact inner-product search over a matrix copied from `store`."""
 
-    def __init__(self, state: VectorState | None = None) -> None:
+    def __init__(self, store: MemoryVectorRows, state: VectorState | None = None) -> None:
+        self.store = store
         self.state = VectorState() if state is None else state
 
-    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
+    def build(self, iids: np.ndarray, rows: np.ndarray) -> None:
         import numpy as np
 
-        self.state.vectors = np.array(vectors, dtype=np.float32)
+        self.state.vectors = self.store.rows(rows)
         self.state.iids = np.array(iids, dtype=np.int64)
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:

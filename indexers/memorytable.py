@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .vectors import plain
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -77,7 +79,7 @@ class MemoryTable:
         if self._map is None or self._map_key != key:
             count = stat.st_size // self.dtype.itemsize
             self._map = (
-                np.memmap(self.path, dtype=self.dtype, mode="r", shape=(count,))
+                plain(np.memmap(self.path, dtype=self.dtype, mode="r", shape=(count,)))
                 if count
                 else self._empty(0)
             )

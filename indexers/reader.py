@@ -60,9 +60,9 @@ class IndexReader:
         if self.bookkeeping.manifest().get("model") != storage.embedder.model_id:
             self.catch_up()  # built with another embedding model: its vectors are not comparable
         hidden = self.bookkeeping.hidden_iids()
-        # twice as many as asked: the base's 8-bit scores misorder near-ties at the cut, the
-        # cached vectors set them right (HNSW at 100k: 0.957 of the exact top 10 → 0.969, as
-        # with float32 vectors in the graph)
+        # twice as many as asked: the graph finds more of the exact top k that way, and an older
+        # memdir's base (8-bit scores) misorders near-ties at the cut, which the cached vectors
+        # set right (HNSW at 100k: 0.957 of the exact top 10 → 0.969)
         proposed = [iid for iid, _ in storage.base.search(vector, 2 * k + len(hidden))]
         from_base = self._exact([iid for iid in proposed if iid not in hidden], vector)
         delta = self.bookkeeping.delta_iids()
@@ -74,8 +74,8 @@ class IndexReader:
         return merged[:k]
 
     def _exact(self, iids: list[int], vector: np.ndarray) -> list[tuple[int, float]]:
-        """(iid, cosine) with the cached vectors: the base index's own (8-bit) scores are
-        approximate, and recall compares them with the delta's."""
+        """(iid, cosine) with the cached vectors, as the delta's are scored (an older memdir's
+        base scores with 8 bits)."""
         matrix, found = self.vector_matrix(iids)
         scores = matrix @ vector.reshape(-1)
         return [(iid, float(score)) for iid, score, f in zip(iids, scores, found, strict=True) if f]

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from .affect import Annotator
     from .embedding import Embedder
+    from .vectors import VectorFile
 
 log = logging.getLogger("memdir")
 
@@ -147,12 +148,17 @@ class IndexParts(Protocol):
     def remove_stale(self, generation: int) -> None:
         """Delete every other generation's full-text indexes."""
 
-    def base(self, dim: int, settings: VectorSettings) -> VectorIndex: ...
+    def base(self, model_id: str, dim: int, settings: VectorSettings) -> VectorIndex:
+        """The vector base over the embedding cache of one model (`store`)."""
 
     def store(self, model_id: str, dim: int) -> VectorRows: ...
 
     def missing(self, generation: int) -> str | None:
         """Which part was deleted from under the catalog, if any (no model load)."""
+
+    def base_outdated(self) -> bool:
+        """Whether an older memdir wrote the vector base in a form this one reads but writes
+        no more: the next update builds it again from the cache (no model load)."""
 
     def size_bytes(self) -> int: ...
 
@@ -201,16 +207,28 @@ class LocalParts:
                 if stale.name not in current:
                     TantivyIndex.wipe(stale)
 
-    def base(self, dim: int, settings: VectorSettings) -> VectorIndex:
+    def base(self, model_id: str, dim: int, settings: VectorSettings) -> VectorIndex:
         from .vectors import FaissIndex
 
-        return FaissIndex(self.root / "faiss" / "base.index", dim, settings)
+        path = self.root / "faiss" / "base.index"
+        return FaissIndex(path, dim, settings, self._vector_file(model_id, dim))
 
     def store(self, model_id: str, dim: int) -> VectorRows:
+        return self._vector_file(model_id, dim)
+
+    def _vector_file(self, model_id: str, dim: int) -> VectorFile:
         from .vectors import VectorFile, safe_name
 
         folder, name = self.root / "vectors", safe_name(model_id)
         return VectorFile(folder / f"{name}.f16", dim, legacy=folder / f"{name}.f32")
+
+    def base_outdated(self) -> bool:
+        from .vectors import written_by_older
+
+        try:
+            return written_by_older(self.root / "faiss" / "base.index")
+        except FileNotFoundError:
+            return False
 
     def missing(self, generation: int) -> str | None:
         if not (self.root / f"tantivy-{generation}" / "meta.json").is_file():
@@ -450,7 +468,8 @@ class IndexStorage:
 
     @cached_property
     def base(self) -> VectorIndex:
-        return self.parts.base(self.embedder.dim, self.vector_settings)
+        embedder = self.embedder
+        return self.parts.base(embedder.model_id, embedder.dim, self.vector_settings)
 
     @cached_property
     def store(self) -> VectorRows:
@@ -506,6 +525,10 @@ class IndexStorage:
         for stale in self.root.glob("memories-*.table"):
             if stale != self.memory_table.path:
                 stale.unlink(missing_ok=True)  # a reader still mapping it keeps its pages
+
+    def base_outdated(self) -> bool:
+        """See IndexParts.base_outdated."""
+        return self.parts.base_outdated()
 
     def files_missing(self) -> str | None:
         """Which index file was deleted from under the catalog, if any (no model load)."""

@@ -227,7 +227,7 @@ class IndexUpdater:
                 return True
             if fingerprint(path, checkpoint.offset) != checkpoint.fingerprint:
                 return True
-        return self._files_missing() is not None
+        return self._files_missing() is not None or self.storage.base_outdated()
 
     # updating -------------------------------------------------------------------------------
     def update(self, progress: Progress | None = None, rebuild: bool = False) -> UpdateReport:
@@ -672,8 +672,10 @@ class IndexUpdater:
             self.storage.memory_table.set_rows(by_iid)
 
     def _maybe_merge(self, report: UpdateReport) -> None:
+        """Fold the delta into the base when it has grown, or when an older memdir wrote the
+        base (vectors.py: it is written again from the cache)."""
         counts = self.storage.bookkeeping.counts()
-        if counts["delta"] > max(2000, counts["searchable"] // 20):
+        if counts["delta"] > max(2000, counts["searchable"] // 20) or self.storage.base_outdated():
             self.merge_delta()
             report.merged = True
 
@@ -684,7 +686,7 @@ class IndexUpdater:
         iids = np.asarray(self.storage.catalog.searchable_iids(), dtype=np.int64)
         rows = self.storage.memory_table.get(iids)["row"]
         usable = rows >= 0
-        self.storage.base.build(self.storage.store.rows(rows[usable]), iids[usable])
+        self.storage.base.build(iids[usable], rows[usable])
         with self.storage.catalog_writer.transaction():
             self.storage.catalog_writer.set_base(iids[usable].tolist())
 

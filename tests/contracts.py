@@ -4,9 +4,9 @@ Like vdirsyncer's StorageTests: one class per protocol — FullTextContract, Vec
 VectorRowsContract, CatalogContract — whose tests use only the protocol's methods. A backend's
 test module subclasses each class it implements (the name must start with Test) and provides
 one fixture, `opener`: a function that opens the same store each time it is called, the way
-another process would open the same files. The same suites run against Tantivy, FAISS and
-SQLite and against the in-memory backends (indexers/memory_backend.py), so a new backend that
-passes them can stand in for the old ones.
+another process would open the same files (VectorIndexContract needs a second, `store`). The
+same suites run against Tantivy, FAISS and SQLite and against the in-memory backends
+(indexers/memory_backend.py), so a new backend that passes them can stand in for the old ones.
 """
 
 from __future__ import annotations
@@ -242,22 +242,36 @@ def unit_vectors(count: int, seed: int = 7) -> Any:
 
 
 class VectorIndexContract(Contract):
-    """backends.VectorIndex over DIM-dimensional unit vectors."""
+    """backends.VectorIndex over DIM-dimensional unit vectors, built from the rows of the
+    embedding cache it reads: the backend's test module provides `store` too, the VectorRows
+    that the indexes `opener` opens are over."""
+
+    @pytest.fixture
+    def store(self) -> VectorRows:
+        raise NotImplementedError("the backend's test module provides `store`")
 
     @pytest.fixture
     def index(self, opener: Callable[[], VectorIndex]) -> VectorIndex:
         return opener()
 
+    @staticmethod
+    def cached(store: VectorRows, vectors: Any) -> Any:
+        """The cache rows of `vectors`, appended to the store."""
+        import numpy as np
+
+        first = store.append(vectors)
+        return np.arange(first, first + len(vectors))
+
     def test_an_empty_index(self, index: VectorIndex) -> None:
         assert index.size() == 0 and index.kind() == "none"
         assert index.search(unit_vectors(1)[0], 5) == []
 
-    def test_search_ranks_by_inner_product(self, index: VectorIndex) -> None:
+    def test_search_ranks_by_inner_product(self, index: VectorIndex, store: VectorRows) -> None:
         import numpy as np
 
         vectors = unit_vectors(60)
         iids = np.arange(1000, 1060, dtype=np.int64)  # any ids, not row numbers
-        index.build(vectors, iids)
+        index.build(iids, self.cached(store, vectors))
         assert index.size() == 60 and index.kind() != "none"
         query = vectors[17]
         hits = index.search(query, 5)
@@ -267,36 +281,53 @@ class VectorIndexContract(Contract):
         assert [score for _, score in hits] == sorted((score for _, score in hits), reverse=True)
         assert all(isinstance(iid, int) for iid, _ in hits)
 
-    def test_k_beyond_the_size_and_k_zero(self, index: VectorIndex) -> None:
+    def test_only_the_memories_built_with_are_found(
+        self, index: VectorIndex, store: VectorRows
+    ) -> None:
+        """Rows of the cache the build did not name are never returned; memories that share
+        a row (the same text) are found together, with one score."""
         import numpy as np
 
-        index.build(unit_vectors(3), np.asarray([5, 6, 7]))
+        vectors = unit_vectors(12, 4)
+        rows = self.cached(store, vectors)
+        iids = np.asarray([50, 51, 52, 53, 54])
+        index.build(iids, rows[[2, 7, 7, 9, 11]])
+        assert index.size() == 5
+        hits = index.search(vectors[7], 12)
+        assert {iid for iid, _ in hits} == {50, 51, 52, 53, 54}
+        assert sorted(iid for iid, _ in hits[:2]) == [51, 52] and hits[0][1] == hits[1][1]
+        assert [iid for iid, _ in index.search(vectors[3], 5)] != []  # its nearest named rows
+
+    def test_k_beyond_the_size_and_k_zero(self, index: VectorIndex, store: VectorRows) -> None:
+        import numpy as np
+
+        index.build(np.asarray([5, 6, 7]), self.cached(store, unit_vectors(3)))
         assert sorted(iid for iid, _ in index.search(unit_vectors(1, 3)[0], 10)) == [5, 6, 7]
         assert index.search(unit_vectors(1, 3)[0], 0) == []
 
-    def test_build_replaces_the_whole_index(self, index: VectorIndex) -> None:
+    def test_build_replaces_the_whole_index(self, index: VectorIndex, store: VectorRows) -> None:
         import numpy as np
 
-        index.build(unit_vectors(4, 1), np.asarray([1, 2, 3, 4]))
-        index.build(unit_vectors(2, 2), np.asarray([8, 9]))
+        index.build(np.asarray([1, 2, 3, 4]), self.cached(store, unit_vectors(4, 1)))
+        index.build(np.asarray([8, 9]), self.cached(store, unit_vectors(2, 2)))
         assert index.size() == 2
         assert sorted(iid for iid, _ in index.search(unit_vectors(1)[0], 10)) == [8, 9]
 
-    def test_an_empty_build_and_remove(self, index: VectorIndex) -> None:
+    def test_an_empty_build_and_remove(self, index: VectorIndex, store: VectorRows) -> None:
         import numpy as np
 
-        index.build(np.zeros((0, DIM), np.float32), np.zeros(0, np.int64))
+        index.build(np.zeros(0, np.int64), np.zeros(0, np.int64))
         assert index.size() == 0 and index.search(unit_vectors(1)[0], 5) == []
-        index.build(unit_vectors(3), np.asarray([1, 2, 3]))
+        index.build(np.asarray([1, 2, 3]), self.cached(store, unit_vectors(3)))
         index.remove()
         assert index.size() == 0 and index.kind() == "none"
         assert index.search(unit_vectors(1)[0], 5) == []
 
-    def test_a_build_persists(self, opener: Callable[[], VectorIndex]) -> None:
+    def test_a_build_persists(self, opener: Callable[[], VectorIndex], store: VectorRows) -> None:
         import numpy as np
 
         vectors = unit_vectors(20)
-        opener().build(vectors, np.arange(20))
+        opener().build(np.arange(20), self.cached(store, vectors))
         reopened = opener()
         assert reopened.size() == 20
         assert reopened.search(vectors[4], 1)[0][0] == 4

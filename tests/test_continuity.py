@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import MEMDIR_BIN, T0_DT, clean_env, shelf_lines
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_cold_start import heavy_in, imported_modules
 
 from memdir.archive_format import journal, lifecycle
@@ -485,3 +487,32 @@ def test_relink_keeps_its_measured_precision_on_the_labelled_pairs(minilm, annot
     table = scores(labelled_pairs(annotator), Thresholds())
     assert table["resonates"][0] == 1.0 and table["resonates"][1] >= 0.7, table
     assert table["elaborates"][0] == 1.0 and table["elaborates"][1] >= 0.75, table
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 40), st.integers(1, 7), st.integers(1, 50), st.integers(0, 2**32 - 1),
+       st.booleans())  # fmt: skip
+def test_relink_finds_each_memorys_nearest_slice_by_slice(
+    size: int, count: int, columns: int, seed: int, twins: bool
+) -> None:
+    """sleep's relink compares the fresh memories with the others a slice at a time: each row
+    gets `count` other rows whose cosines are the `count` best of comparing with all at once
+    (ties broken either way), never itself."""
+    import numpy as np
+
+    from memdir.usecases.sleep import _nearest
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((size, 8)).astype(np.float32)
+    if twins:  # the same text twice: equal vectors, tied cosines
+        matrix[size // 2] = matrix[0]
+    rows = np.asarray(sorted(rng.choice(size, min(size, 5), replace=False).tolist()))
+    count = min(count, size - 1)
+    cosines, nearest = _nearest(matrix, rows, count, columns)
+    every = matrix[rows] @ matrix.T
+    every[np.arange(len(rows)), rows] = -np.inf
+    for position, row in enumerate(rows.tolist()):
+        assert row not in nearest[position].tolist()
+        assert len(set(nearest[position].tolist())) == count
+        assert np.allclose(every[position, nearest[position]], cosines[position], atol=1e-5)
+        assert np.allclose(sorted(cosines[position]), sorted(every[position])[-count:], atol=1e-5)

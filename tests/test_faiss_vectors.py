@@ -9,25 +9,33 @@ from pathlib import Path
 import pytest
 from contracts import DIM, ROW_ATOL, VectorIndexContract, VectorRowsContract, unit_vectors
 
-from memdir.indexers.vectors import FaissIndex, VectorFile, VectorSettings
+from memdir.indexers.vectors import FaissIndex, VectorFile, VectorSettings, written_by_older
 
 
 class TestFlatFaissIndex(VectorIndexContract):
     @pytest.fixture
-    def opener(self, tmp_path: Path) -> Callable[[], FaissIndex]:
-        return lambda: FaissIndex(tmp_path / "base.index", DIM, VectorSettings())
+    def store(self, tmp_path: Path) -> VectorFile:
+        return VectorFile(tmp_path / "vectors" / "model.f16", DIM)
+
+    @pytest.fixture
+    def opener(self, tmp_path: Path, store: VectorFile) -> Callable[[], FaissIndex]:
+        return lambda: FaissIndex(tmp_path / "base.index", DIM, VectorSettings(), store)
 
 
 class TestHnswFaissIndex(VectorIndexContract):
     @pytest.fixture
-    def opener(self, tmp_path: Path) -> Callable[[], FaissIndex]:
-        settings = VectorSettings(hnsw_above=0)
-        return lambda: FaissIndex(tmp_path / "base.index", DIM, settings)
+    def store(self, tmp_path: Path) -> VectorFile:
+        return VectorFile(tmp_path / "vectors" / "model.f16", DIM)
 
-    def test_it_is_hnsw(self, index: FaissIndex) -> None:
+    @pytest.fixture
+    def opener(self, tmp_path: Path, store: VectorFile) -> Callable[[], FaissIndex]:
+        settings = VectorSettings(hnsw_above=0)
+        return lambda: FaissIndex(tmp_path / "base.index", DIM, settings, store)
+
+    def test_it_is_hnsw(self, index: FaissIndex, store: VectorFile) -> None:
         import numpy as np
 
-        index.build(unit_vectors(5), np.arange(5))
+        index.build(np.arange(5), self.cached(store, unit_vectors(5)))
         assert index.kind() == "hnsw"
 
 
@@ -120,9 +128,10 @@ def test_the_open_indexes_of_a_process_read_one_mapping_of_each_file(tmp_path: P
     assert np.allclose(old[:4], vectors[:4].astype(np.float16))  # the old one still reads
 
     settings = VectorSettings(hnsw_above=0)
-    builder = FaissIndex(tmp_path / "base.index", DIM, settings)
-    builder.build(vectors, np.arange(6))
-    readers = [FaissIndex(tmp_path / "base.index", DIM, settings) for _ in range(4)]
+    builder = FaissIndex(tmp_path / "base.index", DIM, settings, rows[0])
+    builder.build(np.arange(6), np.arange(6))
+    readers = [FaissIndex(tmp_path / "base.index", DIM, settings,
+                          VectorFile(tmp_path / "model.f16", DIM)) for _ in range(4)]  # fmt: skip
     found: list[list[int]] = [[] for _ in readers]
 
     def search(number: int) -> None:
@@ -136,8 +145,89 @@ def test_the_open_indexes_of_a_process_read_one_mapping_of_each_file(tmp_path: P
         thread.join()
     assert found == [list(range(6))] * len(readers)  # side by side, each its own answers
     assert len({id(reader._index) for reader in readers}) == 1
+    assert readers[0]._index.rows is rows[2]._map  # the base's vectors: the cache's mapping
     shared = readers[0]._index
-    builder.build(vectors[:3], np.arange(3))  # a new file under the same name
-    fresh = FaissIndex(tmp_path / "base.index", DIM, settings)
+    builder.build(np.arange(3), np.arange(3))  # a new file under the same name
+    fresh = FaissIndex(tmp_path / "base.index", DIM, settings, rows[0])
     assert fresh.size() == 3 and fresh._index is not shared
     assert readers[0].size() == 6  # an index opened before still reads the file it opened
+
+
+@pytest.mark.parametrize("hnsw_above", [0, 1000])
+def test_the_base_holds_no_copy_of_the_vectors(tmp_path: Path, hnsw_above: int) -> None:
+    """The cache holds each vector once: the base file has none of its rows, only which
+    memories each row is (and the graph)."""
+    import numpy as np
+
+    store = VectorFile(tmp_path / "model.f16", DIM)
+    vectors = unit_vectors(300, 5)
+    store.append(vectors)
+    base = FaissIndex(tmp_path / "base.index", DIM, VectorSettings(hnsw_above=hnsw_above), store)
+    base.build(np.arange(300), np.arange(300))
+    written = (tmp_path / "base.index").read_bytes()
+    assert not any(row.astype("<f2").tobytes() in written for row in vectors)
+    assert [iid for iid, _ in base.search(vectors[123], 1)] == [123]
+
+
+def test_a_base_over_rows_the_cache_no_longer_holds_is_a_damaged_cache(tmp_path: Path) -> None:
+    """A rebuild renumbers the cache's rows: a base written over the old ones is never read
+    with the new ones (the index is then discarded and rebuilt, as any damaged cache)."""
+    import numpy as np
+
+    from memdir.archive_format.errors import DamagedCacheError
+
+    store = VectorFile(tmp_path / "model.f16", DIM)
+    store.append(unit_vectors(40, 1))
+    FaissIndex(tmp_path / "base.index", DIM, VectorSettings(), store).build(
+        np.arange(40), np.arange(40)
+    )
+    store.append(unit_vectors(5, 2))  # appended rows leave the base's rows as they were
+    assert FaissIndex(tmp_path / "base.index", DIM, VectorSettings(), store).size() == 40
+    store.rewrite(store.rows(np.arange(44, -1, -1)))  # the same rows, renumbered
+    base = FaissIndex(tmp_path / "base.index", DIM, VectorSettings(), store)
+    assert base.size() == 40 and base.kind() == "flat"  # what it holds can still be told
+    with pytest.raises(DamagedCacheError):
+        base.search(unit_vectors(1)[0], 5)
+
+
+def test_an_older_base_with_its_own_vectors_is_read_as_it_is(tmp_path: Path) -> None:
+    """An older memdir's base (a FAISS IndexIDMap2 holding its own copy of the vectors by
+    iid) answers until the next update writes the new one (tests/test_index.py)."""
+    import faiss
+    import numpy as np
+
+    store = VectorFile(tmp_path / "model.f16", DIM)
+    vectors = unit_vectors(30, 3)
+    store.append(vectors)
+    older = faiss.IndexIDMap2(faiss.IndexHNSWSQ(DIM, faiss.ScalarQuantizer.QT_8bit, 8,
+                                                faiss.METRIC_INNER_PRODUCT))  # fmt: skip
+    older.train(vectors)
+    older.add_with_ids(vectors, np.arange(100, 130))
+    faiss.write_index(older, str(tmp_path / "base.index"))
+    base = FaissIndex(tmp_path / "base.index", DIM, VectorSettings(), store)
+    assert written_by_older(tmp_path / "base.index")
+    assert base.kind() == "hnsw" and base.size() == 30
+    assert base.search(vectors[7], 1)[0][0] == 107
+    base.build(np.arange(100, 130), np.arange(30))
+    assert not written_by_older(tmp_path / "base.index")
+    assert base.kind() == "flat" and base.search(vectors[7], 1)[0][0] == 107
+
+
+@pytest.mark.parametrize("hnsw_above", [0, 1000])
+def test_a_base_over_an_older_float32_cache_reads_its_rows_as_float32(
+    tmp_path: Path, hnsw_above: int
+) -> None:
+    """While an older version's float32 file holds the rows (until the rebuild rewrites it), the
+    base is written over those rows and reads them as they are."""
+    import numpy as np
+
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    vectors = unit_vectors(50, 7)
+    (folder / "model.f32").write_bytes(vectors.astype("<f4").tobytes())
+    store = VectorFile(folder / "model.f16", DIM, legacy=folder / "model.f32")
+    base = FaissIndex(tmp_path / "base.index", DIM, VectorSettings(hnsw_above=hnsw_above), store)
+    base.build(np.arange(100, 150), np.arange(50))
+    hits = base.search(vectors[31], 3)
+    assert hits[0][0] == 131 and hits[0][1] == pytest.approx(1.0, abs=1e-6)
+    assert base.kind() == ("hnsw" if hnsw_above == 0 else "flat")

@@ -10,8 +10,10 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clones import git, hub_and_clones
@@ -377,3 +379,109 @@ def test_a_shelf_is_compacted_exactly_when_it_holds_the_forgotten_line_or_a_quot
     from memdir.archive_format.tombstones import _needs_compaction
 
     assert _needs_compaction(blob, memory_id) == _holds_line_or_quote(blob, memory_id)
+
+
+def _mapped_copy(blob: bytes, tmp: Path) -> Any:
+    """`blob` as a read-only mapping of a file (b"" for no bytes), as reapply reads a shelf."""
+    import mmap
+
+    if not blob:
+        return b""
+    tmp.write_bytes(blob)
+    with open(tmp, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_lines, st.sampled_from(["m-1", "m-12"]), st.data())
+def test_the_scans_read_a_mapping_from_a_line_start_as_the_bytes_after_it(
+    tmp_path_factory: Any, blob: bytes, memory_id: str, data: st.DataObject
+) -> None:
+    """reapply searches a changed shelf where it is mapped, from where its last check ended (a
+    line's start): the same ids and the same verdict as on the bytes from there on."""
+    from memdir.archive_format.tombstones import _forgotten_in, _needs_compaction
+
+    blob = blob.replace(b'"m-1"', b'{"kind":"tombstone","id":"m-1"}\n', 1)
+    starts = [0] + [at + 1 for at, byte in enumerate(blob) if byte == 0x0A]
+    begin = data.draw(st.sampled_from(starts))
+    mapped = _mapped_copy(blob, tmp_path_factory.mktemp("scan") / "shelf")
+    try:
+        assert _forgotten_in(mapped, begin) == _forgotten_in(blob[begin:])
+        assert _needs_compaction(mapped, memory_id, begin) == _holds_line_or_quote(
+            blob[begin:], memory_id
+        )
+    finally:
+        if not isinstance(mapped, bytes):
+            mapped.close()
+
+
+def _shelf_lines() -> Any:
+    """The lines a shelf may hold around a forgotten memory: its line (and copies a merge left),
+    its tombstone, events about it with and without a reason, other memories' lines, and a
+    malformed line that names it."""
+    from memdir.archive_format.records import Tombstone, encode_line, new_event, new_memory
+
+    gone = new_memory(created=T0, text="the quokka password", source="teaching", author="user",
+                      store="semantic")  # fmt: skip
+    other = new_memory(created=T0, text="the quokka lives on Rottnest", source="teaching",
+                       author="user", store="semantic")  # fmt: skip
+    said = new_event(at=T0, op="reject", target=gone.id, actor="user", reason="the password")
+    plain = new_event(at=T0, op="confirm", target=gone.id, actor="user")
+    about_other = new_event(at=T0, op="reject", target=other.id, actor="user", reason="no")
+    stone = Tombstone(gone.id, T0, LATER)
+    lines = [encode_line(record.to_line()) for record in (gone, other, said, plain, about_other,
+                                                          stone)]  # fmt: skip
+    return gone.id, lines + [b'{"kind":"memory","id":"' + gone.id.encode() + b'", torn\n']
+
+
+def _compacted_by_the_rule(lines: list[bytes], memory_id: str, now: str) -> list[bytes]:
+    """What forget's compaction leaves, line by line as docs/FORMAT.md says: the memory's first
+    line becomes its tombstone (none when the shelf has one), later copies go, events about it
+    lose their reason and evidence, every other line (a malformed one too) stays as it was."""
+    from memdir.archive_format.records import Event, Tombstone, encode_line
+
+    stone = b'{"kind":"tombstone","id":"' + memory_id.encode() + b'"'
+    tombstoned = any(line.startswith(stone) for line in lines)
+    kept = []
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            kept.append(line)
+            continue
+        if data.get("kind") == "memory" and data.get("id") == memory_id:
+            if not tombstoned:
+                kept.append(encode_line(Tombstone(memory_id, data["created"], now).to_line()))
+                tombstoned = True
+            continue
+        if data.get("kind") == "event" and data.get("target") == memory_id and "reason" in data:
+            event = Event.from_line(data)
+            kept.append(encode_line(replace(event, reason=None, redacted=True).to_line()))
+            continue
+        kept.append(line)
+    return kept
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_compaction_rewrites_exactly_the_lines_the_rule_names(
+    tmp_path_factory: Any, data: st.DataObject
+) -> None:
+    """tombstones.compact reads as lines only those naming the id and writes the rest of the
+    shelf from its mapping: the shelf it leaves is the rule applied line by line, a torn tail
+    kept after it, and one with nothing to change is not written at all."""
+    from memdir.archive_format import tombstones
+    from memdir.archive_format.clock import parse_time
+
+    memory_id, pieces = _shelf_lines()
+    lines = data.draw(st.lists(st.sampled_from(pieces), max_size=12))
+    tail = data.draw(st.sampled_from([b"", b'{"kind":"memory","id":"' + memory_id.encode()]))
+    memdir, _ = init(tmp_path_factory.mktemp("compact") / "memory", T0_DT)
+    memdir.memory_shelf.write_bytes(b"".join(lines) + tail)
+    before = memdir.memory_shelf.stat().st_ino
+    expected = b"".join(_compacted_by_the_rule(lines, memory_id, LATER)) + tail
+    with memdir.lock():  # (not `writing`: its re-application would compact the shelf first)
+        written = tombstones.compact(memdir, memdir.memory_shelf, [memory_id], parse_time(LATER))
+    assert memdir.memory_shelf.read_bytes() == expected
+    assert written == (expected != b"".join(lines) + tail)
+    assert written == (memdir.memory_shelf.stat().st_ino != before)

@@ -206,3 +206,59 @@ def test_mcp_forget_reaches_the_documents_and_the_index(hashed: Memdir) -> None:
     for name in ("wake.md", "boot.md"):
         assert secret not in (hashed.documents_dir / name).read_text()
     assert run(hashed, "verify").code == 0
+
+
+def test_forget_leaves_the_shelves_vouched_for_and_a_returned_line_is_still_caught(
+    md: Memdir,
+) -> None:
+    """Forget compacts every shelf itself, so the tombstone stamp vouches for the shelves as
+    forget left them and the next command checks none again; a line that a merge brings back
+    afterwards is still found and compacted by the next write."""
+    from memdir.archive_format import tombstones
+
+    kept = lifecycle.teach(md, "the quokka lives on Rottnest", T0_DT).id
+    gone = lifecycle.teach(md, "the quokka password is zebrafishword", T0_DT).id
+    line = next(raw for raw in md.memory_shelf.read_bytes().splitlines(keepends=True)
+                if gone.encode() in raw)  # fmt: skip
+    lifecycle.forget(md, gone, T0_DT + timedelta(hours=1))
+    assert b"zebrafishword" not in md.memory_shelf.read_bytes()
+    assert not tombstones.pending(md)
+    with open(md.memory_shelf, "ab") as handle:  # a clone that still had it sends it back
+        handle.write(line)
+    assert tombstones.pending(md)
+    lifecycle.teach(md, "the next write", T0_DT + timedelta(hours=2))
+    assert b"zebrafishword" not in md.memory_shelf.read_bytes()
+    assert kept.encode() in md.memory_shelf.read_bytes()
+
+
+def test_the_last_entry_is_quoted_without_the_ids_of_forgotten_turns(hashed: Memdir) -> None:
+    """An entry is never edited: one written before a `journal forget` names the turn, and the
+    briefing quotes it as "(a forgotten record)"; a turn still there keeps its id."""
+    from memdir.usecases import documents, forgetting
+    from memdir.usecases.journal import write_entry
+
+    gone, kept = say(hashed, "chat", "the quokka password is zebrafishword", "hello again")
+    write_entry(hashed, f"Talked about {gone} and {kept}.", T0_DT + timedelta(hours=1), "user")
+    forgetting.forget_turns(hashed, [gone], None, T0_DT + timedelta(hours=2))
+    briefing = documents.wake(hashed, T0_DT + timedelta(hours=3)).markdown
+    assert f"Talked about (a forgotten record) and {kept}." in briefing
+    assert gone not in briefing
+
+
+def test_a_forgotten_line_appended_back_after_several_forgets_is_caught(md: Memdir) -> None:
+    """With several forgotten ids the grown tail of a shelf is searched for each of them where
+    it is mapped (tombstones._contents): a forgotten line that comes back at the end is still
+    found and compacted by the next write, and the lines kept stay."""
+    taught = [lifecycle.teach(md, f"the quokka secret number {n} is zebrafish{n}", T0_DT).id
+              for n in range(4)]  # fmt: skip
+    lines = {raw for raw in md.memory_shelf.read_bytes().splitlines(keepends=True)
+             if taught[1].encode() in raw}  # fmt: skip
+    for number, memory_id in enumerate(taught[:3]):
+        lifecycle.forget(md, memory_id, T0_DT + timedelta(hours=1 + number))
+    lifecycle.teach(md, "a later memory", T0_DT + timedelta(hours=5))
+    with open(md.memory_shelf, "ab") as handle:  # a clone that still had it sends it back
+        handle.write(b"".join(lines))
+    lifecycle.teach(md, "the next write", T0_DT + timedelta(hours=6))
+    shelf_bytes = md.memory_shelf.read_bytes()
+    assert all(f"zebrafish{n}".encode() not in shelf_bytes for n in range(3))
+    assert b"zebrafish3" in shelf_bytes and b"the next write" in shelf_bytes

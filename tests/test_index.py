@@ -527,6 +527,53 @@ def test_an_older_float32_vector_cache_is_kept_and_rewritten_as_float16(
     index.close()
 
 
+@pytest.mark.parametrize("base", ["flat", "hnsw"])
+def test_an_older_vector_base_is_read_then_written_again_from_the_cache(
+    md: Memdir, hashing: Any, base: str
+) -> None:
+    """Before the base kept no vectors of its own, it was a FAISS IndexIDMap2 holding a copy
+    of them by iid (8-bit above hnsw_above): such a base answers as it is, and the next update
+    writes the new one from the cache, embedding nothing and rebuilding nothing; the answers
+    stay the same and the base file no longer holds a vector."""
+    import faiss
+    import numpy as np
+
+    from memdir.indexers.vectors import written_by_older
+
+    memdir = configure(md, vectors={"hnsw_above": 0 if base == "hnsw" else 50_000})
+    index = indexed_texts(memdir, hashing)
+    before = results(index)
+    iids = np.asarray(index.catalog.searchable_iids(), dtype=np.int64)
+    vectors, _ = index.vector_matrix(iids.tolist())
+    quantiser: Any = faiss.ScalarQuantizer
+    inner = (
+        faiss.IndexHNSWSQ(vectors.shape[1], quantiser.QT_8bit, 32, faiss.METRIC_INNER_PRODUCT)
+        if base == "hnsw"
+        else faiss.IndexScalarQuantizer(
+            vectors.shape[1], quantiser.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        )  # fmt: skip
+    )
+    older = faiss.IndexIDMap2(inner)
+    older.train(vectors)
+    older.add_with_ids(vectors, iids)
+    path = md.cache_dir / "index" / "faiss" / "base.index"
+    faiss.write_index(older, str(path))
+    index.close()
+
+    index = MemoryIndex(memdir, embedder=hashing)
+    assert index.status()["vector_base"] == {"kind": base, "size": len(iids)}
+    assert results(index) == before  # read as it is
+    assert index.needs_update()
+    report = index.update()
+    assert report.merged and not report.rebuilt and report.embedded == 0
+    assert not written_by_older(path) and not index.needs_update()
+    assert index.status()["vector_base"] == {"kind": base, "size": len(iids)}
+    assert results(index) == before
+    data = path.read_bytes()
+    assert not any(row.astype("<f2").tobytes() in data for row in vectors)
+    index.close()
+
+
 def test_a_rebuild_that_drops_no_vector_leaves_the_embedding_cache(
     md: Memdir, hashing: Any
 ) -> None:

@@ -33,9 +33,13 @@ class TestMemoryFullText(FullTextContract):
 
 class TestMemoryVectorIndex(VectorIndexContract):
     @pytest.fixture
-    def opener(self) -> Callable[[], MemoryVectorIndex]:
+    def store(self) -> MemoryVectorRows:
+        return MemoryVectorRows(DIM)
+
+    @pytest.fixture
+    def opener(self, store: MemoryVectorRows) -> Callable[[], MemoryVectorIndex]:
         state = VectorState()
-        return lambda: MemoryVectorIndex(state)
+        return lambda: MemoryVectorIndex(store, state)
 
 
 class TestMemoryVectorRows(VectorRowsContract):

@@ -48,16 +48,24 @@ class TestPostgresFullText(FullTextContract):
 
 class TestPgVectorIndex(VectorIndexContract):
     @pytest.fixture
-    def opener(self, database: Callable[[], Database]) -> Callable[[], PgVectorIndex]:
-        return lambda: PgVectorIndex(database(), DIM, VectorSettings())
+    def store(self, database: Callable[[], Database]) -> PgVectorRows:
+        return PgVectorRows(database(), "hashing-16", DIM)
+
+    @pytest.fixture
+    def opener(
+        self, database: Callable[[], Database], store: PgVectorRows
+    ) -> Callable[[], PgVectorIndex]:
+        return lambda: PgVectorIndex(database(), DIM, VectorSettings(), store)
 
 
-class TestPgVectorIndexHnsw(VectorIndexContract):
+class TestPgVectorIndexHnsw(TestPgVectorIndex):
     """Above `hnsw_above` the base carries an HNSW index (at this size it finds the exact top)."""
 
     @pytest.fixture
-    def opener(self, database: Callable[[], Database]) -> Callable[[], PgVectorIndex]:
-        return lambda: PgVectorIndex(database(), DIM, VectorSettings(hnsw_above=2))
+    def opener(
+        self, database: Callable[[], Database], store: PgVectorRows
+    ) -> Callable[[], PgVectorIndex]:
+        return lambda: PgVectorIndex(database(), DIM, VectorSettings(hnsw_above=2), store)
 
 
 class TestPgVectorRows(VectorRowsContract):
@@ -96,28 +104,32 @@ def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> N
     import numpy as np
 
     db = database()
-    flat = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=10))
-    flat.build(unit_vectors(10), np.arange(10))
+    store = PgVectorRows(db, "hashing-16", DIM)
+    store.append(unit_vectors(12))
+    flat = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=10), store)
+    flat.build(np.arange(10), np.arange(10))
     assert flat.kind() == "flat"
-    graph = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=9))
-    graph.build(unit_vectors(10), np.arange(10))
+    graph = PgVectorIndex(db, DIM, VectorSettings(hnsw_above=9), store)
+    graph.build(np.arange(10), np.arange(10))
     assert graph.kind() == "hnsw" and graph.size() == 10
-    graph.build(unit_vectors(12), np.arange(12))  # a second build reuses the index names
+    graph.build(np.arange(12), np.arange(12))  # a second build reuses the index names
     assert graph.kind() == "hnsw" and graph.size() == 12
 
 
 def test_the_graph_has_half_the_degree_of_the_local_one(database: Callable[[], Database]) -> None:
     """pgvector's HNSW graph links float32 vectors: it is built with half `vectors.hnsw_m`
-    (FAISS's 8-bit graph needs the wider one for the same share of the exact top), and
-    ef_construction from the settings, at least 2·m as pgvector asks."""
+    (postgres/vectors.graph_degree), and ef_construction from the settings, at least 2·m as
+    pgvector asks."""
     import numpy as np
 
     db = database()
+    store = PgVectorRows(db, "hashing-16", DIM)
+    store.append(unit_vectors(8))
     for m, ef_construction, expected in ((32, 80, ["m=16", "ef_construction=80"]),
                                          (12, 10, ["m=6", "ef_construction=12"]),
                                          (3, 1, ["m=2", "ef_construction=4"])):  # fmt: skip
         settings = VectorSettings(hnsw_above=5, hnsw_m=m, ef_construction=ef_construction)
-        PgVectorIndex(db, DIM, settings).build(unit_vectors(8), np.arange(8))
+        PgVectorIndex(db, DIM, settings, store).build(np.arange(8), np.arange(8))
         found = db.one("SELECT reloptions FROM pg_class WHERE relname = 'vector_base_hnsw'"
                        " AND relnamespace = %s::regnamespace", (db.schema,))  # fmt: skip
         assert found[0] == expected

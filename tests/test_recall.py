@@ -738,3 +738,31 @@ def test_the_cama_profile_min_max_normalises_its_components(tmp_path: Path) -> N
     assert all("semantic_raw" in values for values in raw.values())
     plain = run(memdir, "heron by the lake", T0 + timedelta(hours=1), profile="anima", k=10)
     assert not any("semantic_raw" in c.raw for c in plain.results)  # other profiles: as they were
+
+
+def test_an_open_index_follows_links_added_after_its_last_recall(hashed: Memdir) -> None:
+    """The map of links recall spreads along is kept between recalls (backends.neighbours):
+    a link written afterwards is followed by the same open index's next recall, and one
+    that a second memdir's index reads in between does not stand in for this one's."""
+    now = T0 + timedelta(days=1)
+    query = "where is my allotment plot?"
+    plot = lifecycle.teach(hashed, "My allotment plot is number 12, by the north gate", T0).id
+    seedlings = lifecycle.teach(hashed, "The tomato seedlings need repotting this week", T0).id
+    for number in range(40):  # they fill the shortlist: the seedlings are not in it
+        lifecycle.teach(hashed, f"The allotment committee meets on Monday number {number}", T0)
+    other = configure(init(hashed.root.parent / "other", T0)[0], embedder={"kind": "hashing"})
+    lifecycle.teach(other, "My allotment plot is number 7", T0)
+    index, elsewhere = MemoryIndex(hashed), MemoryIndex(other)
+    try:
+        index.update()
+        elsewhere.update()
+        assert seedlings not in ids(recall(index, query, now, RecallOptions(k=10)))
+        lifecycle.link(hashed, seedlings, plot, "resonates", T0)
+        index.update()
+        recall(elsewhere, query, now)
+        found = recall(index, query, now, RecallOptions(k=10))
+        assert ids(found)[0] == plot and seedlings in ids(found)
+        assert next(c for c in found.results if c.id == seedlings).note == f"via {plot} resonates"
+    finally:
+        index.close()
+        elsewhere.close()

@@ -631,15 +631,12 @@ def test_vector_settings_shape_the_base_index(md: Memdir) -> None:
         lifecycle.teach(md, f"memory number {n} about apples", T0_DT)
     index = MemoryIndex(md)
     index.update(rebuild=True)
-    outer = faiss.read_index(str(index.base.path))  # keep it: it owns the inner index
-    inner = faiss.downcast_index(outer.index)
+    opened = index.base._open()  # type: ignore[attr-defined]  # the local base's FAISS graph
     index.close()
-    assert isinstance(inner, faiss.IndexHNSW)
-    assert inner.hnsw.efConstruction == 20
-    assert inner.hnsw.nb_neighbors(0) == 2 * 8  # level 0 has 2·M links
-    searching = MemoryIndex(md)
-    assert searching.base.settings.ef_search == 16
-    searching.close()
+    assert isinstance(opened.index, faiss.IndexHNSW)
+    assert opened.index.hnsw.efConstruction == 20
+    assert opened.index.hnsw.nb_neighbors(0) == 2 * 8  # level 0 has 2·M links
+    assert opened.params.efSearch == 16
 
 
 @effect("index.backend", "index.dsn")

@@ -99,15 +99,18 @@ class PostgresParts:
         for table in current:
             PostgresFullText(self.db, table).vacuum()
 
-    def base(self, dim: int, settings: VectorSettings) -> VectorIndex:
-        from .vectors import PgVectorIndex
+    def base(self, model_id: str, dim: int, settings: VectorSettings) -> VectorIndex:
+        from .vectors import PgVectorIndex, PgVectorRows
 
-        return PgVectorIndex(self.db, dim, settings)
+        return PgVectorIndex(self.db, dim, settings, PgVectorRows(self.db, model_id, dim))
 
     def store(self, model_id: str, dim: int) -> VectorRows:
         from .vectors import PgVectorRows
 
         return PgVectorRows(self.db, model_id, dim)
+
+    def base_outdated(self) -> bool:
+        return False
 
     def missing(self, generation: int) -> str | None:
         from .vectors import BASE

@@ -38,12 +38,14 @@ def embeddings_table(model_id: str) -> str:
 
 
 def graph_degree(settings: VectorSettings) -> int:
-    """pgvector's m for the memdir's `vectors.hnsw_m`: half of it. FAISS's graph (vectors.py)
-    links 8-bit codes, whose approximate distances need the wider graph; pgvector's links
-    float32 vectors, and with half the links it finds at least as much of the exact top 10
-    as the local base at the same `ef_search`, builds in half the time and searches faster
+    """pgvector's m for the memdir's `vectors.hnsw_m`: half of it. pgvector's graph links
+    float32 vectors, and with half the links it found at least as much of the exact top 10
+    as the local base at the same `ef_search`, in half the build time and searching faster
     (100k MiniLM vectors, m 16 against 32: 0.926 of the exact top 10 on LoCoMo questions
-    against 0.961, the local base 0.918; 38 s of CPU against 71, FAISS 16; BENCHMARKS.md)."""
+    against 0.961, the local base 0.918; 38 s of CPU against 71, FAISS 16; BENCHMARKS.md).
+    That was measured when `hnsw_m` was 32 and FAISS's graph linked 8-bit codes; since the
+    local graph links the float16 cache's rows with `hnsw_m` 20 and `ef_search` 192, this
+    gives m 10, not yet measured on PostgreSQL."""
     return max(2, settings.hnsw_m // 2)
 
 
@@ -60,10 +62,13 @@ def graph_megabytes(rows: int, dim: int, m: int) -> int:
 class PgVectorIndex:
     """The vector base in the memdir's schema (see the module docstring)."""
 
-    def __init__(self, database: Database, dim: int, settings: VectorSettings) -> None:
+    def __init__(
+        self, database: Database, dim: int, settings: VectorSettings, store: PgVectorRows
+    ) -> None:
         self.db = database
         self.dim = dim
         self.settings = settings
+        self.store = store
         self._seen = False
 
     def _exists(self) -> bool:
@@ -88,12 +93,12 @@ class PgVectorIndex:
         )
         return "hnsw" if found else "flat"
 
-    def build(self, vectors: np.ndarray, iids: np.ndarray) -> None:
-        """Replace the base with exactly these vectors (a new table swapped in)."""
+    def build(self, iids: np.ndarray, rows: np.ndarray) -> None:
+        """Replace the base with exactly these memories' vectors (a new table swapped in)."""
         import numpy as np
 
         fresh = f"{BASE}_new"
-        rows = np.ascontiguousarray(vectors, dtype=np.float32)
+        vectors = np.ascontiguousarray(self.store.rows(rows), dtype=np.float32)
         with self.db.transaction():
             self.db.drop_table(fresh)
             self.db.execute(
@@ -103,15 +108,15 @@ class PgVectorIndex:
             )
             self.db.copy(
                 "COPY {s}.{table} (iid, embedding) FROM STDIN WITH (FORMAT BINARY)",
-                ((int(iid), row) for iid, row in zip(iids, rows, strict=True)),
+                ((int(iid), row) for iid, row in zip(iids, vectors, strict=True)),
                 ("int8", "vector"),
                 table=fresh,
             )
-            if len(rows) > self.settings.hnsw_above:
+            if len(vectors) > self.settings.hnsw_above:
                 m = graph_degree(self.settings)
                 self.db.execute(
                     "SELECT set_config('maintenance_work_mem', %s, true)",
-                    (f"{graph_megabytes(len(rows), self.dim, m)}MB",),
+                    (f"{graph_megabytes(len(vectors), self.dim, m)}MB",),
                 )
                 # pgvector asks for ef_construction ≥ 2·m
                 ef_construction = max(2 * m, self.settings.ef_construction)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from memdir.archive_format.decay import DecaySettings, multiplier
 
+from ..backends import neighbours
 from .relevance import RELEVANCE
 from .result import Candidate, Stage, Trace
 
@@ -40,10 +41,7 @@ def spread(index: RecallIndex, ranked: list[Candidate]) -> dict[str, tuple[float
     seeds = [c for c in ranked[:SEEDS] if c.score > 0]
     if not seeds:
         return {}
-    neighbours: dict[str, list[tuple[str, str]]] = {}
-    for one, other, kind in index.catalog.links():
-        neighbours.setdefault(one, []).append((other, kind))
-        neighbours.setdefault(other, []).append((one, kind))
+    linked = neighbours(index.catalog.links())
     floor = THRESHOLD * seeds[0].score
     ranked_ids = {c.id for c in ranked}
     seed_ids = {c.id for c in seeds}
@@ -52,7 +50,7 @@ def spread(index: RecallIndex, ranked: list[Candidate]) -> dict[str, tuple[float
     for _ in range(DEPTH):
         following = []
         for memory_id, value, path in frontier:
-            for other, kind in neighbours.get(memory_id, ()):
+            for other, kind in linked.get(memory_id, ()):
                 reached = value * FACTORS.get(kind, OTHER_FACTOR)
                 if reached < floor or other in seed_ids:
                     continue

@@ -26,7 +26,7 @@ from memdir.archive_format.clock import format_duration, format_time, parse_time
 from memdir.archive_format.cutoffs import is_hard_fact, named_day, past_cutoff, stands
 from memdir.archive_format.documents import estimate_tokens
 from memdir.archive_format.fold import ArchiveView, MemoryState
-from memdir.archive_format.lifecycle import recent_view, view_of
+from memdir.archive_format.lifecycle import TURN_ID, recent_view, view_of
 from memdir.archive_format.memdir import Memdir
 from memdir.archive_format.state import read_yaml
 from memdir.archive_format.tombstones import writing
@@ -527,7 +527,6 @@ def _entry(memdir: Memdir, now: datetime, zone: Any, view: ArchiveView) -> Secti
     section = Section("entry", empty="no journal entries yet", more="memdir journal read --entries")
     entries = journal.read_entries(memdir, until=now)
     forgotten = {state.id for state in view if state.status == "forgotten"}
-    forgotten |= journal.forgotten_turns(memdir)
     # a reflection says more to the next session than sleep's own report
     reflections = [entry for entry in entries if entry.kind != "sleep"]
     if entries:
@@ -535,6 +534,8 @@ def _entry(memdir: Memdir, now: datetime, zone: Any, view: ArchiveView) -> Secti
         when = _local(parse_time(last.at), zone) if last.at else "?"
         section.lines.append(f"- {when}, {last.kind} by {last.author}:")
         text = last.text
+        # of the turns, only those the quote names are looked up (the journal grows for life)
+        forgotten |= journal.forgotten_among(memdir, set(TURN_ID.findall(text)))
         for record_id in sorted(forgotten):
             text = text.replace(record_id, FORGOTTEN_MARK)
         section.lines.extend(

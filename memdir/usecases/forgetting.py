@@ -102,11 +102,14 @@ def documents_present(memdir: Memdir) -> dict[str, bool]:
 def refresh_derived(memdir: Memdir, now: datetime, present: dict[str, bool]) -> None:
     """After a forget: write the generated documents that existed again (forget removed them),
     and bring an existing index up to date, which rebuilds it without the forgotten text."""
-    briefing = documents.gather(memdir, now)
-    if present["boot"] or documents.boot_path(memdir).exists():
-        documents.refresh_boot(memdir, now, briefing)
-    if present["wake"] or documents.wake_path(memdir).exists():
-        documents.write_wake(memdir, now, briefing=briefing)
+    boot = present["boot"] or documents.boot_path(memdir).exists()
+    wake = present["wake"] or documents.wake_path(memdir).exists()
+    if boot or wake:  # the briefing both are written from is read once, and only for them
+        briefing = documents.gather(memdir, now)
+        if boot:
+            documents.refresh_boot(memdir, now, briefing)
+        if wake:
+            documents.write_wake(memdir, now, briefing=briefing)
     if _has_index(memdir):
         from .recall import fresh_index
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 NEIGHBOURS = 5
 RELINK_LIMIT = 5000  # fresh memories compared per run (the newest)
+RELINK_COLUMNS = 16384  # memories compared with them at a time (relink's working memory)
 RESONANCE_COSINE = 0.55  # MiniLM cosine: clearly about the same thing
 RESONANCE_AFFECT = 0.6
 # 0.3 let a single NRC lexicon hit ("gardening": joy, arousal 0.3) count as feeling: 40 neutral
@@ -155,33 +156,35 @@ def relink(
 
     live = {state.id: state for state in view.live() if state.memory is not None}
     catalogued = index.catalog.memories_by_id(live)
-    vectors = index.vectors_for(list(catalogued.values()))
-    ids = [memory_id for memory_id, m in catalogued.items() if m.iid in vectors]
+    everyone = list(catalogued.values())
+    matrix, cached = index.vector_matrix([memory.iid for memory in everyone])
+    ids = [memory.id for memory, has in zip(everyone, cached.tolist(), strict=True) if has]
     if len(ids) < 2:
         return []
-    matrix = np.stack([vectors[catalogued[memory_id].iid] for memory_id in ids]).astype(np.float32)
+    if not cached.all():
+        matrix = matrix[cached]
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     fresh = [row for row, memory_id in enumerate(ids)
              if since is None or parse_time(live[memory_id].created) > since]  # fmt: skip
     fresh = sorted(fresh, key=lambda row: live[ids[row]].created)[-RELINK_LIMIT:]
     linked = {frozenset((state.id, link["to"])) for state in view for link in state.links}
-    affects = index.affects_of(list(catalogued.values()))
     pairs: list[tuple[float, MemoryState, MemoryState]] = []
     neighbours = min(NEIGHBOURS, len(ids) - 1)
     for begin in range(0, len(fresh), 512):
         rows = fresh[begin : begin + 512]
-        similarity = matrix[rows] @ matrix.T
-        similarity[np.arange(len(rows)), rows] = -np.inf  # not oneself
-        nearest = np.argpartition(-similarity, neighbours - 1, axis=1)[:, :neighbours]
+        cosines, nearest = _nearest(matrix, np.asarray(rows), neighbours)
         for position, row in enumerate(rows):
-            for other in nearest[position]:
+            for cosine, other in zip(cosines[position].tolist(), nearest[position].tolist(),
+                                     strict=True):  # fmt: skip
                 newer, older = sorted((live[ids[row]], live[ids[other]]),
                                       key=lambda state: (state.created, state.id), reverse=True)  # fmt: skip
-                pairs.append((float(similarity[position, other]), newer, older))
+                pairs.append((cosine, newer, older))
     # type labels only for the pairs close enough to be a supersede
     floor = min(SUPERSEDE_COSINE, CHANGE_COSINE)
     close = {state.id for cosine, *both in pairs if cosine >= floor for state in both}
     labels = _labels(index, [catalogued[memory_id] for memory_id in close])
+    paired = {state.id for _, *both in pairs for state in both}  # (not every live memory)
+    affects = index.affects_of([catalogued[memory_id] for memory_id in paired])
     proposed: list[tuple[float, str, str, str]] = []
     for cosine, newer, older in pairs:
         kind = _link_kind(newer, older, cosine, affects, linked, labels)
@@ -213,6 +216,30 @@ def relink(
         gained[other] = gained.get(other, 0) + 1
         found.append((one, other, kind))
     return found
+
+
+def _nearest(matrix: Any, rows: Any, count: int, columns: int = 0) -> tuple[Any, Any]:
+    """The `count` rows of `matrix` closest to each of `rows` by inner product (not itself): their
+    cosines and row numbers (unordered). Compared a slice of RELINK_COLUMNS rows at a time, so
+    the products stay small whatever the archive's size (a million memories: a few hundred MB,
+    not the 8 GB of every product of 512 rows at once); `columns` sets another slice."""
+    import numpy as np
+
+    columns = columns or RELINK_COLUMNS
+    best = np.full((len(rows), count), -np.inf, dtype=np.float32)
+    where = np.zeros((len(rows), count), dtype=np.int64)
+    for start in range(0, len(matrix), columns):
+        similarity = matrix[rows] @ matrix[start : start + columns].T
+        own = (rows >= start) & (rows < start + similarity.shape[1])
+        similarity[np.nonzero(own)[0], rows[own] - start] = -np.inf  # not oneself
+        take = min(count, similarity.shape[1])
+        top = np.argpartition(-similarity, take - 1, axis=1)[:, :take]
+        scores = np.concatenate([best, np.take_along_axis(similarity, top, axis=1)], axis=1)
+        places = np.concatenate([where, top + start], axis=1)
+        keep = np.argpartition(-scores, count - 1, axis=1)[:, :count]
+        best = np.take_along_axis(scores, keep, axis=1)
+        where = np.take_along_axis(places, keep, axis=1)
+    return best, where
 
 
 def _labels(index: MemoryIndex, memories: list[Any]) -> dict[str, str | None]:
