@@ -22,10 +22,8 @@ class TestFlatFaissIndex(VectorIndexContract):
         return lambda: FaissIndex(tmp_path / "base.index", DIM, VectorSettings(), store)
 
 
-class TestHnswFaissIndex(VectorIndexContract):
-    @pytest.fixture
-    def store(self, tmp_path: Path) -> VectorFile:
-        return VectorFile(tmp_path / "vectors" / "model.f16", DIM)
+class TestHnswFaissIndex(TestFlatFaissIndex):
+    """The same contract with the graph from the first vector on (`hnsw_above` 0)."""
 
     @pytest.fixture
     def opener(self, tmp_path: Path, store: VectorFile) -> Callable[[], FaissIndex]:
