@@ -139,8 +139,8 @@ SECTIONS = (
             "Git sync (`benchmarks/bench_sync.py`, issue 13)"),
     Section("postgres", "python -m benchmarks.bench_postgres --dsn DSN", "The index on "
             "PostgreSQL", "Build and warm recall, local index against PostgreSQL.",
-            "memories, index", "PostgreSQL: bulk load, batched catalog, half-degree HNSW (issue 33 "
-            "item 1, third pass, 2026-12-06)"),
+            "memories, index", "PostgreSQL at 100k after the s14-scale merge (m 10 measured, m 12 "
+            "kept; 2026-12-06, branch `s16-pgm`)"),
     Section("pull", "python -m benchmarks.bench_pull", "After a git pull", "The first write "
             "and the index update after a pull.", "memdir",
             "After a git pull (`benchmarks/bench_pull.py`, issue 33 item 4)"),

@@ -116,18 +116,21 @@ def test_the_base_kind_follows_hnsw_above(database: Callable[[], Database]) -> N
     assert graph.kind() == "hnsw" and graph.size() == 12
 
 
-def test_the_graph_has_half_the_degree_of_the_local_one(database: Callable[[], Database]) -> None:
-    """pgvector's HNSW graph links float32 vectors: it is built with half `vectors.hnsw_m`
-    (postgres/vectors.graph_degree), and ef_construction from the settings, at least 2·m as
-    pgvector asks."""
+def test_the_graph_has_three_fifths_the_degree_of_the_local_one(
+    database: Callable[[], Database],
+) -> None:
+    """pgvector's HNSW graph is built with three fifths of `vectors.hnsw_m`, rounded down, at
+    least 2 (postgres/vectors.graph_degree), and ef_construction from the settings, at least
+    2·m as pgvector asks."""
     import numpy as np
 
     db = database()
     store = PgVectorRows(db, "hashing-16", DIM)
     store.append(unit_vectors(8))
-    for m, ef_construction, expected in ((32, 80, ["m=16", "ef_construction=80"]),
-                                         (12, 10, ["m=6", "ef_construction=12"]),
-                                         (3, 1, ["m=2", "ef_construction=4"])):  # fmt: skip
+    for m, ef_construction, expected in ((20, 80, ["m=12", "ef_construction=80"]),
+                                         (32, 80, ["m=19", "ef_construction=80"]),
+                                         (12, 10, ["m=7", "ef_construction=14"]),
+                                         (2, 1, ["m=2", "ef_construction=4"])):  # fmt: skip
         settings = VectorSettings(hnsw_above=5, hnsw_m=m, ef_construction=ef_construction)
         PgVectorIndex(db, DIM, settings, store).build(np.arange(8), np.arange(8))
         found = db.one("SELECT reloptions FROM pg_class WHERE relname = 'vector_base_hnsw'"

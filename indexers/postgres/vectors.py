@@ -4,7 +4,7 @@ embedding cache (backends.VectorRows) as a table of float32 rows.
 The base, `vector_base` in the memdir's schema, holds (iid, vector(dim)) and is searched by
 inner product (`<#>`, the negative inner product, ascending). As with FAISS (vectors.py), up
 to `vectors.hnsw_above` vectors are searched exactly (a sequential scan); above that, `build`
-adds an HNSW index (`vector_ip_ops`, m = half of `vectors.hnsw_m`: see `graph_degree`,
+adds an HNSW index (`vector_ip_ops`, m = 3/5 of `vectors.hnsw_m`: see `graph_degree`,
 ef_construction = `vectors.ef_construction`), and each search sets `hnsw.ef_search` (at least
 k) for its own transaction only, so a connection pooler never carries it to another client. `build` loads
 the new vectors into a fresh table and renames it over the old one in one transaction, so
@@ -38,15 +38,15 @@ def embeddings_table(model_id: str) -> str:
 
 
 def graph_degree(settings: VectorSettings) -> int:
-    """pgvector's m for the memdir's `vectors.hnsw_m`: half of it. pgvector's graph links
-    float32 vectors, and with half the links it found at least as much of the exact top 10
-    as the local base at the same `ef_search`, in half the build time and searching faster
-    (100k MiniLM vectors, m 16 against 32: 0.926 of the exact top 10 on LoCoMo questions
-    against 0.961, the local base 0.918; 38 s of CPU against 71, FAISS 16; BENCHMARKS.md).
-    That was measured when `hnsw_m` was 32 and FAISS's graph linked 8-bit codes; since the
-    local graph links the float16 cache's rows with `hnsw_m` 20 and `ef_search` 192, this
-    gives m 10, not yet measured on PostgreSQL."""
-    return max(2, settings.hnsw_m // 2)
+    """pgvector's m for the memdir's `vectors.hnsw_m`: three fifths of it (12 for the default
+    20), the least that found as much of the exact top 10 as the local base. At 100k MiniLM
+    vectors and 200 LoCoMo dev questions, `ef_search` 192, two builds each (BENCHMARKS.md,
+    "PostgreSQL at 100k after the s14-scale merge"): the local graph (FAISS, M 20 over float16
+    rows) 0.940; pgvector m 10 (half, the earlier rule) 0.935, m 12 0.946, m 16 0.954. Half
+    sufficed while the local graph linked 8-bit codes (m 16 for `hnsw_m` 32); it now links
+    float16 rows. m 16 would find more but put a 100k build over 1.5× the local one's (1.6×,
+    against 1.4× at m 10). Only `hnsw_m` 20 was measured for this rule."""
+    return max(2, settings.hnsw_m * 3 // 5)
 
 
 def graph_megabytes(rows: int, dim: int, m: int) -> int:
