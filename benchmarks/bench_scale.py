@@ -41,17 +41,9 @@ from typing import Any
 
 import yaml
 
+from benchmarks import common
 from benchmarks.bench_index import generated, memories, sentence, size_of, timed_update
 from benchmarks.bench_serve import start_service
-from benchmarks.common import (
-    load_average,
-    machine,
-    memdir_command,
-    started,
-    table,
-    timed_recalls,
-    wall_time,
-)
 from memdir.archive_format import lifecycle
 from memdir.archive_format.location import CONFIG_NAME
 from memdir.archive_format.memdir import Memdir, set_local_settings
@@ -92,7 +84,7 @@ def warm(memdir: Memdir, queries: list[str]) -> dict[str, Any]:
     from memdir.indexers.index import MemoryIndex
 
     index = MemoryIndex(memdir)
-    found = timed_recalls(index, queries, NOW)
+    found = common.timed_recalls(index, queries, NOW)
     samples = []
     with single_thread():
         for query in queries:
@@ -107,23 +99,26 @@ def warm(memdir: Memdir, queries: list[str]) -> dict[str, Any]:
 def cold(memdir: Memdir, queries: list[str], runs: int) -> dict[str, float]:
     """`memdir recall` in fresh processes, without and then with the service."""
     env = {"MEMDIR_NOW": (NOW - timedelta(seconds=1)).isoformat()}
-    recall = [*memdir_command(), "--dir", str(memdir.root), "recall", queries[1], "--no-record"]
-    found = {"without the service": wall_time(recall, runs, {**env, "MEMDIR_NO_SERVICE": "1"})}
+    command = [*common.memdir_command(), "--dir", str(memdir.root)]
+    recall = [*command, "recall", queries[1], "--no-record"]
+    found = {
+        "without the service": common.wall_time(recall, runs, {**env, "MEMDIR_NO_SERVICE": "1"})
+    }
     log = memdir.root.parent / f"{memdir.root.name}-serve.log"
     log.unlink(missing_ok=True)
     service = start_service(memdir.root, log)
     try:
-        found["served"] = wall_time(recall, runs, env)
+        found["served"] = common.wall_time(recall, runs, env)
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=120)
-    found["`memdir --help`"] = wall_time([*memdir_command(), "--help"], runs)
+    found["`memdir --help`"] = common.wall_time([*common.memdir_command(), "--help"], runs)
     return {name: seconds * 1000 for name, seconds in found.items()}
 
 
 def sleep(memdir: Memdir) -> dict[str, float]:
     """`memdir sleep` twice, a day apart (the second finds less to do)."""
-    command = [*memdir_command(), "--dir", str(memdir.root)]
+    command = [*common.memdir_command(), "--dir", str(memdir.root)]
     return {
         f"run {n + 1}": run(*command, "--now", (NOW + timedelta(days=n)).isoformat(), "sleep",
                             cwd=memdir.root) * 1000
@@ -133,7 +128,7 @@ def sleep(memdir: Memdir) -> dict[str, float]:
 
 def sync(memdir: Memdir, rounds: int) -> dict[str, float]:
     """`memdir sync` with a bare hub and a clone, in seconds."""
-    binary = memdir_command()[0]
+    binary = common.memdir_command()[0]
     base, root = memdir.root.parent, memdir.root
     hub, clone = base / f"{root.name}-hub.git", base / f"{root.name}-clone"
     for path in (hub, clone, root / ".git"):  # a reused memdir's repository too
@@ -198,7 +193,7 @@ def main() -> None:
     )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     # a run on PostgreSQL is recorded apart from the local one
-    args, result = started(parser, "scale-postgres" if "--dsn" in sys.argv else "scale")
+    args, result = common.started(parser, "scale-postgres" if "--dsn" in sys.argv else "scale")
     from memdir.indexers.embedding import load_embedder
 
     skip = set(filter(None, args.skip.split(",")))
@@ -208,10 +203,13 @@ def main() -> None:
     figures: dict[str, dict[str, Any]] = {}
 
     def step(name: str, values: dict[str, Any]) -> None:
-        figures[name] = {**values, "load": " → ".join(str(v[0]) for v in (before, load_average()))}
+        figures[name] = {
+            **values,
+            "load": " → ".join(str(v[0]) for v in (before, common.load_average())),
+        }
         print(f"{name}: {values}", file=sys.stderr, flush=True)
 
-    before = load_average()
+    before = common.load_average()
     if "build" not in skip:
         embedder, _ = load_embedder(None, args.embedder)
         build = timed_update(memdir, embedder)
@@ -222,26 +220,26 @@ def main() -> None:
                        "index MB": index_bytes / 1e6, "shelves MB": shelves / 1e6,
                        "index ÷ shelves": index_bytes / shelves})  # fmt: skip
     if "warm" not in skip:
-        before = load_average()
+        before = common.load_average()
         found = warm(memdir, queries)
         step("warm recall", {"p50 ms": found["p50"], "p95 ms": found["p95"],
                              "scope": found["mode"], "embedding p50 ms": found["embedding p50"]})  # fmt: skip
     if "cold" not in skip:
-        before = load_average()
+        before = common.load_average()
         step("cold recall", cold(memdir, queries, args.runs))
     if "sleep" not in skip:
-        before = load_average()
+        before = common.load_average()
         step("sleep (ms)", sleep(memdir))
     if "sync" not in skip:
-        before = load_average()
+        before = common.load_average()
         step("sync (s)", sync(memdir, args.rounds))
     if args.dsn:
         drop(memdir)
-    print(f"machine: {machine()}; {args.size:,} memories, {args.embedder} embedder, "
+    print(f"machine: {common.machine()}; {args.size:,} memories, {args.embedder} embedder, "
           f"{'PostgreSQL' if args.dsn else 'local'} index")  # fmt: skip
     for name, values in figures.items():
         print(f"\n{name}")
-        print(table(["measure", "value"], [[k, f"{v:,.1f}" if isinstance(v, float) else v]
+        print(common.table(["measure", "value"], [[k, f"{v:,.1f}" if isinstance(v, float) else v]
                                            for k, v in values.items()]))  # fmt: skip
     result.save(figures)
 
