@@ -54,7 +54,7 @@ SECTIONS = (
             "Cold start", "`memdir recall QUESTION --no-record` without the service "
             "(MEMDIR_NO_SERVICE=1) on LoCoMo conv-26 (419 memories, indexed), next to `python -c "
             "pass` and `memdir --help` in the same rounds (each round runs each once).",
-            "command", "Item 6, cold start without the service"),
+            "command", "Cold recall without the service, 2026-12-06 (issue 33 item 6)"),
     Section("context", "python -m benchmarks.bench_context --before OTHER_CHECKOUT/.venv/bin/memdir",
             "The per-prompt block", "`memdir context` on LoCoMo conv-26 (419 memories) with a "
             "journal of 20,000 turns, cold (no service) and served, on a prompt memory answers "
