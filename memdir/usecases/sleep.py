@@ -228,8 +228,9 @@ def _nearest(matrix: Any, rows: Any, count: int, columns: int = 0) -> tuple[Any,
     columns = columns or RELINK_COLUMNS
     best = np.full((len(rows), count), -np.inf, dtype=np.float32)
     where = np.zeros((len(rows), count), dtype=np.int64)
+    queries = matrix[rows]  # (a copy: taken once, not per slice)
     for start in range(0, len(matrix), columns):
-        similarity = matrix[rows] @ matrix[start : start + columns].T
+        similarity = queries @ matrix[start : start + columns].T
         own = (rows >= start) & (rows < start + similarity.shape[1])
         similarity[np.nonzero(own)[0], rows[own] - start] = -np.inf  # not oneself
         take = min(count, similarity.shape[1])
