@@ -52,6 +52,10 @@ _PATTERNS = (
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?(?P<name>{_MONTH})\.?\b{_YEAR}", re.IGNORECASE),
     re.compile(rf"\b(?P<name>{_MONTH})\.?\s+{_DAY}\b{_YEAR}", re.IGNORECASE),
 )
+# What each pattern holds: a digit followed by a space or a hyphen (or by "rd " and the like),
+# or a space then a digit. A text without one names no day; this one scan, which jumps from
+# digit to digit, turns most texts away before the three patterns run (tests/test_delivery.py).
+_NEAR_DIGIT = re.compile(r"\d(?:(?:\w\w)?[\s-]|(?<=\s\d))")
 
 
 def is_hard_fact(*, key: str | None, pinned: bool, source: str | None,
@@ -76,11 +80,14 @@ def named_day(text: str, created: datetime) -> date | None:
     """The first calendar day `text` names ("3 December", "December 3rd, 2026", "2026-12-03"),
     a year-less one placed in the year that makes it the next such day (or one at most
     PAST_SLACK_DAYS before `created`: "on 28 November" written on 1 December is a past day)."""
+    if _NEAR_DIGIT.search(text) is None:
+        return None
     for pattern in _PATTERNS:
         for found in pattern.finditer(text):
             parts = found.groupdict()
-            month = MONTHS[parts["name"].lower().rstrip(".")] if parts.get("name") else None
-            month = month or int(parts["month"])
+            month = MONTHS.get(parts["name"].lower()) if parts.get("name") else int(parts["month"])
+            if month is None:  # a letter that matches only when cases are ignored: "ſept" (long s)
+                continue
             year = int(parts["year"]) if parts.get("year") else None
             day = _valid(year or created.year, month, int(parts["day"]))
             if day is None:

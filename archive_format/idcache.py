@@ -18,9 +18,13 @@ their lines. It is derived, and never trusted over the files:
 - A missing or corrupt cache is rebuilt; when none can be kept on disk (a read-only
   `.memdir/`, a full disk) one is built in memory for the call. Either way the write is
   slower, never wrong.
-Commits are not fsynced: a killed process is safe (the rollback journal undoes half a commit),
-but after the machine restarts (a new boot id) the cache is rebuilt, since a crash of the
-system could have left it torn.
+The cache is kept in SQLite's write-ahead log with `synchronous = NORMAL`: a commit is not
+fsynced (a write pays for no flush of the cache), a killed process leaves no half commit, and a
+crash of the machine can lose the last commits but never tears the file (the log is fsynced
+before each checkpoint copies it into the database). Each file's row rolls back with the rows
+it describes, so a cache that lost commits is simply behind, and the next sync catches it up
+from the files like any other: a restart of the machine costs no rebuild. (Where the file system
+offers no write-ahead log, every commit is fsynced instead.)
 
 Syncing runs in an immediate transaction, so processes that do not hold the writer lock (a
 boot refresh) can use the cache alongside a writer.
@@ -50,14 +54,12 @@ from .validate import JOURNAL_KINDS, LINE_KINDS
 log = logging.getLogger("memdir")
 
 CACHE_NAME = "idcache.sqlite"
-VERSION = 3  # PRAGMA user_version; any other value means: drop and rebuild
+VERSION = 4  # PRAGMA user_version; any other value means: drop and rebuild
 CHUNK = 500  # ids per `IN (...)` query, well under SQLite's variable limit
 FINGERPRINT_WINDOW = 1 << 12
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 MARGIN = 1  # second: time filters are widened by it (times are rounded down), the fold decides
 
 SCHEMA = """
-CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
     number INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, inode INTEGER NOT NULL,
     size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, fingerprint TEXT NOT NULL);
@@ -87,6 +89,7 @@ CREATE INDEX journal_at ON journal(at);
 """
 TABLES = ("records", "events", "journal")
 COLUMNS = {"records": 14, "events": 6, "journal": 6}
+WAL_LIMIT = 1 << 22  # bytes of write-ahead log kept after a checkpoint (a build writes 100s of MB)
 BULK_LINES = 20_000  # indexing more lines at once drops and rebuilds the SQL indexes
 BATCH_LINES = 50_000  # rows inserted per executemany while indexing
 DECIDED = ("confirm", "reject", "expire", "forget")  # after one of these, never due to expire
@@ -107,13 +110,6 @@ def text_hash(text: str) -> int:
 def fingerprint(handle: Any, length: int) -> str:
     """The first `length` bytes of an open file, cheaply (shelf.prefix_fingerprint)."""
     return shelf.prefix_fingerprint(handle, length, FINGERPRINT_WINDOW)
-
-
-def _boot_id() -> str:
-    try:
-        return BOOT_ID.read_text(encoding="ascii").strip()
-    except OSError:
-        return "unknown"  # no boot id on this system: a restart goes unnoticed
 
 
 def _epoch(value: Any) -> int | None:
@@ -174,8 +170,8 @@ def _standing(data: dict[str, Any]) -> bool:
 
 def _day(text: Any, created: int | None) -> int | None:
     """The calendar day a memory's text names (cutoffs.named_day), as the epoch of its start
-    in UTC; None when it names none (every pattern holds a digit: most texts cost one scan)."""
-    if not isinstance(text, str) or created is None or not any(c.isdigit() for c in text):
+    in UTC; None when it names none (most texts cost named_day one scan)."""
+    if not isinstance(text, str) or created is None:
         return None
     day = named_day(text, datetime.fromtimestamp(created, timezone.utc))
     if day is None:
@@ -260,9 +256,6 @@ class IdCache:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            boot = db.execute("SELECT value FROM meta WHERE name = 'boot'").fetchone()
-            if boot is None or boot[0] != _boot_id():
-                self._forget_everything()
             known = {
                 row[1]: row
                 for row in db.execute(
@@ -283,13 +276,6 @@ class IdCache:
             db.execute("ROLLBACK")
             self.files = {}
             raise
-
-    def _forget_everything(self) -> None:
-        for table in (*TABLES, "files"):
-            self.db.execute(f"DELETE FROM {table}")
-        self.db.execute(
-            "INSERT OR REPLACE INTO meta(name, value) VALUES ('boot', ?)", (_boot_id(),)
-        )
 
     def _settle(self, after: tuple[int, int] | None, touched: bool = False) -> None:
         """Mark each inference with the time of the first event that settled it for good (a
@@ -360,9 +346,9 @@ class IdCache:
     def _index(self, handle: Any, number: int, start: int, size: int) -> int:
         """Index the complete lines in [start, size); returns the offset after the last one."""
         blob = os.pread(handle.fileno(), size - start, start) if size > start else b""
-        lines = blob.split(b"\n")[:-1]  # a newline-less tail is torn or still being written
-        self.lines_read += len(lines)
-        bulk = len(lines) >= BULK_LINES
+        count = blob.count(b"\n")  # complete lines: a newline-less tail is torn or still written
+        self.lines_read += count
+        bulk = count >= BULK_LINES
         if bulk:  # building the indexes once at the end is several times faster
             self.db.execute("PRAGMA cache_size = -65536")
             for (name,) in self.db.execute(
@@ -374,15 +360,12 @@ class IdCache:
         try:
             offset = start
             rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
-            for count, raw in enumerate(lines, start=1):
-                length = len(raw) + 1
-                if raw.strip():
-                    data = _decoded(raw)  # None: names no id (`verify` says so)
-                    found = _row(data, number, offset, length)
-                    if found is not None:
-                        rows[found[0]].append(found[1])
+            for done, (length, data) in enumerate(shelf.decoded_lines(blob), start=1):
+                found = _row(data, number, offset, length)  # data None: refused (`verify` says)
+                if found is not None:
+                    rows[found[0]].append(found[1])
                 offset += length
-                if count % BATCH_LINES == 0 or count == len(lines):
+                if done % BATCH_LINES == 0 or done == count:
                     for table, values in rows.items():
                         marks = ",".join("?" * COLUMNS[table])
                         self.db.executemany(f"INSERT INTO {table} VALUES ({marks})", values)
@@ -689,10 +672,11 @@ def _inode(path: Path) -> int:
 def _connect(path: Path | str) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     try:
-        # TRUNCATE keeps a rollback journal, so a killed process leaves nothing half-written;
-        # no fsync (synchronous OFF): the boot id covers a crash of the whole system.
-        db.execute("PRAGMA journal_mode = TRUNCATE")
-        db.execute("PRAGMA synchronous = OFF")
+        # the write-ahead log, fsynced only before a checkpoint: consistent after a crash of
+        # the machine (the last commits may be lost), no flush per write (module docstring)
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        db.execute(f"PRAGMA synchronous = {'NORMAL' if mode in ('wal', 'memory') else 'FULL'}")
+        db.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
         if db.execute("PRAGMA user_version").fetchone()[0] != VERSION:
             db.execute("BEGIN IMMEDIATE")
             if db.execute("PRAGMA user_version").fetchone()[0] != VERSION:  # still, once locked
@@ -763,8 +747,9 @@ def _close(path: Path) -> None:
 
 
 def _remove(path: Path) -> bool:
-    """Delete the cache file and its journal; False when that is not possible."""
-    for name in (path.name, f"{path.name}-journal"):
+    """Delete the cache file and its logs; False when that is not possible. The database goes
+    first: SQLite discards a write-ahead log it finds beside an empty or new database."""
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm", f"{path.name}-journal"):
         try:
             (path.parent / name).unlink(missing_ok=True)
         except OSError:

@@ -155,6 +155,48 @@ def decode_line(raw: bytes, where: str) -> dict[str, Any]:
     return data
 
 
+def decoded_lines(blob: bytes) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """Each complete line of `blob` (a newline-less tail is left out): its length with the
+    newline, and its object as decode_line gives it, or None where decode_line refuses it.
+
+    Several times faster than decode_line line by line, for reading a whole shelf: the bytes
+    are decoded as one text and each line's object scanned where it stands. Only a line that is
+    plainly a JSON object and nothing else takes that way (it starts with `{`, the object ends
+    at the newline, no `\\u` escape, nesting too shallow to check); any other line, and every
+    line of a blob that is not UTF-8 throughout, goes through decode_line itself.
+    """
+    try:
+        text: str | None = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    same = text is not None and len(text) == len(blob)  # ASCII: a byte is a character
+    scan = _DECODER.scan_once
+    start = char = 0  # where the line starts: in blob, in text
+    while (end := blob.find(b"\n", start)) >= 0:
+        data: Any = None
+        if text is not None:
+            char_end = end if same else text.index("\n", char)
+            if (
+                blob[start] == 0x7B  # {
+                and blob.find(b"\\u", start, end) < 0
+                and blob.count(b"{", start, end) + blob.count(b"[", start, end) <= MAX_DEPTH
+            ):
+                try:
+                    data, stop = scan(text, char)
+                except (StopIteration, ValueError):
+                    stop = -1
+                if stop != char_end:
+                    data = None
+            char = char_end + 1
+        if data is None:
+            try:
+                data = decode_line(blob[start:end], "")
+            except FormatError:
+                data = None
+        yield end + 1 - start, data
+        start = end + 1
+
+
 def _depth(text: str) -> int:
     """How deep brackets nest in a JSON text (brackets inside strings aside)."""
     depth = deepest = 0

@@ -6,13 +6,15 @@ read the rewritten shelves again.
 For each size a synthetic memdir (memories, lifecycle events, journal turns; fixed seed) is
 generated once under the work directory and copied before it is measured, so a run never
 changes the generated one. The first write after the copy builds the derived caches; it is
-reported on its own line. Every other figure is the median of `--runs` samples, taken in
+reported on its own line. So is a cold `memdir teach` after a simulated restart of the machine
+(`--restart-runs`: the boot id the id cache was kept under changes, which made main rebuild the
+cache until 2026-12-06; no process holds the cache). Every other figure is the median of `--runs` samples, taken in
 rounds in which the sizes take turns (one sample of each operation per size per round), so a
 busy moment on a shared machine does not fall on one size only.
 
 Usage:
   python -m benchmarks.bench_archive [--sizes 1000,10000,100000,1000000] [--runs 7]
-                                     [--workdir /tmp/memdir-bench]
+                                     [--restart-runs 1] [--workdir /tmp/memdir-bench]
   python -m benchmarks.bench_archive --sizes 1000,10000 --runs 3     # a quick run
 
 The result goes to benchmarks/results/archive.json (--result elsewhere).
@@ -24,11 +26,13 @@ import argparse
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -125,6 +129,15 @@ def copied(source: Path, target: Path) -> Memdir:
     return Memdir.open(target)
 
 
+def restarted(memdir: Memdir) -> None:
+    """What a restart of the machine changes for the id cache as memdir saw it until 2026-12-06:
+    the boot id stored with it is not this boot's (that version rebuilt the cache whole)."""
+    with closing(sqlite3.connect(memdir.cache_dir / "idcache.sqlite")) as db:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+            db.execute("UPDATE meta SET value = 'the boot before' WHERE name = 'boot'")
+            db.commit()
+
+
 def cold(command: list[str]) -> float:
     began = time.perf_counter()
     subprocess.run(command, capture_output=True, check=True)
@@ -203,20 +216,27 @@ class Bench:
                 lambda: lifecycle.add_memories(md, [self.fresh("after forget")]),
             )
 
-    def cold_round(self, n: int) -> None:
+    def cold_round(self, n: int, restart: bool) -> None:
         binary = memdir_command()
         self.samples.setdefault("cold `memdir --help`", []).append(cold([*binary, "--help"]))
-        self.samples.setdefault("cold `memdir teach`", []).append(
-            cold([*binary, "--dir", str(self.memdir.root), "--now", format_time(self.now), "teach",
-                  f"cold teach {self.size} {n} {time.time_ns()}"])
-        )  # fmt: skip
+        rows = [
+            "cold `memdir teach`",
+            *(["cold `memdir teach` after a restart"] if restart else []),
+        ]
+        for name in rows:
+            if "restart" in name:
+                restarted(self.memdir)
+            self.samples.setdefault(name, []).append(
+                cold([*binary, "--dir", str(self.memdir.root), "--now", format_time(self.now),
+                      "teach", f"cold teach {self.size} {n} {time.time_ns()}"])
+            )  # fmt: skip
 
     def results(self) -> dict[str, float]:
         found = {"first write after a copy (builds the caches)": self.first_write * 1000}
         found.update({name: statistics.median(s) * 1000 for name, s in self.samples.items()})
         found["cold teach ÷ --help"] = found["cold `memdir teach`"] / found["cold `memdir --help`"]
-        cache = self.memdir.cache_dir / "idcache.sqlite"
-        found["id cache on disk (MB)"] = cache.stat().st_size / 1e6 if cache.exists() else 0.0
+        cache = [self.memdir.cache_dir / f"idcache.sqlite{end}" for end in ("", "-wal")]
+        found["id cache on disk (MB)"] = sum(p.stat().st_size for p in cache if p.exists()) / 1e6
         found["shelves on disk (MB)"] = sum(p.stat().st_size for p in self.memdir.shelves()) / 1e6
         return found
 
@@ -226,6 +246,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--forget-runs", type=int, default=3, help="forget rewrites every shelf")
+    parser.add_argument("--restart-runs", type=int, default=1, help="main rebuilt the id cache")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memdir-bench"))
     args, result = started(parser, "archive")
     sizes = [int(size.replace("_", "")) for size in args.sizes.split(",")]
@@ -243,7 +264,7 @@ def main() -> None:
     for n in range(args.runs):
         for bench in benches:
             bench.round(n, forget=n < args.forget_runs)
-            bench.cold_round(n)
+            bench.cold_round(n, restart=n < args.restart_runs)
         print(f"round {n + 1} of {args.runs} done", file=sys.stderr)
     figures = {bench.size: bench.results() for bench in benches}
     for bench in benches:
@@ -257,7 +278,8 @@ def main() -> None:
         base = figures[first][name]
         growth = "" if ratio or not base else f"{figures[last][name] / base:.2f}×"
         rows.append([name, *cells, growth])
-    print(f"machine: {machine()}; medians of {args.runs} rounds ({args.forget_runs} for forget); "
+    print(f"machine: {machine()}; medians of {args.runs} rounds ({args.forget_runs} for forget, "
+          f"{args.restart_runs} for a restart); "
           f"load average {load:.1f} → {os.getloadavg()[0]:.1f}; ms unless marked")  # fmt: skip
     headers = ["measure (ms)", *[f"{s:,}" for s in sizes], f"{last:,} ÷ {first:,}"]
     print(table(headers, rows))

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from conftest import configure
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memdir.archive_format import lifecycle
+from memdir.archive_format import cutoffs, lifecycle
 from memdir.archive_format.cutoffs import named_day, past_cutoff
 from memdir.archive_format.memdir import Memdir, init
 from memdir.cli.main import main
@@ -90,11 +92,27 @@ def test_an_appointment_counts_its_cutoff_from_the_day_it_names(
         ("the concert is on 2 March", "2027-03-02"),  # the next 2 March
         ("nothing dated here, 31 flavours", None),
         ("on 31 February", None),
+        ("the 3rd\tof Dec 2027", "2027-12-03"),
+        ("(31)", None),
+        # a long s matches "s" when cases are ignored, but names no month (it raised KeyError)
+        ("ſept 3", None),
+        ("on 3 ſep 2027", None),
     ],
 )
 def test_named_day(text: str, expected: str | None) -> None:
     day = named_day(text, NOV1)
     assert (day.isoformat() if day else None) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["1", "3", "20", "26", "-", "1-", " ", "\t", ".", ",", "of",
+                                 "st", "rd", "Dec", "ſept", "may", "x"]), max_size=12).map("".join))  # fmt: skip
+def test_the_quick_scan_turns_away_only_texts_no_pattern_matches(text: str) -> None:
+    """named_day skips the patterns when its quick scan finds no digit next to a space or a
+    hyphen: that is only right if every text a pattern matches has one."""
+    if cutoffs._NEAR_DIGIT.search(text) is None:
+        assert not any(pattern.search(text) for pattern in cutoffs._PATTERNS), text
+    named_day(text, NOV1)  # never raises
 
 
 # --- the verdict (indexers/recall/verdict.py) --------------------------------------------------

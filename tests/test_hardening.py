@@ -166,6 +166,49 @@ def test_fuzzed_lines_never_break_a_reader(filled: Memdir, data: Any) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+_ODD_LINES = [b"", b" ", b"NaN", b'{"a":NaN}', b'{"a":"\\udfff"}', b'{"a":"\\u00e9"}', b' {"a":1}',
+              b'{"a":1} ', b'{"a":1}{"b":2}', b'{"a":', b"}", b"[1]", b'{"a":1}\r', b'{"a":1e999}',
+              b'{"a":"\xc3\xa9"}', b'{"a":"\xff"}', b'{"a":' * 40 + b"1" + b"}" * 40,
+              b'{"a":[[[' + b"[" * 30 + b"]" * 33 + b"}", b'{"a":"1\t2"}', b'{"a":"' + b"9" * 5000 + b'"}',
+              b'{"a":' + b"9" * 5000 + b"}"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.dictionaries(st.text(), _VALUES, max_size=4), st.booleans()).map(
+                lambda made: json.dumps(made[0], ensure_ascii=made[1]).encode()
+            ),
+            st.sampled_from(_ODD_LINES),
+            st.binary(max_size=20).map(lambda raw: raw.replace(b"\n", b"")),
+        ),
+        max_size=8,
+    ),
+    st.binary(max_size=6).map(lambda raw: raw.replace(b"\n", b"")),
+)
+def test_decoding_a_whole_shelf_at_once_gives_what_decode_line_gives(
+    lines: list[bytes], tail: bytes
+) -> None:
+    """shelf.decoded_lines, which the id cache indexes whole shelves with, scans lines in place
+    of decoding each: every line must come out as decode_line makes it, refused where it
+    refuses, and a newline-less tail not at all."""
+
+    def one(raw: bytes) -> Any:
+        try:
+            return shelf.decode_line(raw, "")
+        except FormatError:
+            return None
+
+    blob = b"".join(line + b"\n" for line in lines) + tail
+    assert list(shelf.decoded_lines(blob)) == [(len(line) + 1, one(line)) for line in lines]
+
+
 def test_a_malformed_line_is_skipped_named_and_failed_by_verify(filled: Memdir, cli) -> None:
     with open(filled.memory_shelf, "ab") as handle:
         handle.write(b'{"kind":"memory","id":"m-1","meta":' + b"[" * 5000 + b"]" * 5000 + b"}\n")
