@@ -14,8 +14,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timedelta
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
