@@ -176,6 +176,24 @@ def test_a_restart_of_the_machine_keeps_the_cache(md: Memdir) -> None:
     assert cache.db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
 
 
+def test_a_large_transaction_leaves_no_log_for_the_next_write(
+    md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build or a rewrite that moved many rows is checkpointed at once, the log cut to
+    nothing, so the next write does not pay for copying and cutting it."""
+    monkeypatch.setattr(idcache, "LARGE", 50)
+    lifecycle.teach(md, "the first", T0_DT)
+    read = idcache.open_cache(md).lines_read
+    wal = Path(f"{cache_path(md)}-wal")
+    assert wal.stat().st_size > 0
+    arrived = [memory(f"arrived behind the back {n}") for n in range(60)]
+    append_behind_the_back(md.memory_shelf, *arrived)
+    cache = idcache.open_cache(md)  # 60 rows in one transaction
+    assert cache.lines_read - read == 60 and wal.stat().st_size == 0
+    assert lifecycle.add_memories(md, arrived) == 0
+    assert_agrees_with_the_shelves(md, T0_DT)
+
+
 def test_a_crash_that_lost_the_last_commits_leaves_a_cache_that_is_caught_up(
     md: Memdir, tmp_path: Path
 ) -> None:
