@@ -9,6 +9,7 @@ next line. Rewrites of whole lines (`forget`, `import --undo`, …) go through r
 from __future__ import annotations
 
 import json
+import json.scanner
 import logging
 import os
 from collections.abc import Callable, Container, Iterable, Iterator
@@ -121,6 +122,8 @@ def _no_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)  # made once: json.loads(…, **kw) is slow
+# one value at an index of a text (decoded_lines); typeshed types the decoder argument wrongly
+_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
 
 
 def decode_line(raw: bytes, where: str) -> dict[str, Any]:
@@ -170,7 +173,6 @@ def decoded_lines(blob: bytes) -> Iterator[tuple[int, dict[str, Any] | None]]:
     except UnicodeDecodeError:
         text = None
     same = text is not None and len(text) == len(blob)  # ASCII: a byte is a character
-    scan = _DECODER.scan_once
     start = char = 0  # where the line starts: in blob, in text
     while (end := blob.find(b"\n", start)) >= 0:
         data: Any = None
@@ -182,7 +184,7 @@ def decoded_lines(blob: bytes) -> Iterator[tuple[int, dict[str, Any] | None]]:
                 and blob.count(b"{", start, end) + blob.count(b"[", start, end) <= MAX_DEPTH
             ):
                 try:
-                    data, stop = scan(text, char)
+                    data, stop = _SCAN(text, char)
                 except (StopIteration, ValueError):
                     stop = -1
                 if stop != char_end:
