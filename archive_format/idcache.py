@@ -24,7 +24,9 @@ crash of the machine can lose the last commits but never tears the file (the log
 before each checkpoint copies it into the database). Each file's row rolls back with the rows
 it describes, so a cache that lost commits is simply behind, and the next sync catches it up
 from the files like any other: a restart of the machine costs no rebuild. (Where the file system
-offers no write-ahead log, every commit is fsynced instead.)
+offers no write-ahead log, every commit is fsynced instead.) A transaction that changed many
+rows (a build, a rewrite that moved them) checkpoints the log and cuts it to nothing itself, so
+the next write does not pay for that.
 
 Syncing runs in an immediate transaction, so processes that do not hold the writer lock (a
 boot refresh) can use the cache alongside a writer.
