@@ -267,17 +267,20 @@ def _git_index(root: Path) -> list[int] | None:
 
 def _unchanged_up_to(path: Path, before: Any, git_moved: bool) -> int | None:
     """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint):
-    None when nothing changed, the old size when it only grew (the same inode, or after git
-    moved the same bytes first), 0 when it must be read whole."""
+    None when nothing changed (the same inode and size, git's index as it was), the old size
+    when it only grew (its old bytes still match the fingerprint: in place, or written anew by
+    git with the same bytes first), 0 when it must be read whole."""
     info = path.stat()
     if not isinstance(before, list) or len(before) != 3:
         return 0
     inode, size, mark = before
     if not isinstance(size, int) or size > info.st_size:
         return 0
-    if not git_moved and inode == info.st_ino:
-        return None if size == info.st_size else size
-    with open(path, "rb") as handle:  # another file, or git's: only the bytes themselves tell
+    if not git_moved and inode == info.st_ino and size == info.st_size:
+        return None
+    # grown, another file or git's: only the bytes themselves tell (`cp` and the shell's `>`
+    # write an older, longer copy into the same inode)
+    with open(path, "rb") as handle:
         same = shelf.prefix_fingerprint(handle, size) == mark
     return size if same else 0
 
@@ -299,8 +302,8 @@ def _write_stamp(
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             was = kept.get(path.name) if isinstance(kept, dict) else None
-            if isinstance(was, list) and was[:2] == [info.st_ino, info.st_size]:
-                sizes[path.name] = was  # unchanged: its fingerprint stands
+            if isinstance(was, list) and len(was) == 3 and was[:2] == [info.st_ino, info.st_size]:
+                sizes[path.name] = was  # unchanged: its fingerprint stands (not an older stamp's)
             else:
                 mark = shelf.prefix_fingerprint(handle, info.st_size)
                 sizes[path.name] = [info.st_ino, info.st_size, mark]
