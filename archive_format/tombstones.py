@@ -13,7 +13,8 @@ pull) inodes prove nothing (a file git writes anew may get the number of the one
 a shelf is then trusted only as far as its bytes still match the fingerprint, as when git
 wrote it anew with its old bytes first and the pulled lines after them; any other shelf, and
 any rewritten one, is read whole. The forgotten ids a scan finds for the first time are
-searched for in every shelf whole.
+searched for in every shelf whole. The fingerprint misses a change of the same length between
+its windows; `memdir sync` (the post-merge hook's too) re-applies with `full`, every shelf whole.
 """
 
 from __future__ import annotations
