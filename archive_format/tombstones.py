@@ -6,10 +6,15 @@ forgotten; `reapply` removes the text again. It runs whenever a writer takes the
 (`writing`, which every write goes through; the lock itself, `Memdir.lock`, is only a lock),
 in `memdir sync`, and before every other command too (`catch_up`: reads
 included, so a plain `git pull` never leaves forgotten text on show), and stays cheap: a stamp
-in the cache remembers each shelf's inode and size, so a shelf that only grew is scanned from
-where the last check ended, and an unchanged one not at all. A shelf that was rewritten is read
-whole; so is every shelf after git touched its index (a merge, a checkout, a pull), since a
-file git writes anew may get the inode number of the one it replaced.
+in the cache remembers each shelf's inode, size and the fingerprint of its bytes
+(`shelf.prefix_fingerprint`), so a shelf that only grew is scanned from where the last check
+ended, and an unchanged one not at all. After git touched its index (a merge, a checkout, a
+pull) inodes prove nothing (a file git writes anew may get the number of the one it replaced):
+a shelf is then trusted only as far as its bytes still match the fingerprint, as when git
+wrote it anew with its old bytes first and the pulled lines after them; any other shelf, and
+any rewritten one, is read whole. The forgotten ids a scan finds for the first time are
+searched for in every shelf whole. The fingerprint misses a change of the same length between
+its windows; `memdir sync` (the post-merge hook's too) re-applies with `full`, every shelf whole.
 """
 
 from __future__ import annotations
@@ -132,8 +137,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     now = now or clock.now()
     stamp = {} if full else _read_stamp(memdir)
     known = stamp.get("shelves", {}) if isinstance(stamp.get("shelves"), dict) else {}
-    if stamp.get("git") != _git_index(memdir.root):
-        known = {}
+    git_moved = stamp.get("git") != _git_index(memdir.root)
     forgotten = (
         set(stamp.get("forgotten", [])) if isinstance(stamp.get("forgotten"), list) else set()
     )
@@ -143,13 +147,9 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     compacted: set[str] = set()
     try:
         for path in shelves:
-            info = path.stat()
-            before = known.get(path.name)
-            if before == [info.st_ino, info.st_size]:
+            start = _unchanged_up_to(path, known.get(path.name), git_moved)
+            if start is None:
                 continue
-            grew = (isinstance(before, list) and before[0] == info.st_ino
-                    and before[1] <= info.st_size)  # fmt: skip
-            start = int(before[1]) if grew and isinstance(before, list) else 0
             scanned[path] = (start, _contents(path, 2 + len(forgotten), start))
             fresh |= _forgotten_in(scanned[path][1], start) - forgotten
         forgotten |= fresh
@@ -214,7 +214,8 @@ def pending(memdir: Memdir) -> bool:
         return True
     for path in shelves:
         info = path.stat()
-        if known.get(path.name) != [info.st_ino, info.st_size]:
+        before = known.get(path.name)
+        if not isinstance(before, list) or before[:2] != [info.st_ino, info.st_size]:
             return True
     return False
 
@@ -265,6 +266,26 @@ def _git_index(root: Path) -> list[int] | None:
     return None
 
 
+def _unchanged_up_to(path: Path, before: Any, git_moved: bool) -> int | None:
+    """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint):
+    None when nothing changed (the same inode and size, git's index as it was), the old size
+    when it only grew (its old bytes still match the fingerprint: in place, or written anew by
+    git with the same bytes first), 0 when it must be read whole."""
+    info = path.stat()
+    if not isinstance(before, list) or len(before) != 3:
+        return 0
+    inode, size, mark = before
+    if not isinstance(size, int) or size > info.st_size:
+        return 0
+    if not git_moved and inode == info.st_ino and size == info.st_size:
+        return None
+    # grown, another file or git's: only the bytes themselves tell (`cp` and the shell's `>`
+    # write an older, longer copy into the same inode)
+    with open(path, "rb") as handle:
+        same = shelf.prefix_fingerprint(handle, size) == mark
+    return size if same else 0
+
+
 def _drop_documents(memdir: Memdir) -> None:
     """Generated documents may quote a forgotten memory; they are derived, so they go (the next
     `boot`, `wake` or `sleep` writes them again)."""
@@ -275,11 +296,19 @@ def _drop_documents(memdir: Memdir) -> None:
 def _write_stamp(
     memdir: Memdir, shelves: list[Path], forgotten: set[str], before: dict[str, Any]
 ) -> None:
-    sizes = {}
+    sizes: dict[str, list[Any]] = {}
+    git = _git_index(memdir.root)
+    kept = before.get("shelves") if before.get("git") == git else None
     for path in shelves:
-        info = os.stat(path)
-        sizes[path.name] = [info.st_ino, info.st_size]
-    data = {"shelves": sizes, "git": _git_index(memdir.root), "forgotten": sorted(forgotten)}
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            was = kept.get(path.name) if isinstance(kept, dict) else None
+            if isinstance(was, list) and len(was) == 3 and was[:2] == [info.st_ino, info.st_size]:
+                sizes[path.name] = was  # unchanged: its fingerprint stands (not an older stamp's)
+            else:
+                mark = shelf.prefix_fingerprint(handle, info.st_size)
+                sizes[path.name] = [info.st_ino, info.st_size, mark]
+    data = {"shelves": sizes, "git": git, "forgotten": sorted(forgotten)}
     if data == before:
         return  # nothing moved: no write on the way to every append
     # a cache (a lost or empty one means a full scan): no fsync on the way to every append
