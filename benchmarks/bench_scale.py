@@ -21,7 +21,8 @@ postgres`); its schema is dropped at the end.
   timed on the clone (commit, pull with merge, index update, push).
 
 Usage: python -m benchmarks.bench_scale [--size 1000000] [--embedder hashing|minilm]
-       [--dsn DSN] [--runs 5] [--queries 100] [--rounds 3] [--skip sync,sleep] [--reuse]
+       [--dsn DSN [--build-megabytes 1024]] [--runs 5] [--queries 100] [--rounds 3]
+       [--skip sync,sleep] [--reuse]
 """
 
 from __future__ import annotations
@@ -47,15 +48,19 @@ from benchmarks.bench_serve import start_service
 from memdir.archive_format import lifecycle
 from memdir.archive_format.location import CONFIG_NAME
 from memdir.archive_format.memdir import Memdir, set_local_settings
+from memdir.archive_format.settings import IndexSettings
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}  # fmt: skip
 
 
-def prepared(workdir: Path, size: int, embedder: str, dsn: str | None, reuse: bool) -> Memdir:
+def prepared(
+    workdir: Path, size: int, embedder: str, dsn: str | None, build_megabytes: int, reuse: bool
+) -> Memdir:
     """A copy of the generated memdir whose settings embed with `embedder` (and keep the index
-    in the database at `dsn`); with `reuse`, the copy an earlier run left, as it left it."""
+    in the database at `dsn`, its HNSW build given up to `build_megabytes`); with `reuse`, the
+    copy an earlier run left, as it left it."""
     target = workdir / f"scale-{embedder}-{size}{'-pg' if dsn else ''}"
     if reuse and target.is_dir():
         return Memdir.open(target)
@@ -66,7 +71,8 @@ def prepared(workdir: Path, size: int, embedder: str, dsn: str | None, reuse: bo
     config.setdefault("settings", {})["embedder"] = {"kind": embedder}
     (target / CONFIG_NAME).write_text(yaml.safe_dump(config, sort_keys=False))
     if dsn:
-        set_local_settings(target, {"index": {"backend": "postgres", "dsn": dsn}})
+        set_local_settings(target, {"index.backend": "postgres", "index.dsn": dsn,
+                                    "index.build_megabytes": build_megabytes})  # fmt: skip
     return Memdir.open(target)
 
 
@@ -178,6 +184,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
     parser.add_argument("--dsn", help="keep the index in this PostgreSQL database")
+    parser.add_argument(
+        "--build-megabytes",
+        type=int,
+        default=IndexSettings.build_megabytes,
+        help="with --dsn: the most memory the HNSW build asks of the server (index.build_megabytes)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
@@ -199,7 +211,9 @@ def main() -> None:
     skip = set(filter(None, args.skip.split(",")))
     rng = random.Random(11)
     queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
-    memdir = prepared(args.workdir, args.size, args.embedder, args.dsn, args.reuse)
+    memdir = prepared(
+        args.workdir, args.size, args.embedder, args.dsn, args.build_megabytes, args.reuse
+    )
     figures: dict[str, dict[str, Any]] = {}
 
     def step(name: str, values: dict[str, Any]) -> None:
