@@ -17,8 +17,9 @@ postgres`); its schema is dropped at the end.
   then with `memdir serve` running (the client asks it), medians of --runs;
 - sleep: `memdir sleep`, the first run and the next;
 - sync: the memdir committed and pushed to a bare repository by `memdir sync`; a clone of it
-  indexed; then --rounds times 50 new memories on each side, `memdir sync` on the first and
-  timed on the clone (commit, pull with merge, index update, push).
+  indexed (with --dsn in a second database on the same server); then --rounds times 50 new
+  memories on each side and `memdir sync` on the first, then on the clone, each timed
+  (commit, pull with merge, index update, push).
 
 Usage: python -m benchmarks.bench_scale [--size 1000000] [--embedder hashing|minilm]
        [--dsn DSN [--build-megabytes 1024]] [--runs 5] [--queries 100] [--rounds 3]
@@ -132,8 +133,10 @@ def sleep(memdir: Memdir) -> dict[str, float]:
     }  # fmt: skip
 
 
-def sync(memdir: Memdir, rounds: int) -> dict[str, float]:
-    """`memdir sync` with a bare hub and a clone, in seconds."""
+def sync(memdir: Memdir, rounds: int, dsn: str | None) -> dict[str, float]:
+    """`memdir sync` with a bare hub and a clone, in seconds; with `dsn` the clone's index is
+    on the same server too, in a database of its own (the clone has the memdir's id, which
+    names the schema)."""
     binary = common.memdir_command()[0]
     base, root = memdir.root.parent, memdir.root
     hub, clone = base / f"{root.name}-hub.git", base / f"{root.name}-clone"
@@ -144,20 +147,41 @@ def sync(memdir: Memdir, rounds: int) -> dict[str, float]:
     run("git", "remote", "add", "origin", str(hub), cwd=root)
     found = {"first sync (commit, push)": run(binary, "sync", cwd=root)}
     run("git", "clone", "-q", str(hub), str(clone), cwd=base)
+    if dsn:
+        local = {f"index.{key}": value for key, value in vars(memdir.settings.index).items()}
+        set_local_settings(clone, {**local, "index.dsn": second_database(dsn)})
     found["the clone's first `memdir index`"] = run(binary, "index", cwd=clone)
     rng = random.Random(rounds)
-    samples = []
+    samples: dict[Path, list[float]] = {root: [], clone: []}
     for number in range(rounds):
         for where in (root, clone):
             lifecycle.add_memories(Memdir.open(where),
                                    memories(50, 10_000_000 + 100 * number, rng))  # fmt: skip
-        run(binary, "sync", cwd=root)
-        samples.append(run(binary, "sync", cwd=clone))
-    found["sync of the clone, 50 + 50 new (median)"] = statistics.median(samples)
-    found["… slowest"] = max(samples)
+        for where in (root, clone):
+            samples[where].append(run(binary, "sync", cwd=where))
+    for name, where in (("the memdir", root), ("the clone", clone)):
+        found[f"sync of {name}, 50 + 50 new (median)"] = statistics.median(samples[where])
+        found[f"… of {name}, slowest"] = max(samples[where])
+    if dsn:
+        drop(Memdir.open(clone))
     shutil.rmtree(clone, ignore_errors=True)
     shutil.rmtree(hub, ignore_errors=True)
     return found
+
+
+def second_database(dsn: str) -> str:
+    """The connection string of a database beside `dsn`'s (made if missing), for a clone."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    name = f"{params.get('dbname') or 'postgres'}_clone"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        if not connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+        ).fetchone():
+            connection.execute(f'CREATE DATABASE "{name}"')
+    return make_conninfo(dsn, dbname=name)
 
 
 def schema_bytes(memdir: Memdir) -> int:
@@ -246,7 +270,7 @@ def main() -> None:
         step("sleep (ms)", sleep(memdir))
     if "sync" not in skip:
         before = common.load_average()
-        step("sync (s)", sync(memdir, args.rounds))
+        step("sync (s)", sync(memdir, args.rounds, args.dsn))
     if args.dsn:
         drop(memdir)
     print(f"machine: {common.machine()}; {args.size:,} memories, {args.embedder} embedder, "
