@@ -440,8 +440,8 @@ class IndexSettings:
     build_megabytes: int = setting(
         1024, "`postgres`: the most memory an HNSW build asks of the server (MB, "
         "`maintenance_work_mem` for its own transaction); it asks what the graph needs, at least "
-        "256 MB, up to this. A larger graph is built partly on disk, far more slowly: about "
-        "2,700 MB hold a million 384-dimension vectors (docs/SCALE.md)",
+        "256 MB, up to this. A larger graph is built partly on disk, far more slowly: 1024 held "
+        "about 510,000 vectors of 384 floats, a million asked for 2,652 (docs/SCALE.md)",
         whole(1, MAX_MAINTENANCE_MB),
     )  # fmt: skip
 
