@@ -107,17 +107,21 @@ def _needs_compaction(blob: Blob, memory_id: str, begin: int = 0) -> bool:
 
 
 def _contents(path: Path, searches: int, start: int = 0) -> Blob:
+    with open(path, "rb") as handle:
+        return _mapped(handle, searches, start)
+
+
+def _mapped(handle: Any, searches: int, start: int = 0) -> Blob:
     """The file's bytes for `searches` searches from `start` on: mapped read-only for a few (no
     copy of a shelf of hundreds of MB), read for more of the whole file, where the copy pays for
     itself (a search of a mapping is a quarter slower than of bytes: measured on a million
     memories' shelf, BENCHMARKS.md). The tail of a shelf that grew is always searched where it
     is mapped: reading the whole shelf for it cost a cold write 0.2 s at a million memories."""
-    with open(path, "rb") as handle:
-        if not os.fstat(handle.fileno()).st_size:
-            return b""
-        if searches > 3 and not start:
-            return handle.read()
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if not os.fstat(handle.fileno()).st_size:
+        return b""
+    if searches > 3 and not start:
+        return handle.read()
+    return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 @contextmanager
@@ -137,7 +141,8 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     now = now or clock.now()
     stamp = {} if full else _read_stamp(memdir)
     known = stamp.get("shelves", {}) if isinstance(stamp.get("shelves"), dict) else {}
-    git_moved = stamp.get("git") != _git_index(memdir.root)
+    git = _git_index(memdir.root)  # before any shelf is read: a pull landing later moves it
+    git_moved = stamp.get("git") != git
     forgotten = (
         set(stamp.get("forgotten", [])) if isinstance(stamp.get("forgotten"), list) else set()
     )
@@ -145,12 +150,19 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     scanned: dict[Path, tuple[int, Blob]] = {}  # a changed shelf: where its scan began, its bytes
     fresh: set[str] = set()  # forgotten ids first seen now: every shelf is checked for them
     compacted: set[str] = set()
+    searched: dict[str, list[Any]] = {}  # what the stamp says of a shelf: the bytes searched
     try:
         for path in shelves:
-            start = _unchanged_up_to(path, known.get(path.name), git_moved)
-            if start is None:
-                continue
-            scanned[path] = (start, _contents(path, 2 + len(forgotten), start))
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                before: Any = known.get(path.name)
+                start = _unchanged_up_to(handle, info, before, git_moved)
+                if start is None:
+                    searched[path.name] = before
+                    continue
+                mark = shelf.prefix_fingerprint(handle, info.st_size)
+                searched[path.name] = [info.st_ino, info.st_size, mark]
+                scanned[path] = (start, _mapped(handle, 2 + len(forgotten), start))
             fresh |= _forgotten_in(scanned[path][1], start) - forgotten
         forgotten |= fresh
         for path in shelves:
@@ -165,6 +177,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
                 shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
                 compact(memdir, path, due, now)
                 compacted.update(due)
+                searched.pop(path.name, None)  # rewritten: the stamp reads it as it is now
     finally:
         for _, blob in scanned.values():
             if isinstance(blob, mmap.mmap):
@@ -179,7 +192,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         )
     if fresh or compacted:
         _drop_documents(memdir)
-    _write_stamp(memdir, shelves, forgotten, stamp)
+    _write_stamp(memdir, shelves, forgotten, stamp, (git, searched))
     return sorted(compacted)
 
 
@@ -266,12 +279,12 @@ def _git_index(root: Path) -> list[int] | None:
     return None
 
 
-def _unchanged_up_to(path: Path, before: Any, git_moved: bool) -> int | None:
+def _unchanged_up_to(handle: Any, info: os.stat_result, before: Any, git_moved: bool) -> int | None:
     """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint):
     None when nothing changed (the same inode and size, git's index as it was), the old size
     when it only grew (its old bytes still match the fingerprint: in place, or written anew by
-    git with the same bytes first), 0 when it must be read whole."""
-    info = path.stat()
+    git with the same bytes first), 0 when it must be read whole. `handle` and `info`: the
+    open shelf and its fstat."""
     if not isinstance(before, list) or len(before) != 3:
         return 0
     inode, size, mark = before
@@ -281,9 +294,7 @@ def _unchanged_up_to(path: Path, before: Any, git_moved: bool) -> int | None:
         return None
     # grown, another file or git's: only the bytes themselves tell (`cp` and the shell's `>`
     # write an older, longer copy into the same inode)
-    with open(path, "rb") as handle:
-        same = shelf.prefix_fingerprint(handle, size) == mark
-    return size if same else 0
+    return size if shelf.prefix_fingerprint(handle, size) == mark else 0
 
 
 def _drop_documents(memdir: Memdir) -> None:
@@ -294,12 +305,23 @@ def _drop_documents(memdir: Memdir) -> None:
 
 
 def _write_stamp(
-    memdir: Memdir, shelves: list[Path], forgotten: set[str], before: dict[str, Any]
+    memdir: Memdir,
+    shelves: list[Path],
+    forgotten: set[str],
+    before: dict[str, Any],
+    searched: tuple[list[int] | None, dict[str, list[Any]]] | None = None,
 ) -> None:
+    """Write the stamp: git's index and each shelf's inode, size and fingerprint. `searched`:
+    git's index as `reapply` found it before reading any shelf, and the shelves as it searched
+    them; a shelf git wrote after they were searched is then checked again by the next one (the
+    stamp never vouches for bytes nobody searched). The others are stamped as they are now."""
     sizes: dict[str, list[Any]] = {}
-    git = _git_index(memdir.root)
+    git, seen = searched if searched is not None else (_git_index(memdir.root), {})
     kept = before.get("shelves") if before.get("git") == git else None
     for path in shelves:
+        if path.name in seen:
+            sizes[path.name] = seen[path.name]
+            continue
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             was = kept.get(path.name) if isinstance(kept, dict) else None

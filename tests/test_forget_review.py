@@ -179,3 +179,42 @@ def test_a_shelf_restored_in_place_from_before_the_forget(tmp_path: Path, how: s
 
     lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)  # the next write
     assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
+
+
+def test_a_pull_that_lands_while_a_command_re_applies_the_tombstones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git takes no memdir lock: a plain `git pull` in a terminal can write the shelves and its
+    index while a memdir command (the MCP server answering, a write) is between its scan of the
+    shelves and its stamp. The stamp must then not vouch for lines nobody searched: the next
+    command removes the text the pull brought back."""
+    root = new_memdir_repo(tmp_path / "r")
+    md = Memdir.open(root)
+    _filler(md, "head", 3)
+    secret = lifecycle.teach(md, SECRET, T0_DT).id
+    line = _line_of(md, secret)
+    lifecycle.forget(md, secret, FORGET_AT)
+    _commit(root, "forget")
+    tombstones.catch_up(md)
+    assert not tombstones.pending(md)
+
+    write_stamp = tombstones._write_stamp
+    pulled: list[bool] = []
+
+    def a_pull_lands(*args: Any) -> None:
+        if not pulled:  # what a merge leaves: the shelf written anew, then git's index
+            pulled.append(True)
+            written = root / "written-by-git.tmp"
+            written.write_bytes(md.memory_shelf.read_bytes() + line)
+            os.replace(written, md.memory_shelf)
+            (root / "pulled.txt").write_text("pulled\n")
+            git(root, "add", "pulled.txt")
+        write_stamp(*args)
+
+    monkeypatch.setattr(tombstones, "_write_stamp", a_pull_lands)
+    lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)  # the write in progress
+    assert pulled and SECRET_WORDS.encode() in md.memory_shelf.read_bytes()
+    monkeypatch.setattr(tombstones, "_write_stamp", write_stamp)
+
+    tombstones.catch_up(md)  # the next command
+    assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
