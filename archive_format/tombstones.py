@@ -6,15 +6,16 @@ forgotten; `reapply` removes the text again. It runs whenever a writer takes the
 (`writing`, which every write goes through; the lock itself, `Memdir.lock`, is only a lock),
 in `memdir sync`, and before every other command too (`catch_up`: reads
 included, so a plain `git pull` never leaves forgotten text on show), and stays cheap: a stamp
-in the cache remembers each shelf's inode, size and the fingerprint of its bytes
-(`shelf.prefix_fingerprint`), so a shelf that only grew is scanned from where the last check
-ended, and an unchanged one not at all. After git touched its index (a merge, a checkout, a
-pull) inodes prove nothing (a file git writes anew may get the number of the one it replaced):
-a shelf is then trusted only as far as its bytes still match the fingerprint, as when git
-wrote it anew with its old bytes first and the pulled lines after them; any other shelf, and
-any rewritten one, is read whole. The forgotten ids a scan finds for the first time are
-searched for in every shelf whole. The fingerprint misses a change of the same length between
-its windows; `memdir sync` (the post-merge hook's too) re-applies with `full`, every shelf whole.
+in the cache remembers each shelf's inode, size, the fingerprint of its bytes
+(`shelf.prefix_fingerprint`) and their CRC-32, so a shelf that only grew is scanned from where
+the last check ended, and an unchanged one not at all. Grown in place, a shelf's old bytes are
+trusted when the fingerprint still matches; written anew (after git touched its index — a merge,
+a checkout, a pull — inodes prove nothing: a file git writes anew may get the number of the one
+it replaced), only when every old byte still has the same CRC-32, as when git wrote it with its
+old bytes first and the pulled lines after them (one pass over the old bytes, as cheap as one
+search of them, however many ids were forgotten). Any other shelf, and any rewritten one, is
+read whole, and the ids forgotten for the first time are searched for in every shelf whole.
+`memdir sync` (the post-merge hook's too) re-applies with `full`: every shelf whole, exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 import mmap
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -160,9 +162,9 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
                 if start is None:
                     searched[path.name] = before
                     continue
-                mark = shelf.prefix_fingerprint(handle, info.st_size)
-                searched[path.name] = [info.st_ino, info.st_size, mark]
-                scanned[path] = (start, _mapped(handle, 2 + len(forgotten), start))
+                blob = _mapped(handle, 2 + len(forgotten), start)
+                scanned[path] = (start, blob)
+                searched[path.name] = _entry(handle, info, blob, before if start else None)
             fresh |= _forgotten_in(scanned[path][1], start) - forgotten
         forgotten |= fresh
         for path in shelves:
@@ -280,21 +282,54 @@ def _git_index(root: Path) -> list[int] | None:
 
 
 def _unchanged_up_to(handle: Any, info: os.stat_result, before: Any, git_moved: bool) -> int | None:
-    """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint):
-    None when nothing changed (the same inode and size, git's index as it was), the old size
-    when it only grew (its old bytes still match the fingerprint: in place, or written anew by
-    git with the same bytes first), 0 when it must be read whole. `handle` and `info`: the
-    open shelf and its fstat."""
-    if not isinstance(before, list) or len(before) != 3:
-        return 0
-    inode, size, mark = before
+    """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint,
+    CRC-32 of every byte): None when nothing changed (the same inode and size, git's index as
+    it was), the old size when it only grew, 0 when it must be read whole. Grown in place (the
+    same inode, git's index as it was: memdir's own appends), the fingerprint must still match
+    (`cp` and the shell's `>` write an older, longer copy into the same inode); written anew by
+    git or another program, every old byte must (a pass over them, as cheap as one search: a
+    merge can change a line in the middle and keep the length). `handle` and `info`: the open
+    shelf and its fstat."""
+    if not isinstance(before, list) or len(before) != 4:
+        return 0  # none, or an older version's stamp
+    inode, size, mark, crc = before
     if not isinstance(size, int) or size > info.st_size:
         return 0
     if not git_moved and inode == info.st_ino and size == info.st_size:
         return None
-    # grown, another file or git's: only the bytes themselves tell (`cp` and the shell's `>`
-    # write an older, longer copy into the same inode)
-    return size if shelf.prefix_fingerprint(handle, size) == mark else 0
+    if shelf.prefix_fingerprint(handle, size) != mark:
+        return 0
+    if not git_moved and inode == info.st_ino:
+        return size
+    return size if _crc(handle, size) == crc else 0
+
+
+def _crc(handle: Any, size: int) -> int:
+    """CRC-32 of an open file's first `size` bytes, read in slices (0.23 s for 400 MB)."""
+    crc, offset = 0, 0
+    while offset < size:
+        chunk = os.pread(handle.fileno(), min(1 << 24, size - offset), offset)
+        if not chunk:
+            break
+        crc = zlib.crc32(chunk, crc)
+        offset += len(chunk)
+    return crc
+
+
+def _entry(handle: Any, info: os.stat_result, blob: Blob, before: list[Any] | None) -> list[Any]:
+    """A shelf's stamp entry for the bytes searched (`blob`, of the open shelf `handle` with its
+    fstat `info`): inode, size, fingerprint and CRC-32 — carried on from `before` over the bytes
+    it did not cover when the shelf only grew, else over all of them."""
+    size = info.st_size
+    if before is not None:
+        start, crc = before[1], before[3]
+    else:
+        start, crc = 0, 0
+    if len(blob) >= size:
+        crc = zlib.crc32(memoryview(blob)[start:size], crc)
+    else:  # the mapping is shorter than the fstat said (truncated since): read what is there
+        crc = zlib.crc32(os.pread(handle.fileno(), size - start, start), crc)
+    return [info.st_ino, size, shelf.prefix_fingerprint(handle, size), crc]
 
 
 def _drop_documents(memdir: Memdir) -> None:
@@ -325,11 +360,12 @@ def _write_stamp(
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             was = kept.get(path.name) if isinstance(kept, dict) else None
-            if isinstance(was, list) and len(was) == 3 and was[:2] == [info.st_ino, info.st_size]:
+            if isinstance(was, list) and len(was) == 4 and was[:2] == [info.st_ino, info.st_size]:
                 sizes[path.name] = was  # unchanged: its fingerprint stands (not an older stamp's)
             else:
+                crc = _crc(handle, info.st_size)
                 mark = shelf.prefix_fingerprint(handle, info.st_size)
-                sizes[path.name] = [info.st_ino, info.st_size, mark]
+                sizes[path.name] = [info.st_ino, info.st_size, mark, crc]
     data = {"shelves": sizes, "git": git, "forgotten": sorted(forgotten)}
     if data == before:
         return  # nothing moved: no write on the way to every append

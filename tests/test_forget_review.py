@@ -90,21 +90,16 @@ def _restored_at_the_same_length(tmp_path: Path) -> Memdir:
     return md
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the first write after git wrote a shelf trusts its old bytes by their length and the "
-    "64 KiB at either end (7c6851d): a change of the same length between them is not seen there; "
-    "`memdir sync` (and the post-merge hook's `sync --local`) checks every shelf whole",
-)
 def test_the_next_write_after_git_restored_the_line_at_the_same_length(tmp_path: Path) -> None:
+    """The fingerprint's windows match; the CRC-32 of every old byte does not."""
     md = _restored_at_the_same_length(tmp_path)
     lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)  # the next write
     assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
 
 
 def test_sync_after_git_restored_the_line_at_the_same_length_removes_it(tmp_path: Path) -> None:
-    """`memdir sync` re-applies the tombstones over every shelf whole, whatever the stamp says:
-    the same-length restore the write path's fingerprint misses is removed there."""
+    """`memdir sync` re-applies the tombstones over every shelf whole, whatever the stamp says
+    (exact, where the write path's check is a checksum): the same-length restore goes there too."""
     md = _restored_at_the_same_length(tmp_path)
     os.environ["MEMDIR_NOW"] = format_time(FORGET_AT)
     try:
