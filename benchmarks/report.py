@@ -143,7 +143,8 @@ SECTIONS = (
             "kept; 2026-12-06, branch `s16-pgm`)"),
     Section("pull", "python -m benchmarks.bench_pull", "After a git pull", "The first write "
             "and the index update after a pull.", "memdir",
-            "After a git pull (`benchmarks/bench_pull.py`, issue 33 item 4)"),
+            "The first write after a pull, with the tombstones' stamp following git (2026-12-06, "
+            "a9c893e → 7c6851d)"),
     Section("relink", "python -m benchmarks.bench_relink", "Relink", "Links one sleep "
             "writes per 1,000 memories on two synthetic archives.", "archive",
             "Second part: supersede, reactivation, relink by measurement (branch `living2`)"),

@@ -58,6 +58,15 @@ MemoryId = Annotated[
 ]
 Text = Annotated[str, Field(min_length=1, max_length=20000)]
 Quote = Annotated[str, Field(min_length=1, max_length=5000)]  # the user's words, verbatim
+ConfirmingQuote = Annotated[
+    Quote, Field(description="The user's words confirming it, quoted exactly.")
+]
+ForgettingQuote = Annotated[
+    Quote, Field(description="The user's request to forget it, quoted exactly.")
+]
+RejectingQuote = Annotated[
+    str | None, Field(description="The user's words, quoted, when rejecting anything durable.")
+]
 TypeLabel = Annotated[str | None, Field(description="TYPE or TYPE:subtype, e.g. FACT:preference.")]
 Key = Annotated[
     str | None,
@@ -68,6 +77,16 @@ Temporal = Literal["ephemeral", "persistent", "milestone"]
 Store = Literal["episodic", "semantic", "procedural"]
 Visibility = Literal["normal", "private", "sealed"]
 Session = Annotated[str | None, Field(description="Conversation session id.")]
+Mood = Annotated[
+    str | None,
+    Field(max_length=20, description="Only songs carrying this mood (a Plutchik emotion)."),
+]
+Feeling = Annotated[
+    str | None,
+    Field(
+        max_length=2000, description="Rank the songs by how they resonate with this text's affect."
+    ),
+]
 Fields = Annotated[dict[str, str], Field(description="Fields to set: name → value (strings).")]
 Remove = Annotated[list[str], Field(description="Names of fields to remove.")]
 
@@ -173,9 +192,7 @@ class MemdirTools:
     def confirm(
         self,
         memory_id: MemoryId,
-        quote: Annotated[
-            Quote, Field(description="The user's words confirming it, quoted exactly.")
-        ],
+        quote: ConfirmingQuote,
     ) -> dict[str, Any]:
         """Confirm an inference on the user's word. `quote` must come from a user turn recorded
         by a trusted path after the inference was made; it is kept as the evidence. Without
@@ -188,10 +205,7 @@ class MemdirTools:
         reason: Annotated[
             str, Field(min_length=1, max_length=2000, description="Why it is wrong.")
         ],
-        quote: Annotated[
-            str | None,
-            Field(description="The user's words, quoted, when rejecting anything durable."),
-        ] = None,
+        quote: RejectingQuote = None,
     ) -> dict[str, Any]:
         """Mark a memory wrong (kept for audit, never recalled). You may withdraw your own
         unconfirmed inference; anything durable needs the user's words in `quote`."""
@@ -200,9 +214,7 @@ class MemdirTools:
     def forget(
         self,
         memory_id: MemoryId,
-        quote: Annotated[
-            Quote, Field(description="The user's request to forget it, quoted exactly.")
-        ],
+        quote: ForgettingQuote,
     ) -> dict[str, Any]:
         """Erase a memory's text for good (privacy), leaving a tombstone. Needs the user's
         request quoted from a recent trusted user turn (24 h by default)."""
@@ -470,17 +482,8 @@ class MemdirTools:
 
     def song_list(
         self,
-        mood: Annotated[
-            str | None,
-            Field(max_length=20, description="Only songs carrying this mood (a Plutchik emotion)."),
-        ] = None,
-        feeling: Annotated[
-            str | None,
-            Field(
-                max_length=2000,
-                description="Rank the songs by how they resonate with this text's affect.",
-            ),
-        ] = None,
+        mood: Mood = None,
+        feeling: Feeling = None,
     ) -> dict[str, Any]:
         """The user's songs (title, artist, moods, the memories they are tied to), by mood or
         by how they feel against a text: e.g. a song for how the user feels right now."""

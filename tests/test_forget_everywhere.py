@@ -485,3 +485,97 @@ def test_compaction_rewrites_exactly_the_lines_the_rule_names(
     assert memdir.memory_shelf.read_bytes() == expected
     assert written == (expected != b"".join(lines) + tail)
     assert written == (memdir.memory_shelf.stat().st_ino != before)
+
+
+# --- after git wrote the shelves: what the re-application reads -------------------------------
+
+
+def _memory_line(memdir: Memdir, memory_id: str) -> bytes:
+    [line] = [raw for raw in memdir.memory_shelf.read_bytes().splitlines(keepends=True)
+              if memory_id.encode() in raw and b'"kind":"memory"' in raw]  # fmt: skip
+    return line
+
+
+def _git_wrote(memdir: Memdir, shelf_bytes: bytes, run: int) -> None:
+    """What a merge or pull leaves: the memory shelf written anew (another file) with these
+    bytes, and git's index written again."""
+    written = memdir.root / "written-by-git.tmp"
+    written.write_bytes(shelf_bytes)
+    os.replace(written, memdir.memory_shelf)
+    (memdir.root / "pulled.txt").write_text(f"pull {run}\n")
+    subprocess.run(["git", "-C", str(memdir.root), "add", "pulled.txt"], check=True)
+
+
+def _searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Each search of a shelf for a forgotten id: the id, and where in the shelf it began."""
+    from memdir.archive_format import tombstones
+
+    seen: list[tuple[str, int]] = []
+    search = tombstones._needs_compaction
+
+    def watched(blob: Any, memory_id: str, begin: int = 0) -> bool:
+        seen.append((memory_id, begin))
+        return search(blob, memory_id, begin)
+
+    monkeypatch.setattr(tombstones, "_needs_compaction", watched)
+    return seen
+
+
+def test_after_a_pull_that_kept_the_old_bytes_first_only_the_pulled_lines_are_searched(
+    md: Memdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forget long ago costs a pull nothing at a million memories: when git wrote a shelf anew
+    with the old bytes first (docs/FORMAT.md, "Forget after a merge"), the ids forgotten before
+    are searched for in the pulled lines only — and found there when a clone that still had the
+    memory's line brings it back."""
+    from memdir.archive_format.tombstones import reapply
+
+    subprocess.run(["git", "init", "-q", str(md.root)], check=True)
+    forgotten = lifecycle.teach(md, TEXT, T0_DT).id
+    line = _memory_line(md, forgotten)
+    for text in OTHERS:
+        lifecycle.teach(md, text, T0_DT)
+    lifecycle.forget(md, forgotten, T0_DT + timedelta(hours=1))
+    reapply(md)
+    before = md.memory_shelf.read_bytes()
+    pulled = encode_memory_line("pulled from the other clone")
+    seen = _searches(monkeypatch)
+    _git_wrote(md, before + pulled, 1)
+    assert reapply(md) == []
+    assert (forgotten, len(before)) in seen and (forgotten, 0) not in seen
+    assert md.memory_shelf.read_bytes() == before + pulled, "nothing to compact: not rewritten"
+
+    seen.clear()
+    grown = md.memory_shelf.read_bytes()
+    _git_wrote(md, grown + line, 2)  # the other clone still had the memory's line
+    assert reapply(md) == [forgotten]
+    assert (forgotten, len(grown)) in seen and (forgotten, 0) not in seen
+    assert SECRET_WORDS not in md.memory_shelf.read_text()
+
+
+@pytest.mark.parametrize("where", ["first line", "middle", "before the old end"])
+def test_a_shelf_git_changed_before_its_old_end_is_searched_whole(md: Memdir, where: str) -> None:
+    """When git's shelf does not begin with the bytes the re-application last saw (a union
+    merge placed the other side's lines among ours), the whole shelf is searched again."""
+    from memdir.archive_format.tombstones import reapply
+
+    subprocess.run(["git", "init", "-q", str(md.root)], check=True)
+    forgotten = lifecycle.teach(md, TEXT, T0_DT).id
+    line = _memory_line(md, forgotten)
+    for number in range(40):
+        lifecycle.teach(md, f"{OTHERS[number % 2]}, note {number}", T0_DT)
+    lifecycle.forget(md, forgotten, T0_DT + timedelta(hours=1))
+    reapply(md)
+    lines = md.memory_shelf.read_bytes().splitlines(keepends=True)
+    at = {"first line": 0, "middle": len(lines) // 2, "before the old end": len(lines) - 1}
+    lines.insert(at[where], line)
+    _git_wrote(md, b"".join(lines) + encode_memory_line("pulled"), 1)
+    assert reapply(md) == [forgotten]
+    assert SECRET_WORDS not in md.memory_shelf.read_text()
+
+
+def encode_memory_line(text: str) -> bytes:
+    from memdir.archive_format.records import encode_line, new_memory
+
+    memory = new_memory(created=T0, text=text, source="teaching", author="user", store="semantic")
+    return encode_line(memory.to_line())

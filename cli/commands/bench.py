@@ -49,6 +49,26 @@ ShapeOpt = Annotated[
     list[str] | None, typer.Option("--shape", metavar="NAME=VALUE[,…]", help=SHAPE_HELP)
 ]
 
+# `bench locomo`'s own: where each sample's index lives, and what its memdir.yaml says
+PostgresOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--postgres",
+        metavar="DSN",
+        help="Build each sample's index on this PostgreSQL server (index.backend: postgres).",
+    ),
+]
+SettingsFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings",
+        exists=True,
+        dir_okay=False,
+        help="A YAML file of memdir.yaml settings for each sample's memdir (e.g. a stage"
+        " switched off).",
+    ),
+]
+
 bench_app = typer.Typer(help="Benchmarks run through memdir's own pipeline.", no_args_is_help=True)
 
 
@@ -61,25 +81,9 @@ def locomo(
         bool, typer.Option("--decay", help="Let decay lower old memories (off: no rehearsals).")
     ] = False,
     per_question: PerQuestionOpt = None,
-    postgres: Annotated[
-        str | None,
-        typer.Option(
-            "--postgres",
-            metavar="DSN",
-            help="Build each sample's index on this PostgreSQL server (index.backend: postgres).",
-        ),
-    ] = None,
+    postgres: PostgresOpt = None,
     weight: WeightOpt = None,
-    settings_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--settings",
-            exists=True,
-            dir_okay=False,
-            help="A YAML file of memdir.yaml settings for each sample's memdir (e.g. a stage"
-            " switched off).",
-        ),
-    ] = None,
+    settings_file: SettingsFileOpt = None,
     sleep: Annotated[
         bool, typer.Option("--sleep", help="Run one sleep (relink) on each sample first.")
     ] = False,

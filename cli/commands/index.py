@@ -162,66 +162,69 @@ def _hits(at: Invocation, asked: Similar, surface: str, field: str = "text") -> 
 SERVED = {"search": Served(Search, answer_search), "similar": Served(Similar, answer_similar)}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def index(
-        ctx: typer.Context,
-        rebuild: Annotated[
-            bool, typer.Option("--rebuild", help="Start over from the shelves.")
-        ] = False,
-        status: Annotated[
-            bool, typer.Option("--status", help="Show the state of the indexes.")
-        ] = False,
-        compact: Annotated[
-            bool,
-            typer.Option(
-                "--compact",
-                help="Also write the full text again, so replaced documents no longer count in"
-                " its BM25 statistics (as `memdir sync` does).",
-            ),
-        ] = False,
-        json_: context.JsonOpt = False,
-    ) -> None:
-        """Bring the full-text and vector indexes up to date (incrementally when possible).
+RebuildOpt = Annotated[bool, typer.Option("--rebuild", help="Start over from the shelves.")]
+StatusOpt = Annotated[bool, typer.Option("--status", help="Show the state of the indexes.")]
+CompactOpt = Annotated[
+    bool,
+    typer.Option(
+        "--compact",
+        help="Also write the full text again, so replaced documents no longer count in its BM25"
+        " statistics (as `memdir sync` does).",
+    ),
+]
 
-        Example: memdir index --status
-        """
-        from memdir.archive_format.memdir import move_stray_cache
-        from memdir.indexers.index import MemoryIndex
 
-        memdir = context.open_memdir(ctx)
-        if rebuild:
-            moved = move_stray_cache(memdir, context.now(ctx))
-            if moved is not None:
-                note(f"{memdir.cache_dir.name} was a file, not the cache directory: moved it to "
-                     f"{moved.relative_to(memdir.root)}")  # fmt: skip
-        memory_index = MemoryIndex(memdir)
-        if status:
-            from memdir.indexers.storage import describe_backend
+def index(
+    ctx: typer.Context,
+    rebuild: RebuildOpt = False,
+    status: StatusOpt = False,
+    compact: CompactOpt = False,
+    json_: context.JsonOpt = False,
+) -> None:
+    """Bring the full-text and vector indexes up to date (incrementally when possible).
 
-            data = {"backend": describe_backend(memdir), **memory_index.status()}
-            if json_:
-                emit_json(data)
-                return
-            vectors = data["vector_base"]
-            data["vector_base"] = f"{vectors['kind']}, {vectors['size']} vectors"
-            if data.get("embedder_warning") is None:
-                data.pop("embedder_warning", None)
-            print_fields(data)
-            return
-        with progress_bar() as advance:
-            report = memory_index.update(advance, rebuild=rebuild)
-        if compact:
-            report.compacted = memory_index.compact_fulltext() or report.compacted
+    Example: memdir index --status
+    """
+    from memdir.archive_format.memdir import move_stray_cache
+    from memdir.indexers.index import MemoryIndex
+
+    memdir = context.open_memdir(ctx)
+    if rebuild:
+        moved = move_stray_cache(memdir, context.now(ctx))
+        if moved is not None:
+            note(f"{memdir.cache_dir.name} was a file, not the cache directory: moved it to "
+                 f"{moved.relative_to(memdir.root)}")  # fmt: skip
+    memory_index = MemoryIndex(memdir)
+    if status:
+        from memdir.indexers.storage import describe_backend
+
+        data = {"backend": describe_backend(memdir), **memory_index.status()}
         if json_:
-            emit_json(report.__dict__)
+            emit_json(data)
             return
-        what = f"rebuilt ({report.reason})" if report.rebuilt else "updated"
-        note(
-            f"index {what}: {counted(report.memories, 'memory')}, "
-            f"{counted(report.events, 'event')}, {report.embedded} embedded"
-            + (", full text compacted" if report.compacted else "")
-        )
+        vectors = data["vector_base"]
+        data["vector_base"] = f"{vectors['kind']}, {vectors['size']} vectors"
+        if data.get("embedder_warning") is None:
+            data.pop("embedder_warning", None)
+        print_fields(data)
+        return
+    with progress_bar() as advance:
+        report = memory_index.update(advance, rebuild=rebuild)
+    if compact:
+        report.compacted = memory_index.compact_fulltext() or report.compacted
+    if json_:
+        emit_json(report.__dict__)
+        return
+    what = f"rebuilt ({report.reason})" if report.rebuilt else "updated"
+    note(
+        f"index {what}: {counted(report.memories, 'memory')}, "
+        f"{counted(report.events, 'event')}, {report.embedded} embedded"
+        + (", full text compacted" if report.compacted else "")
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(index)
 
     @app.command()
     @group("asked", Search)
