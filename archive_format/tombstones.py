@@ -305,15 +305,15 @@ def _unchanged_up_to(handle: Any, info: os.stat_result, before: Any, git_moved: 
 
 
 def _crc(handle: Any, size: int) -> int:
-    """CRC-32 of an open file's first `size` bytes, read in slices (0.23 s for 400 MB)."""
-    crc, offset = 0, 0
-    while offset < size:
-        chunk = os.pread(handle.fileno(), min(1 << 24, size - offset), offset)
-        if not chunk:
-            break
-        crc = zlib.crc32(chunk, crc)
-        offset += len(chunk)
-    return crc
+    """CRC-32 of an open file's first `size` bytes, where they are mapped (0.2 s for the 377 MB
+    of a million memories; read in slices, 0.27–0.35 s); -1 when the file is shorter."""
+    if not size:
+        return 0
+    if os.fstat(handle.fileno()).st_size < size:
+        return -1
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+        with memoryview(mapped) as view:
+            return zlib.crc32(view)
 
 
 def _entry(handle: Any, info: os.stat_result, blob: Blob, before: list[Any] | None) -> list[Any]:
