@@ -72,16 +72,20 @@ def number(minimum: float | None = None, maximum: float | None = None) -> Conver
     return convert
 
 
-def whole(minimum: int = 0) -> Converter:
-    """A whole number ≥ minimum."""
-    wanted = f"a whole number ≥ {minimum}"
+def whole(minimum: int = 0, maximum: int | None = None) -> Converter:
+    """A whole number ≥ minimum (and ≤ maximum, when given)."""
+    wanted = (
+        f"a whole number ≥ {minimum}"
+        if maximum is None
+        else f"a whole number from {minimum} to {maximum}"
+    )
 
     def convert(value: Any) -> int:
         try:
             result = _number(value)
         except _Invalid:
             raise _Invalid(wanted) from None
-        if result != int(result) or result < minimum:
+        if result != int(result) or result < minimum or (maximum is not None and result > maximum):
             raise _Invalid(wanted)
         return int(result)
 
@@ -419,6 +423,10 @@ def _names_a_password(dsn: str) -> bool:
     return re.search(r"(^|\s)password\s*=", dsn) is not None
 
 
+# PostgreSQL's ceiling for maintenance_work_mem (2^31 − 1 kB), in MB
+MAX_MAINTENANCE_MB = (2**31 - 1) // 1024
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     backend: str = setting(
@@ -428,6 +436,13 @@ class IndexSettings:
     dsn: str | None = setting(
         None, "`postgres`: the libpq connection string, never with a password (that comes "
         "from $PGPASSWORD or ~/.pgpass); null: libpq's $PGHOST, $PGDATABASE, …", dsn,
+    )  # fmt: skip
+    build_megabytes: int = setting(
+        1024, "`postgres`: the most memory an HNSW build asks of the server (MB, "
+        "`maintenance_work_mem` for its own transaction); it asks what the graph needs, at least "
+        "256 MB, up to this. A larger graph is built partly on disk, far more slowly: 1024 held "
+        "about 510,000 vectors of 384 floats, a million asked for 2,652 (docs/SCALE.md)",
+        whole(1, MAX_MAINTENANCE_MB),
     )  # fmt: skip
 
 
@@ -506,7 +521,9 @@ class Settings:
 # Settings that run a program or say where this machine's data goes: a clone must not choose
 # them (a remote's memdir.yaml arrives by `sync`), so they are read from the per-machine file
 # only (LOCAL_NAME, git-ignored) and ignored, with a warning, in memdir.yaml (docs/FORMAT.md).
-LOCAL_ONLY = ("dream.summariser", "distill.command", "index.backend", "index.dsn")
+LOCAL_ONLY = (
+    "dream.summariser", "distill.command", "index.backend", "index.dsn", "index.build_megabytes"
+)  # fmt: skip
 LOCAL_NAME = "memdir.local.yaml"
 
 

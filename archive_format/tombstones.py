@@ -6,15 +6,16 @@ forgotten; `reapply` removes the text again. It runs whenever a writer takes the
 (`writing`, which every write goes through; the lock itself, `Memdir.lock`, is only a lock),
 in `memdir sync`, and before every other command too (`catch_up`: reads
 included, so a plain `git pull` never leaves forgotten text on show), and stays cheap: a stamp
-in the cache remembers each shelf's inode, size and the fingerprint of its bytes
-(`shelf.prefix_fingerprint`), so a shelf that only grew is scanned from where the last check
-ended, and an unchanged one not at all. After git touched its index (a merge, a checkout, a
-pull) inodes prove nothing (a file git writes anew may get the number of the one it replaced):
-a shelf is then trusted only as far as its bytes still match the fingerprint, as when git
-wrote it anew with its old bytes first and the pulled lines after them; any other shelf, and
-any rewritten one, is read whole. The forgotten ids a scan finds for the first time are
-searched for in every shelf whole. The fingerprint misses a change of the same length between
-its windows; `memdir sync` (the post-merge hook's too) re-applies with `full`, every shelf whole.
+in the cache remembers each shelf's inode, size, the fingerprint of its bytes
+(`shelf.prefix_fingerprint`) and their CRC-32, so a shelf that only grew is scanned from where
+the last check ended, and an unchanged one not at all. Grown in place, a shelf's old bytes are
+trusted when the fingerprint still matches; written anew (after git touched its index — a merge,
+a checkout, a pull — inodes prove nothing: a file git writes anew may get the number of the one
+it replaced), only when every old byte still has the same CRC-32, as when git wrote it with its
+old bytes first and the pulled lines after them (one pass over the old bytes, as cheap as one
+search of them, however many ids were forgotten). Any other shelf, and any rewritten one, is
+read whole, and the ids forgotten for the first time are searched for in every shelf whole.
+`memdir sync` (the post-merge hook's too) re-applies with `full`: every shelf whole, exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 import mmap
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -107,17 +109,21 @@ def _needs_compaction(blob: Blob, memory_id: str, begin: int = 0) -> bool:
 
 
 def _contents(path: Path, searches: int, start: int = 0) -> Blob:
+    with open(path, "rb") as handle:
+        return _mapped(handle, searches, start)
+
+
+def _mapped(handle: Any, searches: int, start: int = 0) -> Blob:
     """The file's bytes for `searches` searches from `start` on: mapped read-only for a few (no
     copy of a shelf of hundreds of MB), read for more of the whole file, where the copy pays for
     itself (a search of a mapping is a quarter slower than of bytes: measured on a million
     memories' shelf, BENCHMARKS.md). The tail of a shelf that grew is always searched where it
     is mapped: reading the whole shelf for it cost a cold write 0.2 s at a million memories."""
-    with open(path, "rb") as handle:
-        if not os.fstat(handle.fileno()).st_size:
-            return b""
-        if searches > 3 and not start:
-            return handle.read()
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if not os.fstat(handle.fileno()).st_size:
+        return b""
+    if searches > 3 and not start:
+        return handle.read()
+    return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 @contextmanager
@@ -137,7 +143,8 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     now = now or clock.now()
     stamp = {} if full else _read_stamp(memdir)
     known = stamp.get("shelves", {}) if isinstance(stamp.get("shelves"), dict) else {}
-    git_moved = stamp.get("git") != _git_index(memdir.root)
+    git = _git_index(memdir.root)  # before any shelf is read: a pull landing later moves it
+    git_moved = stamp.get("git") != git
     forgotten = (
         set(stamp.get("forgotten", [])) if isinstance(stamp.get("forgotten"), list) else set()
     )
@@ -145,12 +152,19 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
     scanned: dict[Path, tuple[int, Blob]] = {}  # a changed shelf: where its scan began, its bytes
     fresh: set[str] = set()  # forgotten ids first seen now: every shelf is checked for them
     compacted: set[str] = set()
+    searched: dict[str, list[Any]] = {}  # what the stamp says of a shelf: the bytes searched
     try:
         for path in shelves:
-            start = _unchanged_up_to(path, known.get(path.name), git_moved)
-            if start is None:
-                continue
-            scanned[path] = (start, _contents(path, 2 + len(forgotten), start))
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                before: Any = known.get(path.name)
+                start = _unchanged_up_to(handle, info, before, git_moved)
+                if start is None:
+                    searched[path.name] = before
+                    continue
+                blob = _mapped(handle, 2 + len(forgotten), start)
+                scanned[path] = (start, blob)
+                searched[path.name] = _entry(handle, info, blob, before if start else None)
             fresh |= _forgotten_in(scanned[path][1], start) - forgotten
         forgotten |= fresh
         for path in shelves:
@@ -165,6 +179,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
                 shelf.quarantine_torn_tail(path, memdir.quarantine_dir)
                 compact(memdir, path, due, now)
                 compacted.update(due)
+                searched.pop(path.name, None)  # rewritten: the stamp reads it as it is now
     finally:
         for _, blob in scanned.values():
             if isinstance(blob, mmap.mmap):
@@ -179,7 +194,7 @@ def reapply(memdir: Memdir, now: datetime | None = None, full: bool = False) -> 
         )
     if fresh or compacted:
         _drop_documents(memdir)
-    _write_stamp(memdir, shelves, forgotten, stamp)
+    _write_stamp(memdir, shelves, forgotten, stamp, (git, searched))
     return sorted(compacted)
 
 
@@ -266,24 +281,55 @@ def _git_index(root: Path) -> list[int] | None:
     return None
 
 
-def _unchanged_up_to(path: Path, before: Any, git_moved: bool) -> int | None:
-    """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint):
-    None when nothing changed (the same inode and size, git's index as it was), the old size
-    when it only grew (its old bytes still match the fingerprint: in place, or written anew by
-    git with the same bytes first), 0 when it must be read whole."""
-    info = path.stat()
-    if not isinstance(before, list) or len(before) != 3:
-        return 0
-    inode, size, mark = before
+def _unchanged_up_to(handle: Any, info: os.stat_result, before: Any, git_moved: bool) -> int | None:
+    """Where the scan of a shelf begins, from its stamp (`before`: inode, size, fingerprint,
+    CRC-32 of every byte): None when nothing changed (the same inode and size, git's index as
+    it was), the old size when it only grew, 0 when it must be read whole. Grown in place (the
+    same inode, git's index as it was: memdir's own appends), the fingerprint must still match
+    (`cp` and the shell's `>` write an older, longer copy into the same inode); written anew by
+    git or another program, every old byte must (a pass over them, as cheap as one search: a
+    merge can change a line in the middle and keep the length). `handle` and `info`: the open
+    shelf and its fstat."""
+    if not isinstance(before, list) or len(before) != 4:
+        return 0  # none, or an older version's stamp
+    inode, size, mark, crc = before
     if not isinstance(size, int) or size > info.st_size:
         return 0
     if not git_moved and inode == info.st_ino and size == info.st_size:
         return None
-    # grown, another file or git's: only the bytes themselves tell (`cp` and the shell's `>`
-    # write an older, longer copy into the same inode)
-    with open(path, "rb") as handle:
-        same = shelf.prefix_fingerprint(handle, size) == mark
-    return size if same else 0
+    if shelf.prefix_fingerprint(handle, size) != mark:
+        return 0
+    if not git_moved and inode == info.st_ino:
+        return size
+    return size if _crc(handle, size) == crc else 0
+
+
+def _crc(handle: Any, size: int) -> int:
+    """CRC-32 of an open file's first `size` bytes, where they are mapped (0.2 s for the 377 MB
+    of a million memories; read in slices, 0.27–0.35 s); -1 when the file is shorter."""
+    if not size:
+        return 0
+    if os.fstat(handle.fileno()).st_size < size:
+        return -1
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+        with memoryview(mapped) as view:
+            return zlib.crc32(view)
+
+
+def _entry(handle: Any, info: os.stat_result, blob: Blob, before: list[Any] | None) -> list[Any]:
+    """A shelf's stamp entry for the bytes searched (`blob`, of the open shelf `handle` with its
+    fstat `info`): inode, size, fingerprint and CRC-32 — carried on from `before` over the bytes
+    it did not cover when the shelf only grew, else over all of them."""
+    size = info.st_size
+    if before is not None:
+        start, crc = before[1], before[3]
+    else:
+        start, crc = 0, 0
+    if len(blob) >= size:
+        crc = zlib.crc32(memoryview(blob)[start:size], crc)
+    else:  # the mapping is shorter than the fstat said (truncated since): read what is there
+        crc = zlib.crc32(os.pread(handle.fileno(), size - start, start), crc)
+    return [info.st_ino, size, shelf.prefix_fingerprint(handle, size), crc]
 
 
 def _drop_documents(memdir: Memdir) -> None:
@@ -294,20 +340,32 @@ def _drop_documents(memdir: Memdir) -> None:
 
 
 def _write_stamp(
-    memdir: Memdir, shelves: list[Path], forgotten: set[str], before: dict[str, Any]
+    memdir: Memdir,
+    shelves: list[Path],
+    forgotten: set[str],
+    before: dict[str, Any],
+    searched: tuple[list[int] | None, dict[str, list[Any]]] | None = None,
 ) -> None:
+    """Write the stamp: git's index and each shelf's inode, size and fingerprint. `searched`:
+    git's index as `reapply` found it before reading any shelf, and the shelves as it searched
+    them; a shelf git wrote after they were searched is then checked again by the next one (the
+    stamp never vouches for bytes nobody searched). The others are stamped as they are now."""
     sizes: dict[str, list[Any]] = {}
-    git = _git_index(memdir.root)
+    git, seen = searched if searched is not None else (_git_index(memdir.root), {})
     kept = before.get("shelves") if before.get("git") == git else None
     for path in shelves:
+        if path.name in seen:
+            sizes[path.name] = seen[path.name]
+            continue
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             was = kept.get(path.name) if isinstance(kept, dict) else None
-            if isinstance(was, list) and len(was) == 3 and was[:2] == [info.st_ino, info.st_size]:
+            if isinstance(was, list) and len(was) == 4 and was[:2] == [info.st_ino, info.st_size]:
                 sizes[path.name] = was  # unchanged: its fingerprint stands (not an older stamp's)
             else:
+                crc = _crc(handle, info.st_size)
                 mark = shelf.prefix_fingerprint(handle, info.st_size)
-                sizes[path.name] = [info.st_ino, info.st_size, mark]
+                sizes[path.name] = [info.st_ino, info.st_size, mark, crc]
     data = {"shelves": sizes, "git": git, "forgotten": sorted(forgotten)}
     if data == before:
         return  # nothing moved: no write on the way to every append

@@ -17,11 +17,13 @@ postgres`); its schema is dropped at the end.
   then with `memdir serve` running (the client asks it), medians of --runs;
 - sleep: `memdir sleep`, the first run and the next;
 - sync: the memdir committed and pushed to a bare repository by `memdir sync`; a clone of it
-  indexed; then --rounds times 50 new memories on each side, `memdir sync` on the first and
-  timed on the clone (commit, pull with merge, index update, push).
+  indexed (with --dsn in a second database on the same server); then --rounds times 50 new
+  memories on each side and `memdir sync` on the first, then on the clone, each timed
+  (commit, pull with merge, index update, push).
 
 Usage: python -m benchmarks.bench_scale [--size 1000000] [--embedder hashing|minilm]
-       [--dsn DSN] [--runs 5] [--queries 100] [--rounds 3] [--skip sync,sleep] [--reuse]
+       [--dsn DSN [--build-megabytes 1024]] [--runs 5] [--queries 100] [--rounds 3]
+       [--skip sync,sleep] [--reuse]
 """
 
 from __future__ import annotations
@@ -47,15 +49,19 @@ from benchmarks.bench_serve import start_service
 from memdir.archive_format import lifecycle
 from memdir.archive_format.location import CONFIG_NAME
 from memdir.archive_format.memdir import Memdir, set_local_settings
+from memdir.archive_format.settings import IndexSettings
 
 NOW = datetime(2027, 1, 1, tzinfo=timezone.utc)
 IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}  # fmt: skip
 
 
-def prepared(workdir: Path, size: int, embedder: str, dsn: str | None, reuse: bool) -> Memdir:
+def prepared(
+    workdir: Path, size: int, embedder: str, dsn: str | None, build_megabytes: int, reuse: bool
+) -> Memdir:
     """A copy of the generated memdir whose settings embed with `embedder` (and keep the index
-    in the database at `dsn`); with `reuse`, the copy an earlier run left, as it left it."""
+    in the database at `dsn`, its HNSW build given up to `build_megabytes`); with `reuse`, the
+    copy an earlier run left, as it left it."""
     target = workdir / f"scale-{embedder}-{size}{'-pg' if dsn else ''}"
     if reuse and target.is_dir():
         return Memdir.open(target)
@@ -66,7 +72,8 @@ def prepared(workdir: Path, size: int, embedder: str, dsn: str | None, reuse: bo
     config.setdefault("settings", {})["embedder"] = {"kind": embedder}
     (target / CONFIG_NAME).write_text(yaml.safe_dump(config, sort_keys=False))
     if dsn:
-        set_local_settings(target, {"index": {"backend": "postgres", "dsn": dsn}})
+        set_local_settings(target, {"index.backend": "postgres", "index.dsn": dsn,
+                                    "index.build_megabytes": build_megabytes})  # fmt: skip
     return Memdir.open(target)
 
 
@@ -126,8 +133,10 @@ def sleep(memdir: Memdir) -> dict[str, float]:
     }  # fmt: skip
 
 
-def sync(memdir: Memdir, rounds: int) -> dict[str, float]:
-    """`memdir sync` with a bare hub and a clone, in seconds."""
+def sync(memdir: Memdir, rounds: int, dsn: str | None) -> dict[str, float]:
+    """`memdir sync` with a bare hub and a clone, in seconds; with `dsn` the clone's index is
+    on the same server too, in a database of its own (the clone has the memdir's id, which
+    names the schema)."""
     binary = common.memdir_command()[0]
     base, root = memdir.root.parent, memdir.root
     hub, clone = base / f"{root.name}-hub.git", base / f"{root.name}-clone"
@@ -138,20 +147,41 @@ def sync(memdir: Memdir, rounds: int) -> dict[str, float]:
     run("git", "remote", "add", "origin", str(hub), cwd=root)
     found = {"first sync (commit, push)": run(binary, "sync", cwd=root)}
     run("git", "clone", "-q", str(hub), str(clone), cwd=base)
+    if dsn:
+        local = {f"index.{key}": value for key, value in vars(memdir.settings.index).items()}
+        set_local_settings(clone, {**local, "index.dsn": second_database(dsn)})
     found["the clone's first `memdir index`"] = run(binary, "index", cwd=clone)
     rng = random.Random(rounds)
-    samples = []
+    samples: dict[Path, list[float]] = {root: [], clone: []}
     for number in range(rounds):
         for where in (root, clone):
             lifecycle.add_memories(Memdir.open(where),
                                    memories(50, 10_000_000 + 100 * number, rng))  # fmt: skip
-        run(binary, "sync", cwd=root)
-        samples.append(run(binary, "sync", cwd=clone))
-    found["sync of the clone, 50 + 50 new (median)"] = statistics.median(samples)
-    found["… slowest"] = max(samples)
+        for where in (root, clone):
+            samples[where].append(run(binary, "sync", cwd=where))
+    for name, where in (("the memdir", root), ("the clone", clone)):
+        found[f"sync of {name}, 50 + 50 new (median)"] = statistics.median(samples[where])
+        found[f"… of {name}, slowest"] = max(samples[where])
+    if dsn:
+        drop(Memdir.open(clone))
     shutil.rmtree(clone, ignore_errors=True)
     shutil.rmtree(hub, ignore_errors=True)
     return found
+
+
+def second_database(dsn: str) -> str:
+    """The connection string of a database beside `dsn`'s (made if missing), for a clone."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    name = f"{params.get('dbname') or 'postgres'}_clone"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        if not connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+        ).fetchone():
+            connection.execute(f'CREATE DATABASE "{name}"')
+    return make_conninfo(dsn, dbname=name)
 
 
 def schema_bytes(memdir: Memdir) -> int:
@@ -178,6 +208,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
     parser.add_argument("--dsn", help="keep the index in this PostgreSQL database")
+    parser.add_argument(
+        "--build-megabytes",
+        type=int,
+        default=IndexSettings.build_megabytes,
+        help="with --dsn: the most memory the HNSW build asks of the server (index.build_megabytes)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
@@ -199,7 +235,9 @@ def main() -> None:
     skip = set(filter(None, args.skip.split(",")))
     rng = random.Random(11)
     queries = [" ".join(sentence(rng).split()[:8]) + "?" for _ in range(args.queries)]
-    memdir = prepared(args.workdir, args.size, args.embedder, args.dsn, args.reuse)
+    memdir = prepared(
+        args.workdir, args.size, args.embedder, args.dsn, args.build_megabytes, args.reuse
+    )
     figures: dict[str, dict[str, Any]] = {}
 
     def step(name: str, values: dict[str, Any]) -> None:
@@ -232,7 +270,7 @@ def main() -> None:
         step("sleep (ms)", sleep(memdir))
     if "sync" not in skip:
         before = common.load_average()
-        step("sync (s)", sync(memdir, args.rounds))
+        step("sync (s)", sync(memdir, args.rounds, args.dsn))
     if args.dsn:
         drop(memdir)
     print(f"machine: {common.machine()}; {args.size:,} memories, {args.embedder} embedder, "

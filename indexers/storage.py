@@ -269,7 +269,9 @@ def open_parts(memdir: Memdir, root: Path) -> IndexParts:
         require("postgres", "settings.index.backend: postgres")
         from .postgres import PostgresParts
 
-        return PostgresParts(settings.dsn or "", memdir, root)
+        return PostgresParts(
+            settings.dsn or "", memdir, root, build_megabytes=settings.build_megabytes
+        )
     return LocalParts(root)
 
 

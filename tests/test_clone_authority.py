@@ -207,7 +207,8 @@ def test_a_program_a_merge_brings_into_memdir_yaml_is_not_run(
     config = yaml.safe_load(config_path.read_text())
     config["settings"]["dream"] = {"summariser": marker_command(tmp_path, marker)}
     config["settings"]["distill"] = {"command": marker_command(tmp_path, marker)}
-    config["settings"]["index"] = {"backend": "postgres", "dsn": "postgresql://evil.example/x"}
+    config["settings"]["index"] = {"backend": "postgres", "dsn": "postgresql://evil.example/x",
+                                   "build_megabytes": 1_000_000}  # fmt: skip
     config_path.write_text(yaml.safe_dump(config))
     git(b, "commit", "-q", "-am", "helpful settings")
     git(b, "push", "-q", "origin", "main")
@@ -217,8 +218,9 @@ def test_a_program_a_merge_brings_into_memdir_yaml_is_not_run(
     assert memdir.settings.dream.summariser is None
     assert memdir.settings.distill.command is None
     assert (memdir.settings.index.backend, memdir.settings.index.dsn) == ("local", None)
+    assert memdir.settings.index.build_megabytes == 1024
     warned = capsys.readouterr().err + caplog.text
-    for key in ("dream.summariser", "distill.command", "index.dsn"):
+    for key in ("dream.summariser", "distill.command", "index.dsn", "index.build_megabytes"):
         assert f"{key} is ignored here" in warned
     from memdir.archive_format import journal
     from memdir.usecases.journal import record_turns

@@ -90,21 +90,16 @@ def _restored_at_the_same_length(tmp_path: Path) -> Memdir:
     return md
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the first write after git wrote a shelf trusts its old bytes by their length and the "
-    "64 KiB at either end (7c6851d): a change of the same length between them is not seen there; "
-    "`memdir sync` (and the post-merge hook's `sync --local`) checks every shelf whole",
-)
 def test_the_next_write_after_git_restored_the_line_at_the_same_length(tmp_path: Path) -> None:
+    """The fingerprint's windows match; the CRC-32 of every old byte does not."""
     md = _restored_at_the_same_length(tmp_path)
     lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)  # the next write
     assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
 
 
 def test_sync_after_git_restored_the_line_at_the_same_length_removes_it(tmp_path: Path) -> None:
-    """`memdir sync` re-applies the tombstones over every shelf whole, whatever the stamp says:
-    the same-length restore the write path's fingerprint misses is removed there."""
+    """`memdir sync` re-applies the tombstones over every shelf whole, whatever the stamp says
+    (exact, where the write path's check is a checksum): the same-length restore goes there too."""
     md = _restored_at_the_same_length(tmp_path)
     os.environ["MEMDIR_NOW"] = format_time(FORGET_AT)
     try:
@@ -178,4 +173,43 @@ def test_a_shelf_restored_in_place_from_before_the_forget(tmp_path: Path, how: s
     assert SECRET_WORDS.encode() in md.memory_shelf.read_bytes(), "the test must bring it back"
 
     lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)  # the next write
+    assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
+
+
+def test_a_pull_that_lands_while_a_command_re_applies_the_tombstones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git takes no memdir lock: a plain `git pull` in a terminal can write the shelves and its
+    index while a memdir command (the MCP server answering, a write) is between its scan of the
+    shelves and its stamp. The stamp must then not vouch for lines nobody searched: the next
+    command removes the text the pull brought back."""
+    root = new_memdir_repo(tmp_path / "r")
+    md = Memdir.open(root)
+    _filler(md, "head", 3)
+    secret = lifecycle.teach(md, SECRET, T0_DT).id
+    line = _line_of(md, secret)
+    lifecycle.forget(md, secret, FORGET_AT)
+    _commit(root, "forget")
+    tombstones.catch_up(md)
+    assert not tombstones.pending(md)
+
+    write_stamp = tombstones._write_stamp
+    pulled: list[bool] = []
+
+    def a_pull_lands(*args: Any) -> None:
+        if not pulled:  # what a merge leaves: the shelf written anew, then git's index
+            pulled.append(True)
+            written = root / "written-by-git.tmp"
+            written.write_bytes(md.memory_shelf.read_bytes() + line)
+            os.replace(written, md.memory_shelf)
+            (root / "pulled.txt").write_text("pulled\n")
+            git(root, "add", "pulled.txt")
+        write_stamp(*args)
+
+    monkeypatch.setattr(tombstones, "_write_stamp", a_pull_lands)
+    lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)  # the write in progress
+    assert pulled and SECRET_WORDS.encode() in md.memory_shelf.read_bytes()
+    monkeypatch.setattr(tombstones, "_write_stamp", write_stamp)
+
+    tombstones.catch_up(md)  # the next command
     assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()

@@ -104,6 +104,9 @@ def test_a_mapping_setting_is_merged_over_its_default() -> None:
         ({"vectors": {"hnsw_m": [1]}}, "settings.vectors.hnsw_m", "a whole number"),
         ({"decay": {"stability": {"episodic": "often"}}}, "settings.decay.stability", "a duration"),
         ({"mcp": {"quote_window": 5}}, "settings.mcp.quote_window", "a duration"),
+        ({"index": {"build_megabytes": 0}}, "settings.index.build_megabytes", "a whole number from 1 to 2097151"),
+        ({"index": {"build_megabytes": 2**21}}, "settings.index.build_megabytes", "a whole number from 1 to 2097151"),
+        ({"index": {"build_megabytes": "4GB"}}, "settings.index.build_megabytes", "a whole number from 1"),
     ],
 )  # fmt: skip
 def test_a_wrong_value_names_the_key_and_the_file(given: dict, key: str, expected: str) -> None:
@@ -660,6 +663,53 @@ def test_index_backend_and_dsn_choose_where_the_index_lives(md: Memdir, postgres
         assert database.execute(f"SELECT line::json->>'text' FROM {table}").fetchall() == [  # noqa: S608
             ("memory about apples",)
         ]
+
+
+@effect("index.build_megabytes")
+def test_index_build_megabytes_caps_the_memory_of_a_postgres_graph_build(
+    md: Memdir, postgres_dsn: str
+) -> None:
+    """The server reports maintenance_work_mem inside the HNSW build's transaction (an event
+    trigger on CREATE INDEX records it): what the graph needs, at least 256 MB, at most the
+    setting (postgres/vectors.graph_megabytes): 256 MB for this small graph at the default
+    (1024), the setting when it is lower."""
+    import psycopg
+
+    from memdir.indexers.index import MemoryIndex
+
+    for n in range(8):
+        lifecycle.teach(md, f"memory number {n} about apples", T0_DT)
+    trigger = """
+        CREATE TABLE public.build_memory_seen (name text, value text);
+        CREATE FUNCTION public.build_memory_seen() RETURNS event_trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO public.build_memory_seen SELECT object_identity,
+            current_setting('maintenance_work_mem') FROM pg_event_trigger_ddl_commands();
+        END $$;
+        CREATE EVENT TRIGGER build_memory_seen ON ddl_command_end WHEN TAG IN ('CREATE INDEX')
+            EXECUTE FUNCTION public.build_memory_seen();"""
+    with psycopg.connect(postgres_dsn, autocommit=True) as database:
+        database.execute(trigger)
+        try:
+            seen = []
+            for cap in (None, 100, 1):
+                index_settings = {"backend": "postgres", "dsn": postgres_dsn}
+                if cap is not None:
+                    index_settings["build_megabytes"] = cap
+                memdir = _hashing(md, index=index_settings, vectors={"hnsw_above": 5})
+                index = MemoryIndex(memdir)
+                index.update(rebuild=True)
+                assert index.base.kind() == "hnsw"
+                index.close()
+                rows = database.execute(
+                    "DELETE FROM public.build_memory_seen RETURNING name, value"
+                )
+                seen.append(
+                    [value for name, value in rows if name.endswith(".vector_base_new_hnsw")]
+                )
+        finally:
+            database.execute("DROP EVENT TRIGGER build_memory_seen; DROP TABLE"
+                             " public.build_memory_seen; DROP FUNCTION public.build_memory_seen()")  # fmt: skip
+    assert seen == [["256MB"], ["100MB"], ["1MB"]]
 
 
 @effect("mcp.quote_window")

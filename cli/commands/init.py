@@ -23,7 +23,8 @@ def register(app: typer.Typer) -> None:
         """Create a memdir: memdir.yaml, shelves/, journal/, state/, documents/, git attributes.
 
         In an existing memdir it adds what is missing, and moves the per-machine settings that
-        memdir.yaml sets (dream.summariser, distill.command, index.backend, index.dsn) into
+        memdir.yaml sets (dream.summariser, distill.command, index.backend, index.dsn,
+        index.build_megabytes) into
         memdir.local.yaml, where they take effect (not from an agent's shell).
 
         Example: memdir init ~/memory && cd ~/memory && git init

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir.archive_format.memdir import Memdir
-from memdir.archive_format.settings import VectorSettings
+from memdir.archive_format.settings import IndexSettings, VectorSettings
 
 from ..backends import Catalog, FullTextIndex, VectorIndex, VectorRows
 from .database import Database, IndexUnavailableError, schema_name
@@ -43,11 +43,20 @@ def memdir_schema(memdir: Memdir) -> str:
 
 class PostgresParts:
     """storage.IndexParts in one schema of the database at `dsn`; one shared connection, so
-    the catalog, documents and vectors of an update commit in one transaction."""
+    the catalog, documents and vectors of an update commit in one transaction; an HNSW build
+    asks the server for at most `build_megabytes` (settings.index.build_megabytes)."""
 
-    def __init__(self, dsn: str, memdir: Memdir, root: Path, schema: str | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        memdir: Memdir,
+        root: Path,
+        schema: str | None = None,
+        build_megabytes: int = IndexSettings.build_megabytes,
+    ) -> None:
         self.db = Database(dsn, schema or memdir_schema(memdir))
         self.root = root  # the memory table's directory
+        self.build_megabytes = build_megabytes
         self._writer: AdvisoryLock | None = None
 
     def writer_lock(self, timeout: float) -> AbstractContextManager[object]:
@@ -102,7 +111,8 @@ class PostgresParts:
     def base(self, model_id: str, dim: int, settings: VectorSettings) -> VectorIndex:
         from .vectors import PgVectorIndex, PgVectorRows
 
-        return PgVectorIndex(self.db, dim, settings, PgVectorRows(self.db, model_id, dim))
+        rows = PgVectorRows(self.db, model_id, dim)
+        return PgVectorIndex(self.db, dim, settings, rows, self.build_megabytes)
 
     def store(self, model_id: str, dim: int) -> VectorRows:
         from .vectors import PgVectorRows

@@ -20,7 +20,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING
 
-from memdir.archive_format.settings import VectorSettings
+from memdir.archive_format.settings import IndexSettings, VectorSettings
 
 from .database import Database
 
@@ -49,26 +49,35 @@ def graph_degree(settings: VectorSettings) -> int:
     return max(2, settings.hnsw_m * 3 // 5)
 
 
-def graph_megabytes(rows: int, dim: int, m: int) -> int:
+def graph_megabytes(rows: int, dim: int, m: int, cap: int) -> int:
     """The memory an HNSW build gets (maintenance_work_mem, for its own transaction): room for
     the whole graph (per vector its floats, 2·m neighbours on the ground layer and pgvector's
-    overhead, with a quarter to spare), between 256 MB and 1 GB (a server's memory is not
-    ours to take: a larger graph is built partly on disk). pgvector builds what does not fit
-    much more slowly (100k MiniLM-sized vectors at m 32 outgrow 256 MB: BENCHMARKS.md)."""
+    overhead, with a quarter to spare), at least 256 MB and at most `cap`
+    (`index.build_megabytes`, 1 GB unless the server's owner raises it: a server's memory is
+    not ours to take, so a larger graph is built partly on disk). pgvector builds what does
+    not fit much more slowly (100k MiniLM-sized vectors at m 32 outgrow 256 MB; at m 12, 1 GB
+    held 511,499 of a million, and the 2,652 MB asked for the million held them all, ≈ 6×
+    faster: BENCHMARKS.md, "PostgreSQL at a million memories")."""
     element = dim * 4 + 2 * m * 12 + 400  # bytes; 256 MB held 96,825 of 384 floats at m 32
-    return min(1024, max(256, int(rows * element * 1.25 / 2**20) + 1))
+    return min(cap, max(256, int(rows * element * 1.25 / 2**20) + 1))
 
 
 class PgVectorIndex:
     """The vector base in the memdir's schema (see the module docstring)."""
 
     def __init__(
-        self, database: Database, dim: int, settings: VectorSettings, store: PgVectorRows
+        self,
+        database: Database,
+        dim: int,
+        settings: VectorSettings,
+        store: PgVectorRows,
+        build_megabytes: int = IndexSettings.build_megabytes,
     ) -> None:
         self.db = database
         self.dim = dim
         self.settings = settings
         self.store = store
+        self.build_megabytes = build_megabytes  # settings.index.build_megabytes
         self._seen = False
 
     def _exists(self) -> bool:
@@ -116,7 +125,7 @@ class PgVectorIndex:
                 m = graph_degree(self.settings)
                 self.db.execute(
                     "SELECT set_config('maintenance_work_mem', %s, true)",
-                    (f"{graph_megabytes(len(vectors), self.dim, m)}MB",),
+                    (f"{graph_megabytes(len(vectors), self.dim, m, self.build_megabytes)}MB",),
                 )
                 # pgvector asks for ef_construction ≥ 2·m
                 ef_construction = max(2 * m, self.settings.ef_construction)

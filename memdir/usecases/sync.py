@@ -170,8 +170,8 @@ def sync(
         _add_commit(report, root, _message_staged(root, now))
         if report.remote is not None:
             _pull(report, memdir)
-        # whole, not from the stamp: git may have changed a shelf anywhere (FORMAT.md, "Forget
-        # after a merge"), and a sync pays for git's own pass over the shelves already
+        # whole, not from the stamp's checksums: git may have changed a shelf anywhere (FORMAT.md,
+        # "Forget after a merge"), and a sync pays for git's own pass over the shelves already
         report.compacted = tombstones.reapply(memdir, now, full=True)
         report.deduplicated = sum(tombstones.dedupe(memdir, path) for path in memdir.shelves())
         if report.compacted or report.deduplicated:
