@@ -15,6 +15,8 @@ their lines. It is derived, and never trusted over the files:
   the rows after them move, so the next write reads no line of the rewritten file again.
 - Answers are candidates. Callers fold the lines the cache points at; a line that is not what
   the cache says raises `Stale`, and the caller reads every shelf instead.
+- An index rebuild (a clone's first `memdir index`) builds a missing cache as well, since it
+  reads every shelf anyway (indexers/updater.py), so a clone's first write need not.
 - A missing or corrupt cache is rebuilt; when none can be kept on disk (a read-only
   `.memdir/`, a full disk) one is built in memory for the call. Either way the write is
   slower, never wrong.

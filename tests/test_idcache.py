@@ -969,3 +969,34 @@ def test_the_archive_benchmark_runs_and_writes_do_not_grow(tmp_path: Path) -> No
     for name in ("add_memories, 1 new memory", "confirm by 8-character prefix"):
         assert set(figures[name]) == {"1,000", "4,000"}, figures[name]
         assert all(ms > 0 for ms in figures[name].values()), figures[name]
+
+
+def test_the_first_index_of_a_clone_builds_the_id_cache_so_its_first_write_reads_no_line(
+    tmp_path: Path,
+) -> None:
+    """A clone brings shelves and no `.memdir/`: its first `memdir index` (a rebuild, which
+    reads every shelf) builds the id cache too, so the first write after it reads no line."""
+    from memdir.cli.main import main
+
+    source, _ = init(tmp_path / "source", T0_DT)
+    for n in range(120):
+        lifecycle.teach(source, f"cloned memory number {n}", T0_DT)
+    clone = tmp_path / "clone"
+    shutil.copytree(source.root, clone, ignore=shutil.ignore_patterns(".memdir"))
+    md = Memdir.open(clone)
+    assert not cache_path(md).exists()
+    environment = {"MEMDIR_NOW": format_time(T0_DT), "MEMDIR_NO_SERVICE": "1"}
+    old = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        assert main(["--dir", str(clone), "index"]) == 0
+    finally:
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    assert cache_path(md).exists()
+    closed(md)  # the next write comes from another process
+    assert idcache.open_cache(md).lines_read == 0
+    assert not lifecycle.teach(md, "cloned memory number 7", T0_DT + HOUR).added
