@@ -293,8 +293,8 @@ def _unchanged_up_to(handle: Any, info: os.stat_result, before: Any, git_moved: 
     if not isinstance(before, list) or len(before) != 4:
         return 0  # none, or an older version's stamp
     inode, size, mark, crc = before
-    if not isinstance(size, int) or size > info.st_size:
-        return 0
+    if not isinstance(size, int) or not 0 <= size <= info.st_size:
+        return 0  # shorter now, or a damaged stamp
     if not git_moved and inode == info.st_ino and size == info.st_size:
         return None
     if shelf.prefix_fingerprint(handle, size) != mark:
@@ -326,7 +326,8 @@ def _entry(handle: Any, info: os.stat_result, blob: Blob, before: list[Any] | No
     else:
         start, crc = 0, 0
     if len(blob) >= size:
-        crc = zlib.crc32(memoryview(blob)[start:size], crc)
+        with memoryview(blob) as view:  # released before the mapping is closed
+            crc = zlib.crc32(view[start:size], crc)
     else:  # the mapping is shorter than the fstat said (truncated since): read what is there
         crc = zlib.crc32(os.pread(handle.fileno(), size - start, start), crc)
     return [info.st_ino, size, shelf.prefix_fingerprint(handle, size), crc]

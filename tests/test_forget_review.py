@@ -213,3 +213,20 @@ def test_a_pull_that_lands_while_a_command_re_applies_the_tombstones(
 
     tombstones.catch_up(md)  # the next command
     assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
+
+
+@pytest.mark.parametrize("entry", [[1, -5, "x", 0], [1, "big", None, None], [None] * 4, "text"])
+def test_a_damaged_stamp_means_a_whole_check_not_a_traceback(md: Memdir, entry: Any) -> None:
+    """The stamp is a cache: any value in it that makes no sense is read as "unknown", and the
+    shelves are checked whole."""
+    secret = lifecycle.teach(md, SECRET, T0_DT).id
+    line = _line_of(md, secret)
+    lifecycle.forget(md, secret, FORGET_AT)
+    stamp_path = md.cache_dir / tombstones.STAMP_NAME
+    stamp = json.loads(stamp_path.read_text())
+    stamp["shelves"] = {name: entry for name in stamp["shelves"]}
+    stamp_path.write_text(json.dumps(stamp))
+    with open(md.memory_shelf, "ab") as handle:  # a merge brought the line back
+        handle.write(line)
+    lifecycle.teach(md, "I take the early train on Mondays", FORGET_AT)
+    assert SECRET_WORDS.encode() not in md.memory_shelf.read_bytes()
