@@ -347,7 +347,8 @@ def _write_stamp(
     before: dict[str, Any],
     searched: tuple[list[int] | None, dict[str, list[Any]]] | None = None,
 ) -> None:
-    """Write the stamp: git's index and each shelf's inode, size and fingerprint. `searched`:
+    """Write the stamp: git's index and each shelf's inode, size, fingerprint and CRC-32 (see
+    `_unchanged_up_to`). `searched`:
     git's index as `reapply` found it before reading any shelf, and the shelves as it searched
     them; a shelf git wrote after they were searched is then checked again by the next one (the
     stamp never vouches for bytes nobody searched). The others are stamped as they are now."""

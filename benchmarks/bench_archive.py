@@ -219,17 +219,15 @@ class Bench:
     def cold_round(self, n: int, restart: bool) -> None:
         binary = memdir_command()
         self.samples.setdefault("cold `memdir --help`", []).append(cold([*binary, "--help"]))
-        rows = [
-            "cold `memdir teach`",
-            *(["cold `memdir teach` after a restart"] if restart else []),
-        ]
-        for name in rows:
-            if "restart" in name:
-                restarted(self.memdir)
-            self.samples.setdefault(name, []).append(
-                cold([*binary, "--dir", str(self.memdir.root), "--now", format_time(self.now),
-                      "teach", f"cold teach {self.size} {n} {time.time_ns()}"])
-            )  # fmt: skip
+        teach = [*binary, "--dir", str(self.memdir.root), "--now", format_time(self.now), "teach"]
+        self.samples.setdefault("cold `memdir teach`", []).append(
+            cold([*teach, f"cold teach {self.size} {n} {time.time_ns()}"])
+        )
+        if restart:
+            restarted(self.memdir)
+            self.samples.setdefault("cold `memdir teach` after a restart", []).append(
+                cold([*teach, f"cold teach after a restart {self.size} {n} {time.time_ns()}"])
+            )
 
     def results(self) -> dict[str, float]:
         found = {"first write after a copy (builds the caches)": self.first_write * 1000}

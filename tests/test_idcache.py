@@ -972,7 +972,7 @@ def test_the_archive_benchmark_runs_and_writes_do_not_grow(tmp_path: Path) -> No
 
 
 def test_the_first_index_of_a_clone_builds_the_id_cache_so_its_first_write_reads_no_line(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A clone brings shelves and no `.memdir/`: its first `memdir index` (a rebuild, which
     reads every shelf) builds the id cache too, so the first write after it reads no line."""
@@ -985,17 +985,9 @@ def test_the_first_index_of_a_clone_builds_the_id_cache_so_its_first_write_reads
     shutil.copytree(source.root, clone, ignore=shutil.ignore_patterns(".memdir"))
     md = Memdir.open(clone)
     assert not cache_path(md).exists()
-    environment = {"MEMDIR_NOW": format_time(T0_DT), "MEMDIR_NO_SERVICE": "1"}
-    old = {name: os.environ.get(name) for name in environment}
-    os.environ.update(environment)
-    try:
-        assert main(["--dir", str(clone), "index"]) == 0
-    finally:
-        for name, value in old.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    monkeypatch.setenv("MEMDIR_NOW", format_time(T0_DT))
+    monkeypatch.setenv("MEMDIR_NO_SERVICE", "1")
+    assert main(["--dir", str(clone), "index"]) == 0
     assert cache_path(md).exists()
     closed(md)  # the next write comes from another process
     assert idcache.open_cache(md).lines_read == 0
